@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+
+	"github.com/pgtools/pgtools/tools"
+)
+
+// Token is one API token and what it may do.
+type Token struct {
+	// Secret is the bearer token. It never appears in logs.
+	Secret string
+	// Name is the principal name used in logs and for session ownership (default "token-N").
+	Name string
+	// Scopes granted: "read", "write", "ddl".
+	Scopes []string
+	// Databases limits the token to these databases; empty means all.
+	Databases []string
+}
+
+// authenticator checks bearer tokens in constant time.
+type authenticator struct {
+	tokens []hashedToken
+	open   bool // no tokens configured: every caller is the local principal
+}
+
+type hashedToken struct {
+	sum       [32]byte
+	principal tools.Principal
+}
+
+// localPrincipal is the caller when no tokens are configured, which is allowed on loopback only.
+var localPrincipal = tools.Principal{Name: "local", Scopes: []string{"read", "write"}}
+
+func newAuthenticator(tokens []Token) *authenticator {
+	a := &authenticator{open: len(tokens) == 0}
+	for _, t := range tokens {
+		a.tokens = append(a.tokens, hashedToken{sum: sha256.Sum256([]byte(t.Secret)),
+			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases}})
+	}
+	return a
+}
+
+// authenticate returns the principal of the request's bearer token. Every configured token is
+// compared (on equal-length digests), so timing reveals neither which token nor how much matched.
+func (a *authenticator) authenticate(r *http.Request) (tools.Principal, bool) {
+	if a.open {
+		return localPrincipal, true
+	}
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return tools.Principal{}, false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(h[len(prefix):])))
+	found := -1
+	for i := range a.tokens {
+		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return tools.Principal{}, false
+	}
+	return a.tokens[found].principal, true
+}

@@ -1,0 +1,244 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/tools"
+)
+
+// StatusFor maps an error category to its HTTP status (DESIGN §4).
+func StatusFor(t tools.ErrorType) int {
+	switch t {
+	case tools.ErrInvalidArguments, tools.ErrSyntax, tools.ErrInvalidTable, tools.ErrInvalidColumn,
+		tools.ErrWriteIntentRequired, tools.ErrConfirmationRequired:
+		return http.StatusBadRequest
+	case tools.ErrPermissionDenied, tools.ErrNotAllowed, tools.ErrReadOnlyViolation:
+		return http.StatusForbidden
+	case tools.ErrUnknownTool, tools.ErrSessionNotFound, tools.ErrSessionExpired:
+		return http.StatusNotFound
+	case tools.ErrConstraint, tools.ErrTooManyRows:
+		return http.StatusConflict
+	case tools.ErrRateLimited, tools.ErrSessionLimitReached:
+		return http.StatusTooManyRequests
+	case tools.ErrConnection:
+		return http.StatusServiceUnavailable
+	case tools.ErrTimeout:
+		return http.StatusGatewayTimeout
+	case tools.ErrAuthentication:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// handler serves the HTTP API.
+type handler struct {
+	reg      *tools.Registry
+	auth     *authenticator
+	log      zerolog.Logger
+	maxBody  int64
+	ready    func(ctx context.Context) error
+	idPrefix string
+	idSeq    atomic.Uint64
+}
+
+// NewHandler returns the HTTP API: /healthz, /readyz, /v1/tools, POST /v1/tools/{name},
+// /openapi.json. Access logs go to log, one line per request, without query strings, headers or
+// bodies.
+func NewHandler(reg *tools.Registry, tokens []Token, log zerolog.Logger, maxBody int64) http.Handler {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	h := &handler{reg: reg, auth: newAuthenticator(tokens), log: log, maxBody: maxBody, idPrefix: hex.EncodeToString(b[:])}
+	if h.maxBody <= 0 {
+		h.maxBody = 1 << 20
+	}
+	h.ready = func(ctx context.Context) error {
+		for _, name := range reg.Databases() {
+			db, _ := reg.Database(name)
+			if err := db.Ping(ctx); err != nil {
+				return fmt.Errorf("database %q is not reachable", name)
+			}
+		}
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("GET /readyz", h.readyz)
+	mux.HandleFunc("GET /v1/tools", h.authed(h.listTools))
+	mux.HandleFunc("POST /v1/tools/{name}", h.authed(h.callTool))
+	mux.HandleFunc("GET /openapi.json", h.openapi)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
+			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})
+	})
+	return h.logged(mux)
+}
+
+type ctxKey int
+
+const logInfoKey ctxKey = 1
+
+// logInfo collects what the access log line reports about a request.
+type logInfo struct {
+	principal string
+	tool      string
+	errorType tools.ErrorType
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (s *statusWriter) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+func (s *statusWriter) Write(b []byte) (int, error) {
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += n
+	return n, err
+}
+
+// logged adds a request id and writes the access log line.
+func (h *handler) logged(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = h.idPrefix + "-" + strconv.FormatUint(h.idSeq.Add(1), 36)
+		}
+		w.Header().Set("X-Request-Id", id)
+		info := &logInfo{}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), logInfoKey, info)))
+		ev := h.log.Info()
+		if sw.status >= 500 {
+			ev = h.log.Warn()
+		}
+		ev.Str("req_id", id).Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
+			Int("bytes", sw.bytes).Dur("duration", time.Since(start))
+		if info.principal != "" {
+			ev = ev.Str("principal", info.principal)
+		}
+		if info.tool != "" {
+			ev = ev.Str("tool", info.tool)
+		}
+		if info.errorType != "" {
+			ev = ev.Str("error_type", string(info.errorType))
+		}
+		ev.Msg("request")
+	})
+}
+
+// validRequestID accepts a caller's request id only when it is short and plain, so it cannot
+// inject into logs.
+func validRequestID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+type principalHandler func(w http.ResponseWriter, r *http.Request, p tools.Principal)
+
+func (h *handler) authed(next principalHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, ok := h.auth.authenticate(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pgtools"`)
+			msg := "Missing or invalid API token"
+			if r.Header.Get("Authorization") == "" {
+				msg = "Missing API token"
+			}
+			writeErrorStatus(w, http.StatusUnauthorized, &tools.Error{Type: tools.ErrAuthentication, Message: msg,
+				Suggestion: "Send the header Authorization: Bearer <token> with a token configured on the runner."})
+			return
+		}
+		if info, _ := r.Context().Value(logInfoKey).(*logInfo); info != nil {
+			info.principal = p.Name
+		}
+		next(w, r, p)
+	}
+}
+
+func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	name := r.PathValue("name")
+	info, _ := r.Context().Value(logInfoKey).(*logInfo)
+	if info != nil {
+		info.tool = name
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, &tools.Error{Type: tools.ErrInvalidArguments,
+				Message:    fmt.Sprintf("Request body is larger than the %d-byte limit", h.maxBody),
+				Suggestion: "Send fewer rows per call, or split the work into several calls."})
+			return
+		}
+		writeError(w, &tools.Error{Type: tools.ErrInvalidArguments, Message: "Could not read the request body", Suggestion: "Send the arguments as a JSON object."})
+		return
+	}
+	res, terr := h.reg.Call(r.Context(), p, name, body)
+	if terr != nil {
+		if info != nil {
+			info.errorType = terr.Type
+		}
+		writeError(w, terr)
+		return
+	}
+	out, err := res.MarshalJSON()
+	if err != nil {
+		writeError(w, &tools.Error{Type: tools.ErrInternal, Message: "Could not encode the result", Suggestion: "Retry; report it if it persists."})
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handler) listTools(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	out, _ := json.Marshal(map[string]any{"tools": h.reg.Tools()})
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if err := h.ready(ctx); err != nil {
+		out, _ := json.Marshal(map[string]string{"status": "unavailable", "reason": err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, out)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func writeError(w http.ResponseWriter, e *tools.Error) { writeErrorStatus(w, StatusFor(e.Type), e) }
+
+func writeErrorStatus(w http.ResponseWriter, status int, e *tools.Error) {
+	out, _ := e.MarshalJSON()
+	writeJSON(w, status, out)
+}

@@ -1,0 +1,51 @@
+package runner
+
+import (
+	"encoding/json"
+	"net/http"
+
+)
+
+// openapi serves an OpenAPI 3.1 document built from the same schemas the tools validate with
+// (3.1 takes JSON Schema 2020-12 as is).
+func (h *handler) openapi(w http.ResponseWriter, r *http.Request) {
+	errorSchema := map[string]any{"type": "object", "required": []string{"success", "error", "errorType", "suggestion"},
+		"properties": map[string]any{
+			"success": map[string]any{"const": false}, "operation": map[string]any{"type": "string"},
+			"table": map[string]any{"type": "string"}, "error": map[string]any{"type": "string"},
+			"errorType": map[string]any{"type": "string"}, "suggestion": map[string]any{"type": "string"},
+			"sqlState": map[string]any{"type": "string"},
+		}}
+	resultSchema := map[string]any{"type": "object", "required": []string{"success", "operation"},
+		"properties": map[string]any{
+			"success": map[string]any{"const": true}, "operation": map[string]any{"type": "string"},
+			"table": map[string]any{"type": "string"}, "rowCount": map[string]any{"type": "integer"},
+			"affectedRows": map[string]any{"type": "integer"}, "data": map[string]any{},
+			"truncated": map[string]any{"type": "boolean"}, "executionTime": map[string]any{"type": "string"},
+			"hint": map[string]any{"type": "string"},
+		}}
+	paths := map[string]any{}
+	errRef := map[string]any{"description": "Error object", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}}
+	for _, t := range h.reg.Tools() {
+		paths["/v1/tools/"+t.Name] = map[string]any{"post": map[string]any{
+			"operationId": t.Name, "summary": t.Description,
+			"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": t.InputSchema}}},
+			"responses": map[string]any{
+				"200":     map[string]any{"description": "Success", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Result"}}}},
+				"default": errRef,
+			},
+		}}
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "pgtools", "version": Version, "description": "Safe PostgreSQL tools for AI agents."},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas":         map[string]any{"Error": errorSchema, "Result": resultSchema},
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+		},
+		"security": []any{map[string]any{"bearer": []string{}}},
+	}
+	out, _ := json.Marshal(doc)
+	writeJSON(w, http.StatusOK, out)
+}

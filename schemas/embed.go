@@ -1,0 +1,64 @@
+// Package schemas holds the JSON Schemas (draft 2020-12) of the arguments of
+// every pgtools tool and of the runner's configuration file, embedded in the
+// binary.
+//
+// The schema files are the single source of the words a model reads: their
+// descriptions are served over MCP, HTTP (GET /v1/tools) and the n8n nodes,
+// which import the same files at build time. Every function returns a fresh
+// copy of the bytes, so callers may keep or modify the result; all functions
+// are safe for concurrent use.
+package schemas
+
+import (
+	"embed"
+	"slices"
+)
+
+//go:embed *.json
+var files embed.FS
+
+// configFile is the name of the configuration schema inside files.
+const configFile = "config.schema.json"
+
+// ToolNames returns the wire names of the eight tools in their canonical
+// order: select_query, insert_data, update_data, delete_data, execute_sql,
+// describe_schema, pg_tx, pg_transaction. Each call returns a new slice.
+func ToolNames() []string {
+	return []string{
+		"select_query",
+		"insert_data",
+		"update_data",
+		"delete_data",
+		"execute_sql",
+		"describe_schema",
+		"pg_tx",
+		"pg_transaction",
+	}
+}
+
+// Tool returns the raw JSON Schema of the arguments of the tool with the
+// given wire name (for example "select_query"), and false if no tool has
+// that name.
+func Tool(name string) ([]byte, bool) {
+	if !slices.Contains(ToolNames(), name) {
+		return nil, false
+	}
+	return mustRead(name + ".json"), true
+}
+
+// Config returns the raw JSON Schema of the configuration file read by
+// pgtools serve --config.
+func Config() []byte {
+	return mustRead(configFile)
+}
+
+// mustRead returns a copy of an embedded file. The files are compiled into
+// the binary and their presence is checked by the tests, so a failure is a
+// build defect, not a runtime condition.
+func mustRead(name string) []byte {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic("schemas: embedded file missing: " + name)
+	}
+	return b
+}

@@ -1,0 +1,172 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Policy is what the operator allows on one database. The zero value of a field means its default.
+type Policy struct {
+	// ReadOnly refuses every write tool on this database (default false).
+	ReadOnly bool
+	// AllowDDL lets execute_sql write run DDL for tokens with the ddl scope (default false).
+	AllowDDL bool
+	// AllowedSchemas limits the schemas whose tables are visible (default: all but system schemas).
+	AllowedSchemas []string
+	// AllowTables, when set, is the only tables visible, as "schema.name" or "name" (any schema).
+	AllowTables []string
+	// DenyTables hides tables, as "schema.name" or "name" (any schema); it wins over AllowTables.
+	DenyTables []string
+	// DefaultLimit is the row limit of a read when the caller gives none (default 1000 rows).
+	DefaultLimit int
+	// MaxLimit is the hard row limit a caller may ask for (default 10000 rows).
+	MaxLimit int
+	// MaxResponseBytes cuts a result's rows at this JSON size (default 4 MiB).
+	MaxResponseBytes int
+	// StatementTimeout bounds each statement on the server (default 30 s).
+	StatementTimeout time.Duration
+	// LockTimeout bounds each lock wait on the server (default 5 s).
+	LockTimeout time.Duration
+	// PoolWait bounds the wait for a free connection (default 5 s).
+	PoolWait time.Duration
+	// MaxAffectedRows is the default cap on rows one update or delete may change (default 1000).
+	MaxAffectedRows int
+	// DisabledTools lists wire names of tools refused on this database.
+	DisabledTools []string
+	// ShowErrorValues keeps values PostgreSQL echoes in error details (default false: masked).
+	ShowErrorValues bool
+}
+
+// withDefaults returns p with every zero field set to its default.
+func (p Policy) withDefaults() Policy {
+	if p.DefaultLimit <= 0 {
+		p.DefaultLimit = 1000
+	}
+	if p.MaxLimit <= 0 {
+		p.MaxLimit = 10000
+	}
+	if p.DefaultLimit > p.MaxLimit {
+		p.DefaultLimit = p.MaxLimit
+	}
+	if p.MaxResponseBytes <= 0 {
+		p.MaxResponseBytes = 4 << 20
+	}
+	if p.StatementTimeout <= 0 {
+		p.StatementTimeout = 30 * time.Second
+	}
+	if p.LockTimeout <= 0 {
+		p.LockTimeout = 5 * time.Second
+	}
+	if p.PoolWait <= 0 {
+		p.PoolWait = 5 * time.Second
+	}
+	if p.MaxAffectedRows <= 0 {
+		p.MaxAffectedRows = 1000
+	}
+	return p
+}
+
+// tableVisible applies the schema and table lists.
+func (p *Policy) tableVisible(schema, name string) bool {
+	if len(p.AllowedSchemas) > 0 && !slices.Contains(p.AllowedSchemas, schema) {
+		return false
+	}
+	match := func(list []string) bool {
+		for _, t := range list {
+			if t == schema+"."+name || t == name {
+				return true
+			}
+		}
+		return false
+	}
+	if len(p.AllowTables) > 0 && !match(p.AllowTables) {
+		return false
+	}
+	return !match(p.DenyTables)
+}
+
+// Database is one configured database: its stateless pool, policy and catalog cache.
+// It is safe for concurrent use.
+type Database struct {
+	// Name is the configured name agents pass as the database argument.
+	Name string
+	// Pool serves stateless tool calls. Build its config with PoolConfig.
+	Pool *pgxpool.Pool
+	// Policy is the operator's policy, with defaults applied by NewDatabase.
+	Policy Policy
+
+	cat catalogCache
+}
+
+// NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.
+func NewDatabase(name string, pool *pgxpool.Pool, policy Policy) *Database {
+	return &Database{Name: name, Pool: pool, Policy: policy.withDefaults(), cat: catalogCache{minReload: time.Second}}
+}
+
+// PoolConfig parses dsn into a pool configuration with the settings every stateless connection
+// needs: the policy's statement and lock timeouts as session defaults (so a call needs no SET),
+// server-side cancellation on context cancel, and an exec mode that creates no prepared
+// statements. maxConns of 0 keeps pgxpool's default.
+func PoolConfig(dsn string, policy Policy, maxConns int32) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors can quote the DSN, password included: never pass them on.
+		return nil, fmt.Errorf("the database URL is not a valid PostgreSQL connection string (postgres://user:password@host:port/dbname?sslmode=…)")
+	}
+	policy = policy.withDefaults()
+	rp := cfg.ConnConfig.RuntimeParams
+	rp["statement_timeout"] = strconv.FormatInt(policy.StatementTimeout.Milliseconds(), 10)
+	rp["lock_timeout"] = strconv.FormatInt(policy.LockTimeout.Milliseconds(), 10)
+	rp["idle_in_transaction_session_timeout"] = strconv.FormatInt((policy.StatementTimeout + time.Minute).Milliseconds(), 10)
+	if _, ok := rp["application_name"]; !ok {
+		rp["application_name"] = "pgtools"
+	}
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+	cfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, CancelRequestDelay: 0, DeadlineDelay: 3 * time.Second}
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	return cfg, nil
+}
+
+// Ping checks that the database answers.
+func (db *Database) Ping(ctx context.Context) error {
+	return db.Pool.Ping(ctx)
+}
+
+// Principal is who makes a call: an API token, an MCP client or a task broker. Sessions and
+// scopes are bound to it.
+type Principal struct {
+	// Name identifies the principal in logs, audit lines and session ownership.
+	Name string
+	// Scopes are the granted scopes: "read", "write", "ddl".
+	Scopes []string
+	// Databases limits the databases the principal may use; empty means all.
+	Databases []string
+}
+
+// Can reports whether the principal holds scope.
+func (p Principal) Can(scope string) bool { return slices.Contains(p.Scopes, scope) }
+
+func (p Principal) mayUse(db string) bool {
+	return len(p.Databases) == 0 || slices.Contains(p.Databases, db)
+}
+
+// describeList names databases for a message.
+func describeList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,191 @@
+package tools
+
+import (
+	"context"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+)
+
+type tableSummary struct {
+	Schema        string `json:"schema"`
+	Name          string `json:"name"`
+	Type          string `json:"type"`
+	EstimatedRows int64  `json:"estimatedRows"`
+	Comment       string `json:"comment,omitempty"`
+}
+
+type columnInfo struct {
+	Name     string  `json:"name"`
+	Type     string  `json:"type"`
+	Nullable bool    `json:"nullable"`
+	Default  *string `json:"default,omitempty"`
+	Comment  string  `json:"comment,omitempty"`
+}
+
+type foreignKey struct {
+	Name              string   `json:"name"`
+	Columns           []string `json:"columns"`
+	ReferencesTable   string   `json:"referencesTable"`
+	ReferencesColumns []string `json:"referencesColumns"`
+}
+
+type indexInfo struct {
+	Name       string `json:"name"`
+	Definition string `json:"definition"`
+	Unique     bool   `json:"unique"`
+}
+
+type checkInfo struct {
+	Name       string `json:"name"`
+	Definition string `json:"definition"`
+}
+
+type tableDetail struct {
+	Schema        string       `json:"schema"`
+	Name          string       `json:"name"`
+	Type          string       `json:"type"`
+	Comment       string       `json:"comment,omitempty"`
+	EstimatedRows int64        `json:"estimatedRows"`
+	Columns       []columnInfo `json:"columns"`
+	PrimaryKey    []string     `json:"primaryKey"`
+	ForeignKeys   []foreignKey `json:"foreignKeys"`
+	Indexes       []indexInfo  `json:"indexes"`
+	Checks        []checkInfo  `json:"checkConstraints,omitempty"`
+}
+
+var relKinds = map[byte]string{'r': "table", 'v': "view", 'm': "materialized view", 'f': "foreign table", 'p': "partitioned table"}
+
+// describeSchema lists the tables an agent may use, or describes one table.
+func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
+	const op = "describe"
+	cc := callContext{readOnly: true, database: req.db.Name}
+	mask := !req.db.Policy.ShowErrorValues
+	if name := strArg(req.args, "table"); name != "" {
+		if sc := strArg(req.args, "schema"); sc != "" {
+			if parts, ok := splitQualified(name); ok && len(parts) == 1 {
+				name = pgx.Identifier{sc}.Sanitize() + "." + pgx.Identifier{parts[0].name}.Sanitize()
+				if !parts[0].quoted {
+					name = pgx.Identifier{sc}.Sanitize() + "." + parts[0].name
+				}
+			}
+		}
+		rel, err := req.db.resolveTable(ctx, name)
+		if err != nil {
+			return nil, withOp(classify(ctx, err, cc, mask), op, "")
+		}
+		detail, err := req.db.describeTable(ctx, rel)
+		if err != nil {
+			return nil, withOp(classify(ctx, err, cc, mask), op, rel.display())
+		}
+		data, _ := jsonMarshal(detail)
+		return &Result{Operation: op, Table: rel.display(), Data: data}, nil
+	}
+	snap, err := req.db.catalog(ctx, true)
+	if err != nil {
+		return nil, withOp(classify(ctx, err, cc, mask), op, "")
+	}
+	schema := strArg(req.args, "schema")
+	list := []tableSummary{}
+	for _, r := range snap.rels {
+		if !r.canSelect || (schema != "" && r.schema != schema) {
+			continue
+		}
+		list = append(list, tableSummary{Schema: r.schema, Name: r.name, Type: relKinds[r.kind], EstimatedRows: r.estimate, Comment: r.comment})
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].Schema != list[j].Schema {
+			return list[i].Schema < list[j].Schema
+		}
+		return list[i].Name < list[j].Name
+	})
+	data, _ := jsonMarshal(list)
+	n := len(list)
+	res := &Result{Operation: op, RowCount: &n, Data: data}
+	if n == 0 {
+		res.Hint = "No tables are visible to the runner's role with this filter."
+	} else {
+		res.Hint = "Call describe_schema with table to see a table's columns, keys and indexes."
+	}
+	return res, nil
+}
+
+const (
+	columnsQuery = `
+SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+       pg_get_expr(d.adbin, d.adrelid), coalesce(col_description(a.attrelid, a.attnum), '')
+FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
+	constraintsQuery = `
+SELECT c.conname::text, c.contype::text,
+       coalesce((SELECT array_agg(a.attname::text ORDER BY k.ord) FROM unnest(c.conkey) WITH ORDINALITY k(n, ord)
+                 JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n), '{}'),
+       coalesce(c.confrelid::regclass::text, ''),
+       coalesce((SELECT array_agg(a.attname::text ORDER BY k.ord) FROM unnest(c.confkey) WITH ORDINALITY k(n, ord)
+                 JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n), '{}'),
+       pg_get_constraintdef(c.oid)
+FROM pg_constraint c WHERE c.conrelid = $1::regclass ORDER BY c.conname`
+	indexesQuery = `
+SELECT i.relname::text, pg_get_indexdef(x.indexrelid), x.indisunique
+FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+WHERE x.indrelid = $1::regclass ORDER BY i.relname`
+)
+
+func (db *Database) describeTable(ctx context.Context, rel *relation) (*tableDetail, error) {
+	tx, err := db.Pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a read-only transaction has nothing to lose
+	reg := pgx.Identifier{rel.schema, rel.name}.Sanitize()
+	d := &tableDetail{Schema: rel.schema, Name: rel.name, Type: relKinds[rel.kind], Comment: rel.comment, EstimatedRows: rel.estimate,
+		Columns: []columnInfo{}, PrimaryKey: []string{}, ForeignKeys: []foreignKey{}, Indexes: []indexInfo{}}
+	rows, err := tx.Query(ctx, columnsQuery, reg)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var c columnInfo
+		if err := rows.Scan(&c.Name, &c.Type, &c.Nullable, &c.Default, &c.Comment); err != nil {
+			return nil, err
+		}
+		d.Columns = append(d.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, constraintsQuery, reg)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var name, kind, refTable, def string
+		var cols, refCols []string
+		if err := rows.Scan(&name, &kind, &cols, &refTable, &refCols, &def); err != nil {
+			return nil, err
+		}
+		switch kind {
+		case "p":
+			d.PrimaryKey = cols
+		case "f":
+			d.ForeignKeys = append(d.ForeignKeys, foreignKey{Name: name, Columns: cols, ReferencesTable: refTable, ReferencesColumns: refCols})
+		case "c":
+			d.Checks = append(d.Checks, checkInfo{Name: name, Definition: def})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, indexesQuery, reg)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var ix indexInfo
+		if err := rows.Scan(&ix.Name, &ix.Definition, &ix.Unique); err != nil {
+			return nil, err
+		}
+		d.Indexes = append(d.Indexes, ix)
+	}
+	return d, rows.Err()
+}

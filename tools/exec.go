@@ -1,0 +1,277 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// errPoolWait marks a call that never got a connection: it is reported apart from a statement
+// timeout, because the fix differs (retry later vs narrow the query).
+var errPoolWait = errors.New("timed out waiting for a free connection")
+
+// errTxEscaped marks a statement that ended the transaction it was run in (COMMIT, ROLLBACK …).
+var errTxEscaped = errors.New("statement ended the transaction")
+
+// readStmt is one agent statement to run in a READ ONLY transaction.
+type readStmt struct {
+	sql      string
+	params   []any
+	maxRows  int // rows to fetch at most (limit+1); the portal stops there, so the server does too
+	maxBytes int // size at which the JSON of the rows is cut
+}
+
+// rowSet is the encoded result of a read.
+type rowSet struct {
+	data      []byte // JSON array of row objects
+	rowCount  int
+	truncated bool   // more rows existed than limit, or the byte cap was reached
+	byBytes   bool   // truncated by the byte cap rather than by the row limit
+	tag       string // PostgreSQL command tag
+}
+
+// beginRead opens the READ ONLY transaction. The SELECT takes the transaction's first snapshot, so
+// PostgreSQL itself refuses a later SET TRANSACTION READ WRITE ("must be set before any query").
+const beginRead = "BEGIN READ ONLY; SELECT 1"
+
+// endRead always rolls back (a read has nothing to commit, and a rollback also undoes
+// set_config(…, false), LISTEN and cursors), then drops session-level advisory locks, which
+// survive a rollback.
+const endRead = "ROLLBACK; SELECT pg_advisory_unlock_all()"
+
+// safeTags are command tags after which a pooled connection can be reused: nothing a successful
+// statement with another tag did (PREPARE, LOAD, DEALLOCATE …) is trusted to have left the
+// session as it was.
+var safeTags = map[string]bool{"SELECT": true, "SHOW": true, "EXPLAIN": true, "FETCH": true, "": true}
+
+// acquire takes a connection from the stateless pool, waiting at most poolWait.
+func (db *Database) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	wait := db.Policy.PoolWait
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	actx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	conn, err := db.Pool.Acquire(actx)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return nil, errPoolWait
+		}
+		return nil, fmt.Errorf("acquiring a connection: %w", err)
+	}
+	return conn, nil
+}
+
+// release returns conn to the pool, or destroys it when its session state cannot be trusted.
+func release(conn *pgxpool.Conn, destroy bool) {
+	if destroy {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = conn.Conn().Close(ctx)
+		cancel()
+	}
+	conn.Release()
+}
+
+// runRead runs one agent statement in a READ ONLY transaction on a pooled connection. BEGIN, the
+// statement and the ROLLBACK travel in one round trip; the statement goes through the extended
+// protocol, so PostgreSQL rejects more than one statement, and its portal is executed with a row
+// limit, so PostgreSQL stops producing rows at maxRows.
+func (db *Database) runRead(ctx context.Context, st readStmt) (*rowSet, error) {
+	conn, err := db.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pc := conn.Conn().PgConn()
+	rs, destroy, err := readOn(ctx, pc, st)
+	release(conn, destroy || pc.IsClosed())
+	return rs, err
+}
+
+// readOn runs st on pc; destroy reports that pc must not be reused.
+func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, destroy bool, err error) {
+	var oids []uint32
+	if needsTypes(st.params) {
+		// Array parameters bind differently for array and json types: ask the server first.
+		sd, err := pc.Prepare(ctx, "", st.sql, nil)
+		if err != nil {
+			return nil, pc.IsClosed(), err
+		}
+		oids = sd.ParamOIDs
+	}
+	values, err := encodeParams(st.params, oids)
+	if err != nil {
+		return nil, false, &Error{Type: ErrInvalidArguments, Message: "Invalid arguments: " + err.Error(),
+			Suggestion: "Params may be strings, numbers, booleans, null, objects or arrays."}
+	}
+
+	fe := pc.Frontend()
+	fe.SendQuery(&pgproto3.Query{String: beginRead})
+	fe.SendParse(&pgproto3.Parse{Query: st.sql})
+	fe.SendBind(&pgproto3.Bind{Parameters: values})
+	fe.SendDescribe(&pgproto3.Describe{ObjectType: 'P'})
+	fe.SendExecute(&pgproto3.Execute{MaxRows: uint32(st.maxRows)})
+	fe.SendSync(&pgproto3.Sync{})
+	fe.SendQuery(&pgproto3.Query{String: endRead})
+	if err := fe.Flush(); err != nil {
+		return nil, true, err
+	}
+
+	// One cancel watch for the whole call: on cancellation, ask the server to cancel the statement
+	// and bound the wait for its answer by a read deadline.
+	var fired atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		fired.Store(true)
+		_ = pc.Conn().SetDeadline(time.Now().Add(3 * time.Second))
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = pc.CancelRequest(cctx)
+	})
+	rs, destroy, err = readResults(pc, st)
+	if !stop() && fired.Load() {
+		// A cancel request may still be in flight and could hit the next statement on this
+		// connection; never reuse it.
+		destroy = true
+	}
+	return rs, destroy, err
+}
+
+// readResults reads the answers to the three messages groups sent by readOn, up to the third
+// ReadyForQuery.
+func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
+	var (
+		rs       = &rowSet{}
+		userErr  error
+		sysErr   error
+		enc      rowEncoder
+		ready    int
+		midState byte
+		full     bool
+	)
+	rs.data = append(make([]byte, 0, 1024), '[')
+	for ready < 3 {
+		msg, err := pc.ReceiveMessage(context.Background())
+		if err != nil {
+			// A FATAL error (terminated backend, shutdown) says more than the closed socket.
+			for _, e := range []error{sysErr, userErr} {
+				if e != nil {
+					return nil, true, e
+				}
+			}
+			return nil, true, err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ReadyForQuery:
+			ready++
+			if ready == 2 {
+				midState = m.TxStatus
+			}
+		case *pgproto3.ErrorResponse:
+			pgErr := pgconn.ErrorResponseToPgError(m)
+			if ready == 1 && userErr == nil {
+				userErr = pgErr
+			} else if ready != 1 && sysErr == nil {
+				sysErr = pgErr
+			}
+		case *pgproto3.RowDescription:
+			if ready == 1 {
+				enc.init(m.Fields)
+			}
+		case *pgproto3.DataRow:
+			if ready != 1 || full {
+				continue
+			}
+			if st.maxRows > 0 && rs.rowCount == st.maxRows-1 {
+				// The limit+1-th row only proves there are more.
+				rs.truncated = true
+				full = true
+				continue
+			}
+			n := len(rs.data)
+			if rs.rowCount > 0 {
+				rs.data = append(rs.data, ',')
+			}
+			rs.data = enc.appendRow(rs.data, m.Values)
+			if st.maxBytes > 0 && len(rs.data) > st.maxBytes-1 {
+				rs.data = rs.data[:n]
+				rs.truncated, rs.byBytes, full = true, true, true
+				continue
+			}
+			rs.rowCount++
+		case *pgproto3.CommandComplete:
+			if ready == 1 {
+				rs.tag = commandVerb(m.CommandTag)
+			}
+		case *pgproto3.PortalSuspended:
+			if ready == 1 {
+				rs.tag = "SELECT"
+			}
+		}
+	}
+	rs.data = append(rs.data, ']')
+	destroy := sysErr != nil || pc.TxStatus() != 'I' || !safeTags[rs.tag]
+	if userErr != nil {
+		return nil, destroy, userErr
+	}
+	if midState == 'I' {
+		return nil, true, errTxEscaped
+	}
+	if sysErr != nil {
+		return nil, true, fmt.Errorf("ending the read transaction: %w", sysErr)
+	}
+	return rs, destroy, nil
+}
+
+// commandVerb returns the verb of a command tag: "SELECT 3" → "SELECT", "CREATE TABLE" → "CREATE TABLE".
+func commandVerb(tag []byte) string {
+	end := len(tag)
+	for end > 0 && (tag[end-1] >= '0' && tag[end-1] <= '9' || tag[end-1] == ' ') {
+		end--
+	}
+	return string(tag[:end])
+}
+
+// rowEncoder writes rows as JSON objects keyed by column name.
+type rowEncoder struct {
+	keys []string // `"name":` ready to append
+	encs []valueEncoder
+}
+
+func (e *rowEncoder) init(fields []pgproto3.FieldDescription) {
+	e.keys = make([]string, len(fields))
+	e.encs = make([]valueEncoder, len(fields))
+	seen := make(map[string]int, len(fields))
+	for i, f := range fields {
+		name := string(f.Name)
+		// Duplicate names (select 1, 2 → two "?column?") would make an invalid JSON object.
+		if n := seen[name]; n > 0 {
+			seen[name] = n + 1
+			name = fmt.Sprintf("%s_%d", name, n+1)
+		} else {
+			seen[name] = 1
+		}
+		e.keys[i] = string(appendStringS(nil, name)) + ":"
+		e.encs[i] = encoderFor(f.DataTypeOID)
+	}
+}
+
+func (e *rowEncoder) appendRow(dst []byte, values [][]byte) []byte {
+	dst = append(dst, '{')
+	for i, v := range values {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, e.keys[i]...)
+		if v == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = e.encs[i](dst, v)
+		}
+	}
+	return append(dst, '}')
+}

@@ -1,0 +1,327 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/pgtools/pgtools/schemas"
+)
+
+// Result is a successful tool call's answer. Field names follow DESIGN §4; empty fields are omitted.
+type Result struct {
+	Operation     string          `json:"operation"`
+	Table         string          `json:"table,omitempty"`
+	Command       string          `json:"command,omitempty"`
+	RowCount      *int            `json:"rowCount,omitempty"`
+	AffectedRows  *int            `json:"affectedRows,omitempty"`
+	Data          json.RawMessage `json:"data,omitempty"`
+	Truncated     *bool           `json:"truncated,omitempty"`
+	ExecutionTime string          `json:"executionTime,omitempty"`
+	Hint          string          `json:"hint,omitempty"`
+}
+
+// MarshalJSON writes the result with "success": true first. Data is already JSON made by this
+// package, so it is copied as is rather than re-validated.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(r.Data)+256)
+	b = append(b, `{"success":true,"operation":`...)
+	b = appendStringS(b, r.Operation)
+	if r.Table != "" {
+		b = append(b, `,"table":`...)
+		b = appendStringS(b, r.Table)
+	}
+	if r.Command != "" {
+		b = append(b, `,"command":`...)
+		b = appendStringS(b, r.Command)
+	}
+	if r.RowCount != nil {
+		b = append(b, `,"rowCount":`...)
+		b = strconv.AppendInt(b, int64(*r.RowCount), 10)
+	}
+	if r.AffectedRows != nil {
+		b = append(b, `,"affectedRows":`...)
+		b = strconv.AppendInt(b, int64(*r.AffectedRows), 10)
+	}
+	if r.Data != nil {
+		b = append(b, `,"data":`...)
+		b = append(b, r.Data...)
+	}
+	if r.Truncated != nil {
+		b = append(b, `,"truncated":`...)
+		b = strconv.AppendBool(b, *r.Truncated)
+	}
+	if r.ExecutionTime != "" {
+		b = append(b, `,"executionTime":`...)
+		b = appendStringS(b, r.ExecutionTime)
+	}
+	if r.Hint != "" {
+		b = append(b, `,"hint":`...)
+		b = appendStringS(b, r.Hint)
+	}
+	return append(b, '}'), nil
+}
+
+// ToolInfo describes a tool for catalogs (HTTP /v1/tools, MCP tools/list, OpenAPI).
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	ReadOnly    bool            `json:"readOnlyHint"`
+	Destructive bool            `json:"destructiveHint"`
+	Idempotent  bool            `json:"idempotentHint"`
+}
+
+// request is one validated call as a handler sees it.
+type request struct {
+	principal Principal
+	db        *Database
+	args      map[string]any // validated arguments, numbers as json.Number
+	started   time.Time
+}
+
+type handler func(ctx context.Context, req *request) (*Result, *Error)
+
+type toolEntry struct {
+	info      ToolInfo
+	operation string // the operation name errors carry before the handler runs
+	scope     string // scope a principal needs to call the tool at all
+	schema    *jsonschema.Schema
+	run       handler
+}
+
+// Registry holds the tools and the configured databases. Every transport calls Call. It is safe
+// for concurrent use once built.
+type Registry struct {
+	dbs   map[string]*Database
+	tools map[string]*toolEntry
+	order []string
+}
+
+// NewRegistry compiles every tool schema and registers the tools over dbs (keyed by name; one
+// should be "default").
+func NewRegistry(dbs []*Database) (*Registry, error) {
+	r := &Registry{dbs: map[string]*Database{}, tools: map[string]*toolEntry{}}
+	for _, db := range dbs {
+		r.dbs[db.Name] = db
+	}
+	c := jsonschema.NewCompiler()
+	for _, name := range schemas.ToolNames() {
+		raw, _ := schemas.Tool(name)
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: %w", name, err)
+		}
+		url := "mem://schemas/" + name + ".json"
+		if err := c.AddResource(url, doc); err != nil {
+			return nil, fmt.Errorf("schema %s: %w", name, err)
+		}
+		sch, err := c.Compile(url)
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: %w", name, err)
+		}
+		var meta struct {
+			Description string `json:"description"`
+		}
+		_ = json.Unmarshal(raw, &meta)
+		spec := toolSpecs[name]
+		r.tools[name] = &toolEntry{
+			info: ToolInfo{Name: name, Description: meta.Description, InputSchema: raw,
+				ReadOnly: spec.readOnly, Destructive: spec.destructive, Idempotent: spec.idempotent},
+			operation: spec.operation, scope: spec.scope, schema: sch, run: spec.run,
+		}
+		r.order = append(r.order, name)
+	}
+	return r, nil
+}
+
+// toolSpec is the fixed behaviour of a tool beside its schema.
+type toolSpec struct {
+	operation                         string
+	scope                             string
+	readOnly, destructive, idempotent bool
+	run                               handler
+}
+
+var toolSpecs = map[string]toolSpec{
+	"select_query":    {operation: "select", scope: "read", readOnly: true, idempotent: true, run: selectQuery},
+	"describe_schema": {operation: "describe", scope: "read", readOnly: true, idempotent: true, run: describeSchema},
+	"execute_sql":     {operation: "execute", scope: "read", destructive: true, run: executeSQL},
+	"insert_data":     {operation: "insert", scope: "write", run: notYet("insert")},
+	"update_data":     {operation: "update", scope: "write", destructive: true, run: notYet("update")},
+	"delete_data":     {operation: "delete", scope: "write", destructive: true, run: notYet("delete")},
+	"pg_tx":           {operation: "pg_tx", scope: "read", run: notYet("pg_tx")},
+	"pg_transaction":  {operation: "transaction", scope: "write", destructive: true, run: notYet("transaction")},
+}
+
+// notYet answers for tools whose handlers have not landed; they must never touch data.
+func notYet(op string) handler {
+	return func(ctx context.Context, req *request) (*Result, *Error) {
+		return nil, &Error{Operation: op, Type: ErrNotAllowed,
+			Message:    "This tool is not yet available in this version of pgtools",
+			Suggestion: "Use select_query, describe_schema or execute_sql with mode \"read\"; writes are not available yet."}
+	}
+}
+
+// Tools lists the registered tools in a stable order.
+func (r *Registry) Tools() []ToolInfo {
+	out := make([]ToolInfo, 0, len(r.order))
+	for _, n := range r.order {
+		out = append(out, r.tools[n].info)
+	}
+	return out
+}
+
+// Databases returns the configured database names, sorted.
+func (r *Registry) Databases() []string {
+	names := make([]string, 0, len(r.dbs))
+	for n := range r.dbs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Database returns a configured database by name.
+func (r *Registry) Database(name string) (*Database, bool) {
+	db, ok := r.dbs[name]
+	return db, ok
+}
+
+// Call validates rawArgs against the tool's schema and runs it for principal. Every failure is an
+// *Error; a nil error means res is set.
+func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs []byte) (res *Result, err *Error) {
+	started := time.Now()
+	t, ok := r.tools[tool]
+	if !ok {
+		return nil, &Error{Type: ErrUnknownTool, Message: fmt.Sprintf("Unknown tool %s", quoteForMessage(tool)),
+			Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
+	}
+	defer func() {
+		if err != nil && err.Operation == "" {
+			err.Operation = t.operation
+		}
+		if res != nil {
+			res.ExecutionTime = formatDuration(time.Since(started))
+		}
+	}()
+	if !p.Can(t.scope) {
+		return nil, errorf(ErrNotAllowed, "Ask the operator for a token with the "+t.scope+" scope.",
+			"Your token lacks the %q scope that %s needs", t.scope, tool)
+	}
+	var args any
+	if len(strings.TrimSpace(string(rawArgs))) == 0 {
+		args = map[string]any{}
+	} else if e := decodeJSON(rawArgs, &args); e != nil {
+		return nil, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
+			"Invalid arguments: the body is not valid JSON")
+	}
+	if verr := t.schema.Validate(args); verr != nil {
+		return nil, validationError(verr, t)
+	}
+	m := args.(map[string]any)
+	dbName, _ := m["database"].(string)
+	if dbName == "" {
+		dbName = "default"
+	}
+	db, ok := r.dbs[dbName]
+	if !ok || !p.mayUse(dbName) {
+		var allowed []string
+		for _, n := range r.Databases() {
+			if p.mayUse(n) {
+				allowed = append(allowed, n)
+			}
+		}
+		return nil, errorf(ErrNotAllowed, "Use one of the databases available to you: "+describeList(allowed)+" (omit database for \"default\").",
+			"Database %s is not available", quoteForMessage(dbName))
+	}
+	if slices.Contains(db.Policy.DisabledTools, tool) {
+		return nil, errorf(ErrNotAllowed, "Use another tool; the operator disabled this one for this database.",
+			"Tool %s is disabled on database %q", tool, dbName)
+	}
+	return t.run(ctx, &request{principal: p, db: db, args: m, started: started})
+}
+
+// validationError lists every failing argument path in one message.
+func validationError(err error, t *toolEntry) *Error {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return errorf(ErrInvalidArguments, "Check the arguments against the tool's schema.", "Invalid arguments")
+	}
+	printer := message.NewPrinter(language.English)
+	byPath := map[string][]string{}
+	var paths []string
+	var unknown []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		path := "/" + strings.Join(e.InstanceLocation, "/")
+		if path == "/" {
+			path = "(arguments)"
+		} else {
+			path = strings.TrimPrefix(path, "/")
+		}
+		msg := e.ErrorKind.LocalizedString(printer)
+		if ap, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+			unknown = append(unknown, ap.Properties...)
+		}
+		if _, seen := byPath[path]; !seen {
+			paths = append(paths, path)
+		}
+		if !slices.Contains(byPath[path], msg) {
+			byPath[path] = append(byPath[path], msg)
+		}
+	}
+	walk(ve)
+	sort.Strings(paths)
+	lines := make([]string, 0, len(paths))
+	for _, p := range paths {
+		lines = append(lines, p+": "+strings.Join(byPath[p], " or "))
+	}
+	suggestion := "Fix each listed argument and call again."
+	if len(unknown) > 0 {
+		suggestion = "Remove the unknown properties " + strings.Join(quoteAll(unknown), ", ") + ". Allowed: " + strings.Join(schemaProperties(t.info.InputSchema), ", ") + "."
+	}
+	return &Error{Type: ErrInvalidArguments, Message: "Invalid arguments: " + strings.Join(lines, "; "), Suggestion: suggestion}
+}
+
+func schemaProperties(raw json.RawMessage) []string {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(raw, &s)
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// formatDuration renders a duration for executionTime: "3ms", "0.42ms", "1.2s".
+func formatDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	default:
+		return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000)
+	}
+}

@@ -1,0 +1,214 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// strArg returns a string argument, or "".
+func strArg(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+// intArg returns an integer argument (validated by the schema), or def when absent.
+func intArg(m map[string]any, key string, def int64) int64 {
+	n, ok := m[key].(json.Number)
+	if !ok {
+		return def
+	}
+	v, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil {
+		return def
+	}
+	return v
+}
+
+func boolArg(m map[string]any, key string) bool {
+	b, _ := m[key].(bool)
+	return b
+}
+
+// sessionsUnavailable answers any call naming a session until sessions land.
+func sessionsUnavailable(op string) *Error {
+	return &Error{Operation: op, Type: ErrSessionNotFound, Message: "No open session has this session_id",
+		Suggestion: "Omit session_id: transaction sessions (pg_tx) are not available in this version of pgtools."}
+}
+
+// rowLimit checks the limit argument against the policy.
+func rowLimit(req *request) (int, *Error) {
+	p := req.db.Policy
+	limit := intArg(req.args, "limit", int64(p.DefaultLimit))
+	if limit > int64(p.MaxLimit) {
+		return 0, errorf(ErrInvalidArguments, fmt.Sprintf("Use a limit of at most %d and page with offset.", p.MaxLimit),
+			"Invalid arguments: limit %d exceeds the hard cap of %d rows", limit, p.MaxLimit)
+	}
+	return int(limit), nil
+}
+
+// selectQuery reads rows from one table in a READ ONLY transaction.
+func selectQuery(ctx context.Context, req *request) (*Result, *Error) {
+	const op = "select"
+	if strArg(req.args, "session_id") != "" {
+		return nil, sessionsUnavailable(op)
+	}
+	limit, lerr := rowLimit(req)
+	if lerr != nil {
+		return nil, lerr
+	}
+	params, perr := paramList(req.args["params"])
+	if perr != nil {
+		return nil, perr
+	}
+	cc := callContext{readOnly: true, database: req.db.Name}
+	rel, err := req.db.resolveTable(ctx, strArg(req.args, "table"))
+	if err != nil {
+		return nil, withOp(classify(ctx, err, cc, !req.db.Policy.ShowErrorValues), op, "")
+	}
+	table := rel.display()
+
+	var sb strings.Builder
+	sb.WriteString("SELECT ")
+	cols := listArg(req.args["columns"])
+	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
+		sb.WriteString("*")
+	} else {
+		for i, c := range cols {
+			name, cerr := resolveColumn(rel, c)
+			if cerr != nil {
+				if c == "*" || strings.ContainsAny(c, "()") {
+					cerr.Suggestion = `columns takes plain column names (or "*"); for expressions or aggregates use execute_sql. ` + cerr.Suggestion
+				}
+				return nil, withOp(cerr, op, table)
+			}
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(pgx.Identifier{name}.Sanitize())
+		}
+	}
+	sb.WriteString(" FROM ")
+	sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
+	if where := strings.TrimSpace(strArg(req.args, "where")); where != "" {
+		// The newlines keep a trailing "--" comment in where from swallowing the closing parenthesis.
+		sb.WriteString(" WHERE (\n")
+		sb.WriteString(where)
+		sb.WriteString("\n)")
+	}
+	if ob := strings.TrimSpace(strArg(req.args, "order_by")); ob != "" {
+		clause, oerr := orderBy(rel, ob)
+		if oerr != nil {
+			return nil, withOp(oerr, op, table)
+		}
+		sb.WriteString(" ORDER BY ")
+		sb.WriteString(clause)
+	}
+	sb.WriteString(" LIMIT ")
+	sb.WriteString(strconv.Itoa(limit + 1))
+	offset := intArg(req.args, "offset", 0)
+	if offset > 0 {
+		sb.WriteString(" OFFSET ")
+		sb.WriteString(strconv.FormatInt(offset, 10))
+	}
+
+	rs, rerr := req.db.runRead(ctx, readStmt{sql: sb.String(), params: params, maxRows: limit + 1, maxBytes: req.db.Policy.MaxResponseBytes})
+	if rerr != nil {
+		return nil, withOp(classify(ctx, rerr, cc, !req.db.Policy.ShowErrorValues), op, table)
+	}
+	res := rowsResult(op, table, rs, limit, int(offset), req.db.Policy.MaxResponseBytes)
+	return res, nil
+}
+
+// rowsResult builds the answer of a read, with the paging hint when rows were cut.
+func rowsResult(op, table string, rs *rowSet, limit, offset, maxBytes int) *Result {
+	n := rs.rowCount
+	truncated := rs.truncated
+	res := &Result{Operation: op, Table: table, RowCount: &n, Data: rs.data, Truncated: &truncated}
+	switch {
+	case rs.byBytes:
+		res.Hint = fmt.Sprintf("Result cut at %d rows because it reached the %d-byte response cap; select fewer columns, narrow where, or page with a smaller limit.", n, maxBytes)
+	case rs.truncated && op == "select":
+		res.Hint = fmt.Sprintf("More rows match than the limit of %d; call again with offset %d for the next page, or narrow where.", limit, offset+limit)
+	case rs.truncated:
+		res.Hint = fmt.Sprintf("Only the first %d rows are shown; add LIMIT/OFFSET or a narrower WHERE to your SQL to see others.", limit)
+	}
+	return res
+}
+
+func withOp(e *Error, op, table string) *Error {
+	if e.Operation == "" {
+		e.Operation = op
+	}
+	if e.Table == "" {
+		e.Table = table
+	}
+	return e
+}
+
+// orderBy turns "col [asc|desc] [nulls first|last], …" into a clause of quoted, catalog-checked
+// columns.
+func orderBy(rel *relation, spec string) (string, *Error) {
+	bad := func(item string) *Error {
+		return errorf(ErrInvalidArguments, `Write order_by as "column [asc|desc] [nulls first|last], …", e.g. "placed_at desc, id".`,
+			"Invalid arguments: order_by item %s is not \"column [asc|desc]\"", quoteForMessage(item))
+	}
+	var out []string
+	for _, item := range splitList(spec) {
+		words := splitWords(item)
+		if len(words) == 0 || len(words) > 4 {
+			return "", bad(item)
+		}
+		col, cerr := resolveColumn(rel, words[0])
+		if cerr != nil {
+			return "", cerr
+		}
+		clause := pgx.Identifier{col}.Sanitize()
+		rest := words[1:]
+		if len(rest) > 0 {
+			switch strings.ToLower(rest[0]) {
+			case "asc", "desc":
+				clause += " " + strings.ToUpper(rest[0])
+				rest = rest[1:]
+			}
+		}
+		if len(rest) == 2 && strings.EqualFold(rest[0], "nulls") && (strings.EqualFold(rest[1], "first") || strings.EqualFold(rest[1], "last")) {
+			clause += " NULLS " + strings.ToUpper(rest[1])
+			rest = nil
+		}
+		if len(rest) != 0 {
+			return "", bad(item)
+		}
+		out = append(out, clause)
+	}
+	return strings.Join(out, ", "), nil
+}
+
+// splitWords splits on white space outside double quotes.
+func splitWords(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inQuote := false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			inQuote = !inQuote
+			cur.WriteRune(r)
+		case !inQuote && (r == ' ' || r == '\t' || r == '\n'):
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
