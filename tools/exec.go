@@ -36,14 +36,16 @@ type rowSet struct {
 	tag       string // PostgreSQL command tag
 }
 
-// beginRead opens the READ ONLY transaction. The SELECT takes the transaction's first snapshot, so
-// PostgreSQL itself refuses a later SET TRANSACTION READ WRITE ("must be set before any query").
-const beginRead = "BEGIN READ ONLY; SELECT 1"
-
-// endRead always rolls back (a read has nothing to commit, and a rollback also undoes
-// set_config(…, false), LISTEN and cursors), then drops session-level advisory locks, which
-// survive a rollback.
-const endRead = "ROLLBACK; SELECT pg_advisory_unlock_all()"
+// The statements that frame every read. The SAVEPOINT puts the agent's statement in a
+// subtransaction, where PostgreSQL itself refuses SET TRANSACTION READ WRITE. A read always rolls
+// back (it has nothing to commit, and a rollback also undoes set_config(…, false), LISTEN and
+// held cursors), then drops session-level advisory locks, which survive a rollback.
+const (
+	sqlBeginRead = "BEGIN READ ONLY"
+	sqlSavepoint = "SAVEPOINT pgtools_stmt"
+	sqlRollback  = "ROLLBACK"
+	sqlUnlockAll = "SELECT pg_advisory_unlock_all()"
+)
 
 // safeTags are command tags after which a pooled connection can be reused: nothing a successful
 // statement with another tag did (PREPARE, LOAD, DEALLOCATE …) is trusted to have left the
@@ -89,6 +91,13 @@ func (db *Database) runRead(ctx context.Context, st readStmt) (*rowSet, error) {
 	}
 	pc := conn.Conn().PgConn()
 	rs, destroy, err := readOn(ctx, pc, st)
+	if errors.Is(err, errRetry) && !destroy {
+		// A cached plan went stale (the table changed shape); run it once more, freshly parsed.
+		rs, destroy, err = readOn(ctx, pc, st)
+		if errors.Is(err, errRetry) {
+			err = errors.New("the statement's result type keeps changing")
+		}
+	}
 	release(conn, destroy || pc.IsClosed())
 	return rs, err
 }
@@ -110,14 +119,18 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, de
 			Suggestion: "Params may be strings, numbers, booleans, null, objects or arrays."}
 	}
 
+	cache := stmtCacheOf(pc)
 	fe := pc.Frontend()
-	fe.SendQuery(&pgproto3.Query{String: beginRead})
-	fe.SendParse(&pgproto3.Parse{Query: st.sql})
-	fe.SendBind(&pgproto3.Bind{Parameters: values})
-	fe.SendDescribe(&pgproto3.Describe{ObjectType: 'P'})
-	fe.SendExecute(&pgproto3.Execute{MaxRows: uint32(st.maxRows)})
+	// Group 1: BEGIN, SAVEPOINT and the agent's statement, with its portal's row limit.
+	cache.sendExec(fe, sqlBeginRead, nil, false, 0)
+	cache.sendExec(fe, sqlSavepoint, nil, false, 0)
+	userCached := cache.sendExec(fe, st.sql, values, true, st.maxRows)
 	fe.SendSync(&pgproto3.Sync{})
-	fe.SendQuery(&pgproto3.Query{String: endRead})
+	// Group 2 runs even when group 1 failed: it ends the transaction and the session-level locks.
+	cache.sendExec(fe, sqlRollback, nil, false, 0)
+	cache.sendExec(fe, sqlUnlockAll, nil, false, 0)
+	cache.sendCloses(fe)
+	fe.SendSync(&pgproto3.Sync{})
 	if err := fe.Flush(); err != nil {
 		return nil, true, err
 	}
@@ -133,6 +146,11 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, de
 		_ = pc.CancelRequest(cctx)
 	})
 	rs, destroy, err = readResults(pc, st)
+	cache.settle(err != nil && !errors.Is(err, errTxEscaped))
+	if userCached && isPlanChange(err) {
+		cache.evict(st.sql)
+		err = errRetry
+	}
 	if !stop() && fired.Load() {
 		// A cancel request may still be in flight and could hit the next statement on this
 		// connection; never reuse it.
@@ -141,8 +159,9 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, de
 	return rs, destroy, err
 }
 
-// readResults reads the answers to the three messages groups sent by readOn, up to the third
-// ReadyForQuery.
+// readResults reads the answers to the two groups sent by readOn, up to the second ReadyForQuery.
+// In group 1 the agent's statement is the third execution; only it is described, so only it
+// sends a RowDescription and rows.
 func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
 	var (
 		rs       = &rowSet{}
@@ -150,11 +169,12 @@ func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
 		sysErr   error
 		enc      rowEncoder
 		ready    int
+		done     int // executions finished in group 1
 		midState byte
 		full     bool
 	)
 	rs.data = append(make([]byte, 0, 1024), '[')
-	for ready < 3 {
+	for ready < 2 {
 		msg, err := pc.ReceiveMessage(context.Background())
 		if err != nil {
 			// A FATAL error (terminated backend, shutdown) says more than the closed socket.
@@ -168,22 +188,22 @@ func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
 			ready++
-			if ready == 2 {
+			if ready == 1 {
 				midState = m.TxStatus
 			}
 		case *pgproto3.ErrorResponse:
 			pgErr := pgconn.ErrorResponseToPgError(m)
-			if ready == 1 && userErr == nil {
+			if ready == 0 && done == 2 && userErr == nil {
 				userErr = pgErr
-			} else if ready != 1 && sysErr == nil {
+			} else if sysErr == nil {
 				sysErr = pgErr
 			}
 		case *pgproto3.RowDescription:
-			if ready == 1 {
+			if ready == 0 {
 				enc.init(m.Fields)
 			}
 		case *pgproto3.DataRow:
-			if ready != 1 || full {
+			if ready != 0 || done != 2 || full {
 				continue
 			}
 			if st.maxRows > 0 && rs.rowCount == st.maxRows-1 {
@@ -204,25 +224,33 @@ func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
 			}
 			rs.rowCount++
 		case *pgproto3.CommandComplete:
-			if ready == 1 {
-				rs.tag = commandVerb(m.CommandTag)
+			if ready == 0 {
+				if done == 2 {
+					rs.tag = commandVerb(m.CommandTag)
+				}
+				done++
 			}
 		case *pgproto3.PortalSuspended:
-			if ready == 1 {
+			if ready == 0 {
 				rs.tag = "SELECT"
+				done++
+			}
+		case *pgproto3.EmptyQueryResponse:
+			if ready == 0 {
+				done++
 			}
 		}
 	}
 	rs.data = append(rs.data, ']')
-	destroy := sysErr != nil || pc.TxStatus() != 'I' || !safeTags[rs.tag]
+	destroy := pc.TxStatus() != 'I' || !safeTags[rs.tag]
 	if userErr != nil {
-		return nil, destroy, userErr
+		return nil, destroy || sysErr != nil, userErr
+	}
+	if sysErr != nil {
+		return nil, true, fmt.Errorf("framing the read transaction: %w", sysErr)
 	}
 	if midState == 'I' {
 		return nil, true, errTxEscaped
-	}
-	if sysErr != nil {
-		return nil, true, fmt.Errorf("ending the read transaction: %w", sysErr)
 	}
 	return rs, destroy, nil
 }

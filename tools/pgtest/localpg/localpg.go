@@ -64,6 +64,12 @@ type Options struct {
 	// Default 0: pick a free port (and pick again, up to 3 times, if another
 	// process takes it before postgres binds it).
 	Port int
+	// ParentDir is the directory the data directory is created in; it must
+	// be reachable by the postgres user when running as root. Default "":
+	// os.TempDir(). On a slow disk a tmpfs such as /dev/shm makes CREATE
+	// DATABASE about ten times faster (15 ms instead of 200 ms measured),
+	// at the cost of memory: template1 is 7.5 MB per database, plus WAL.
+	ParentDir string
 	// Log receives the output of initdb and the server's log (its stderr).
 	// Default nil: discarded. The last lines are kept either way and appear
 	// in Start's error when the server fails to come up. Writes come from
@@ -87,10 +93,14 @@ type Cluster struct {
 }
 
 // Start initializes a new cluster in a fresh temporary directory (named
-// pgtools-pg-* under os.TempDir), starts postgres on 127.0.0.1 and returns
+// pgtools-pg-* under Options.ParentDir), starts postgres on 127.0.0.1 and returns
 // once it accepts connections, or after 30 seconds with an error that
 // includes the tail of the server log. The caller must call Stop. ctx bounds
 // the start only: cancelling it later does not stop the server.
+//
+// If the caller dies without Stop, the kernel kills the server but the
+// directory stays; Start removes such leftovers (older than a minute, no
+// live postmaster) before creating its own.
 //
 // Typical timings on a small machine: initdb about 1 s, server start about
 // 0.3 s.
@@ -109,9 +119,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 
+	parent := opts.ParentDir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	sweepStale(parent)
 	// Not t.TempDir: its parent is 0700 and owned by root, so the postgres
 	// user could not reach a data directory below it.
-	dir, err := os.MkdirTemp("", "pgtools-pg-")
+	dir, err := os.MkdirTemp(parent, dirPattern)
 	if err != nil {
 		return nil, fmt.Errorf("localpg: creating data directory: %w", err)
 	}

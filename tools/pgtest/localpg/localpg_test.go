@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -139,5 +141,45 @@ func TestStartBadBinDir(t *testing.T) {
 	_, err := Start(context.Background(), Options{BinDir: t.TempDir()})
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("Start with an empty BinDir: err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestSweepStale(t *testing.T) {
+	t.Parallel()
+	old := time.Now().Add(-2 * staleAge)
+	mk := func(pidFile string) string {
+		t.Helper()
+		dir, err := os.MkdirTemp("", dirPattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if pidFile != "" {
+			if err := os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(pidFile), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chtimes(dir, old, old); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	// A pid far above pid_max (4194304 on Linux) is never alive.
+	dead := mk("99999999\n/tmp/x\n")
+	alive := mk(fmt.Sprintf("%d\n/tmp/x\n", os.Getpid()))
+	noPid := mk("")
+	fresh, err := os.MkdirTemp("", dirPattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(fresh) })
+
+	sweepStale(os.TempDir())
+
+	for dir, wantGone := range map[string]bool{dead: true, noPid: true, alive: false, fresh: false} {
+		_, err := os.Stat(dir)
+		if gone := errors.Is(err, os.ErrNotExist); gone != wantGone {
+			t.Errorf("%s: removed = %v, want %v", dir, gone, wantGone)
+		}
 	}
 }

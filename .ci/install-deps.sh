@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what the tests and the demo need and a fresh machine may lack: PostgreSQL server
+# binaries (initdb, postgres). Idempotent and quiet when everything is present.
+set -euo pipefail
+
+have_pg() {
+  for d in /usr/lib/postgresql/*/bin; do
+    [ -x "$d/initdb" ] && [ -x "$d/postgres" ] && return 0
+  done
+  command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1
+}
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "install-deps: Go is not on PATH; install Go 1.26 or newer (https://go.dev/doc/install)" >&2
+  exit 1
+fi
+
+if have_pg; then
+  exit 0
+fi
+if [ -n "${PG_TEST_DSN:-}" ]; then
+  echo "install-deps: no PostgreSQL server binaries, but PG_TEST_DSN is set; tests will use it"
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps: PostgreSQL server binaries are missing. Install them (Debian/Ubuntu:" >&2
+  echo "  sudo apt-get install -y postgresql), or point the tests at a server with" >&2
+  echo "  PG_TEST_DSN=postgres://postgres@127.0.0.1:5432/postgres" >&2
+  exit 1
+fi
+echo "install-deps: installing PostgreSQL server binaries (apt-get install postgresql)..."
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+# The Debian package starts a cluster of its own; the tests start throwaway clusters instead.
+if command -v pg_lsclusters >/dev/null 2>&1; then
+  pg_lsclusters -h 2>/dev/null | while read -r ver name _; do pg_ctlcluster "$ver" "$name" stop 2>/dev/null || true; done
+fi
+have_pg || { echo "install-deps: PostgreSQL installed but initdb/postgres not found" >&2; exit 1; }
+echo "install-deps: PostgreSQL server binaries installed"

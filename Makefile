@@ -1,0 +1,37 @@
+# pgtools — developer entry points. `make help` lists them.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/pgtools/pgtools/runner.Version=$(VERSION)
+
+.PHONY: help deps build demo test test-short bench vet fmt clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+
+deps: ## install what a fresh machine lacks (PostgreSQL server binaries for the tests and the demo)
+	@bash .ci/install-deps.sh
+
+build: ## build bin/pgtools
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/pgtools ./cmd/pgtools
+
+demo: deps build ## throwaway PostgreSQL + sample data + the runner on 127.0.0.1:8080, with curl examples
+	./bin/pgtools demo
+
+test: deps vet ## the whole test suite against a real PostgreSQL (what CI runs)
+	$(GO) test -race -count=1 ./...
+
+test-short: ## the suite without the race detector, for quick local loops
+	$(GO) test -count=1 ./...
+
+bench: deps ## pgtools vs raw pgx on the same database: latency, throughput, capped reads
+	$(GO) run ./cmd/pgtools-bench
+
+vet: ## go vet and a gofmt check
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+fmt: ## gofmt every Go file
+	gofmt -w $$(git ls-files '*.go')
+
+clean: ## remove build output
+	rm -rf bin

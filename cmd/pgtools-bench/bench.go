@@ -1,0 +1,453 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/demodata"
+	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/pgtest/localpg"
+)
+
+const customers = 2000
+
+// pkSQL is what select_query generates for {"table":"customers","where":"id = $1"}.
+const pkSQL = `SELECT * FROM "public"."customers" WHERE (
+id = $1
+) LIMIT 1001`
+
+type caller func(ctx context.Context, id int) error
+
+func bench(ctx context.Context, o options, out io.Writer) error {
+	say := func(format string, a ...any) { fmt.Fprintf(out, "# "+format+"\n", a...) }
+	admin := o.adminDSN
+	if admin == "" {
+		bin, err := localpg.FindBinDir()
+		if err != nil {
+			return err
+		}
+		say("starting a throwaway PostgreSQL")
+		cl, err := localpg.Start(ctx, localpg.Options{BinDir: bin})
+		if err != nil {
+			return err
+		}
+		defer cl.Stop()
+		admin = cl.DSN("postgres")
+	}
+	dbName := fmt.Sprintf("pgtools_bench_%d", time.Now().UnixNano()%1e9)
+	if err := adminExec(ctx, admin, "CREATE DATABASE "+dbName); err != nil {
+		return err
+	}
+	defer adminExec(context.Background(), admin, "DROP DATABASE "+dbName+" WITH (FORCE)")
+	dbAdmin := withDB(admin, dbName)
+	say("loading demo data (%d events rows)", o.events)
+	t0 := time.Now()
+	if err := demodata.Load(ctx, dbAdmin, demodata.Options{EventRows: o.events}); err != nil {
+		return err
+	}
+	// A second, 10× smaller copy of the large table shows whether the capped read depends on size.
+	if err := adminExec(ctx, dbAdmin, fmt.Sprintf("CREATE TABLE events_small AS SELECT * FROM events LIMIT %d; ANALYZE events_small", o.events/10)); err != nil {
+		return err
+	}
+	say("loaded in %s", time.Since(t0).Round(time.Millisecond))
+	const role, password = "pgtools_bench", "bench-password-not-secret"
+	if err := demodata.CreateAppRole(ctx, dbAdmin, role, password); err != nil {
+		return err
+	}
+	if err := adminExec(ctx, dbAdmin, "GRANT SELECT ON events_small TO "+role); err != nil {
+		return err
+	}
+	appDSN := withUser(dbAdmin, role, password)
+	maxConns := int32(o.concurrency)
+
+	// The runner, in-process, over real HTTP on loopback.
+	const token = "bench-token-0123456789abcdef"
+	cfg := &runner.Config{Listen: "127.0.0.1:0", Tokens: []runner.Token{{Secret: token, Name: "bench", Scopes: []string{"read"}}},
+		Databases: map[string]runner.DatabaseConfig{"default": {URL: appDSN, MaxConns: maxConns}}}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	dbs, closeDBs, err := runner.OpenDatabases(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeDBs()
+	reg, err := tools.NewRegistry(dbs)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	sctx, stopServer := context.WithCancel(ctx)
+	defer stopServer()
+	go runner.Serve(sctx, ln, runner.NewHandler(reg, cfg.Tokens, zerolog.New(io.Discard).Level(zerolog.InfoLevel), 0), zerolog.Nop(), time.Second)
+	base := "http://" + ln.Addr().String()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
+	httpCall := func(tool string, body func(id int) []byte) caller {
+		return func(ctx context.Context, id int) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/tools/"+tool, bytes.NewReader(body(id)))
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+			}
+			return nil
+		}
+	}
+	selectPK := httpCall("select_query", func(id int) []byte {
+		return []byte(`{"table":"customers","where":"id = $1","params":[` + strconv.Itoa(id) + `]}`)
+	})
+
+	// Raw pgx on its own pool of the same size and role.
+	pcfg, err := pgxpool.ParseConfig(appDSN)
+	if err != nil {
+		return err
+	}
+	pcfg.MaxConns = maxConns
+	raw, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	scan := func(rows pgx.Rows) error {
+		for rows.Next() {
+			if _, err := rows.Values(); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	rawBare := func(ctx context.Context, id int) error {
+		rows, err := raw.Query(ctx, pkSQL, id)
+		if err != nil {
+			return err
+		}
+		return scan(rows)
+	}
+	rawTx := func(ctx context.Context, id int) error {
+		tx, err := raw.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, pkSQL, id)
+		if err == nil {
+			err = scan(rows)
+		}
+		if err != nil {
+			tx.Rollback(ctx)
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	rawPipe := func(ctx context.Context, id int) error {
+		b := &pgx.Batch{}
+		b.Queue("BEGIN READ ONLY")
+		b.Queue(pkSQL, id)
+		b.Queue("COMMIT")
+		br := raw.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+		rows, err := br.Query()
+		if err == nil {
+			err = scan(rows)
+		}
+		if err != nil {
+			br.Close()
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+		return br.Close()
+	}
+
+	contenders := []struct {
+		name string
+		fn   caller
+	}{
+		{"raw pgx, bare query", rawBare},
+		{"raw pgx, BEGIN READ ONLY/query/COMMIT (3 round trips)", rawTx},
+		{"raw pgx, BEGIN READ ONLY/query/COMMIT pipelined", rawPipe},
+		{"pgtools select_query over HTTP", selectPK},
+	}
+	for _, c := range contenders { // warm up pools, caches and plans
+		if err := drive(ctx, c.fn, 1, 300, 0); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	say("latency at concurrency 1 (%d calls each) and throughput at concurrency %d (%.0fs each), GOMAXPROCS=%d",
+		o.latencyN, o.concurrency, o.duration, runtime.GOMAXPROCS(0))
+	type figures struct{ p50, p99, tput, serverUS, benchUS float64 }
+	res := map[string]figures{}
+	for _, c := range contenders {
+		lat, err := latencies(ctx, c.fn, o.latencyN)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		var n atomic.Int64
+		d := time.Duration(o.duration * float64(time.Second))
+		if o.cpuProfile != "" && c.name == "pgtools select_query over HTTP" {
+			f, err := os.Create(o.cpuProfile)
+			if err != nil {
+				return err
+			}
+			_ = pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+		start := time.Now()
+		srv0, self0 := backendCPU(ctx, dbAdmin), selfCPU()
+		if err := driveCount(ctx, c.fn, o.concurrency, d, &n); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		if o.cpuProfile != "" && c.name == "pgtools select_query over HTTP" {
+			pprof.StopCPUProfile()
+		}
+		tput := float64(n.Load()) / time.Since(start).Seconds()
+		srvUS := float64(backendCPU(ctx, dbAdmin)-srv0) / float64(n.Load()) * 1e6
+		selfUS := float64(selfCPU()-self0) / float64(n.Load()) * 1e6
+		res[c.name] = figures{p50: pct(lat, 50), p99: pct(lat, 99), tput: tput, serverUS: srvUS, benchUS: selfUS}
+	}
+	fmt.Fprintf(out, "\n%-58s %9s %9s %13s %13s %13s\n", "primary-key read", "p50 ms", "p99 ms", "calls/s @c"+strconv.Itoa(o.concurrency), "server µs/call", "bench µs/call")
+	for _, c := range contenders {
+		f := res[c.name]
+		fmt.Fprintf(out, "%-58s %9.3f %9.3f %13.0f %13.1f %13.1f\n", c.name, f.p50, f.p99, f.tput, f.serverUS, f.benchUS)
+	}
+	pg := res["pgtools select_query over HTTP"]
+	tx := res["raw pgx, BEGIN READ ONLY/query/COMMIT (3 round trips)"]
+	pp := res["raw pgx, BEGIN READ ONLY/query/COMMIT pipelined"]
+	fmt.Fprintf(out, "\nratio p50 pgtools / raw 3-round-trip READ ONLY:   %.2f  (target ≤ 1.50)\n", pg.p50/tx.p50)
+	fmt.Fprintf(out, "ratio throughput pgtools / raw pipelined READ ONLY: %.2f  (target ≥ 0.65)\n", pg.tput/pp.tput)
+
+	// The capped read of a large table.
+	fmt.Fprintf(out, "\n%-58s %10s %14s %16s\n", "capped read (default limit 1000)", "ms/call", "runner KB/call", "backend peak MB")
+	for _, tbl := range []string{"events_small", "events"} {
+		rowsN := o.events
+		if tbl == "events_small" {
+			rowsN = o.events / 10
+		}
+		table := tbl
+		capped := httpCall("select_query", func(int) []byte { return []byte(`{"table":"` + table + `"}`) })
+		free := httpCall("execute_sql", func(int) []byte { return []byte(`{"sql":"select * from ` + table + `"}`) })
+		rawLimit := func(ctx context.Context, _ int) error {
+			rows, err := raw.Query(ctx, "SELECT * FROM "+table+" LIMIT 1001")
+			if err != nil {
+				return err
+			}
+			return scan(rows)
+		}
+		for _, c := range []struct {
+			name string
+			fn   caller
+		}{
+			{fmt.Sprintf("raw pgx LIMIT 1001 on %s (%d rows)", table, rowsN), rawLimit},
+			{fmt.Sprintf("select_query on %s", table), capped},
+			{fmt.Sprintf("execute_sql select * from %s", table), free},
+		} {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			start := time.Now()
+			if err := drive(ctx, c.fn, 1, o.bigN, 0); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			per := time.Since(start) / time.Duration(o.bigN)
+			runtime.ReadMemStats(&ms)
+			peak := backendPeakMB(ctx, dbAdmin)
+			fmt.Fprintf(out, "%-58s %10.2f %14.0f %16s\n", c.name, float64(per.Microseconds())/1000,
+				float64(ms.TotalAlloc-before)/float64(o.bigN)/1024, peak)
+		}
+	}
+	fmt.Fprintln(out, "\n(runner KB/call counts the bench process: HTTP client and server together; backend peak is the largest VmHWM among this database's backends)")
+	return nil
+}
+
+// latencies runs n sequential calls and returns their durations in ms.
+func latencies(ctx context.Context, fn caller, n int) ([]float64, error) {
+	out := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		if err := fn(ctx, 1+rand.IntN(customers)); err != nil {
+			return nil, err
+		}
+		out = append(out, float64(time.Since(start).Microseconds())/1000)
+	}
+	return out, nil
+}
+
+func pct(v []float64, p float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return s[i]
+}
+
+// drive runs n calls spread over c workers.
+func drive(ctx context.Context, fn caller, c, n int, _ time.Duration) error {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	errc := make(chan error, c)
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if err := fn(ctx, 1+rand.IntN(customers)); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
+}
+
+// driveCount runs c workers for d, counting calls in n.
+func driveCount(ctx context.Context, fn caller, c int, d time.Duration, n *atomic.Int64) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, c)
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := fn(context.Background(), 1+rand.IntN(customers)); err != nil {
+					errc <- err
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
+}
+
+// backendPeakMB reads the peak resident size of the database's backends from /proc (the server
+// runs on this machine). It answers "n/a" when it cannot.
+func backendPeakMB(ctx context.Context, admin string) string {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "n/a"
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	if err != nil {
+		return "n/a"
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return "n/a"
+	}
+	best := 0
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return "n/a"
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "VmHWM:") {
+				kb, _ := strconv.Atoi(strings.Fields(line)[1])
+				best = max(best, kb)
+			}
+		}
+	}
+	return fmt.Sprintf("%.1f", float64(best)/1024)
+}
+
+// backendCPU sums the CPU seconds (user+system) of the database's backends, from /proc.
+func backendCPU(ctx context.Context, admin string) float64 {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return 0
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	if err != nil {
+		return 0
+	}
+	pids, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
+	total := 0.0
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name (which may hold spaces) start after the last ')'.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		total += (ut + st) / 100 // USER_HZ
+	}
+	return total
+}
+
+// selfCPU is this process's CPU seconds (user+system): the runner and the bench's HTTP client.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+func adminExec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+func withDB(dsn, db string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	u.Path = "/" + db
+	return u.String()
+}
+
+func withUser(dsn, user, password string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
+}

@@ -1,0 +1,60 @@
+// Command pgtools-bench measures pgtools' overhead against raw pgx on the same database, in one
+// run, and prints the ratios the targets are stated in. It starts a throwaway PostgreSQL (or uses
+// --admin-dsn), loads the demo data, and runs the runner in-process on 127.0.0.1.
+//
+//	go run ./cmd/pgtools-bench            # or: make bench
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtools-bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	adminDSN    string
+	latencyN    int
+	duration    float64
+	concurrency int
+	events      int
+	bigN        int
+	cpuProfile  string
+	only        string
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pgtools-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.adminDSN, "admin-dsn", os.Getenv("PG_TEST_DSN"), "superuser DSN of an existing server to use instead of a throwaway cluster; env PG_TEST_DSN")
+	fs.IntVar(&o.latencyN, "n", 3000, "calls per latency measurement at concurrency 1")
+	fs.Float64Var(&o.duration, "seconds", 3, "seconds per throughput measurement")
+	fs.IntVar(&o.concurrency, "c", 32, "concurrency of the throughput measurement")
+	fs.IntVar(&o.events, "events", 1_000_000, "rows of the large table")
+	fs.IntVar(&o.bigN, "big-n", 20, "calls per large-table measurement")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the pgtools throughput run to this file")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: pgtools-bench [flags]\n\nCompares a primary-key select_query through HTTP with raw pgx (bare, BEGIN READ ONLY as three\nround trips, and pipelined), and a capped read of a large table with raw LIMIT 1001.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	return bench(ctx, o, stdout)
+}

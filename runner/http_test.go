@@ -1,0 +1,278 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const (
+	readToken  = "read-token-0123456789abcdef"
+	writeToken = "write-only-token-0123456789"
+)
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+type apiFixture struct {
+	srv *httptest.Server
+	log *syncBuffer
+	db  *pgtest.DB
+}
+
+func newAPI(t *testing.T, dsn string, tokens []Token) *apiFixture {
+	t.Helper()
+	cfg, err := tools.PoolConfig(dsn, tools.Policy{}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	reg, err := tools.NewRegistry([]*tools.Database{tools.NewDatabase("default", pool, tools.Policy{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	srv := httptest.NewServer(NewHandler(reg, tokens, zerolog.New(logs), 4096))
+	t.Cleanup(srv.Close)
+	return &apiFixture{srv: srv, log: logs}
+}
+
+func (a *apiFixture) post(t *testing.T, path, token, body string) (int, map[string]any, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return do(t, req)
+}
+
+func do(t *testing.T, req *http.Request) (int, map[string]any, http.Header) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: body is not JSON: %q", req.Method, req.URL.Path, raw)
+	}
+	return resp.StatusCode, out, resp.Header
+}
+
+func tokens() []Token {
+	return []Token{
+		{Secret: readToken, Name: "reader", Scopes: []string{"read"}},
+		{Secret: writeToken, Name: "writer", Scopes: []string{"write"}},
+	}
+}
+
+func setupDB(t *testing.T) (*pgtest.DB, string) {
+	db := pgtest.New(t)
+	db.Exec(t, `CREATE TABLE orders (id int PRIMARY KEY, status text); INSERT INTO orders SELECT i, 'paid' FROM generate_series(1, 5) i`)
+	return db, db.RoleDSN(t, "api")
+}
+
+func TestHTTPAuthAndStatus(t *testing.T) {
+	t.Parallel()
+	_, dsn := setupDB(t)
+	api := newAPI(t, dsn, tokens())
+
+	cases := []struct {
+		name, path, token, body string
+		status                  int
+		errorType               string
+	}{
+		{"no token", "/v1/tools/select_query", "", `{"table":"orders"}`, 401, "authentication_error"},
+		{"wrong token", "/v1/tools/select_query", "wrong-token-0123456789abcdef", `{"table":"orders"}`, 401, "authentication_error"},
+		{"token without read scope", "/v1/tools/select_query", writeToken, `{"table":"orders"}`, 403, "not_allowed"},
+		{"unknown tool", "/v1/tools/drop_everything", readToken, `{}`, 404, "unknown_tool"},
+		{"invalid arguments", "/v1/tools/select_query", readToken, `{"tabel":"orders"}`, 400, "invalid_arguments"},
+		{"body not JSON", "/v1/tools/select_query", readToken, `{"table":`, 400, "invalid_arguments"},
+		{"unknown table", "/v1/tools/select_query", readToken, `{"table":"ordrs"}`, 400, "invalid_table"},
+		{"unknown column", "/v1/tools/select_query", readToken, `{"table":"orders","columns":"idd"}`, 400, "invalid_column"},
+		{"read only violation", "/v1/tools/execute_sql", readToken, `{"sql":"delete from orders"}`, 403, "read_only_violation"},
+		{"write not yet available", "/v1/tools/insert_data", readToken, `{"table":"orders","row":{"id":9}}`, 403, "not_allowed"},
+		{"body over the limit", "/v1/tools/select_query", readToken, `{"table":"orders","where":"` + strings.Repeat("x", 5000) + `"}`, 400, "invalid_arguments"},
+		{"ok", "/v1/tools/select_query", readToken, `{"table":"orders","limit":2}`, 200, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, body, _ := api.post(t, c.path, c.token, c.body)
+			if status != c.status {
+				t.Fatalf("status %d, want %d: %v", status, c.status, body)
+			}
+			if c.errorType == "" {
+				if body["success"] != true || body["rowCount"].(float64) != 2 || body["truncated"] != true {
+					t.Fatalf("unexpected success body: %v", body)
+				}
+				return
+			}
+			if body["success"] != false || body["errorType"] != c.errorType || body["suggestion"] == "" || body["error"] == "" {
+				t.Fatalf("unexpected error body: %v", body)
+			}
+		})
+	}
+}
+
+func TestHTTPAccessLogHasNoSecrets(t *testing.T) {
+	t.Parallel()
+	_, dsn := setupDB(t)
+	api := newAPI(t, dsn, tokens())
+	status, _, hdr := api.post(t, "/v1/tools/select_query?token=query-string-secret", readToken,
+		`{"table":"orders","where":"status = $1","params":["PARAM-SECRET-VALUE"]}`)
+	if status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	logs := api.log.String()
+	for _, secret := range []string{readToken, "PARAM-SECRET-VALUE", "query-string-secret", dsn} {
+		if strings.Contains(logs, secret) {
+			t.Fatalf("access log contains a secret %q:\n%s", secret, logs)
+		}
+	}
+	var line map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(logs)), &line); err != nil {
+		t.Fatalf("access log line is not one JSON object: %q", logs)
+	}
+	if line["req_id"] != hdr.Get("X-Request-Id") || line["principal"] != "reader" || line["tool"] != "select_query" || line["status"].(float64) != 200 {
+		t.Fatalf("access log line lacks fields: %v", line)
+	}
+}
+
+func TestHTTPCatalogEndpoints(t *testing.T) {
+	t.Parallel()
+	_, dsn := setupDB(t)
+	api := newAPI(t, dsn, tokens())
+
+	req, _ := http.NewRequest(http.MethodGet, api.srv.URL+"/v1/tools", nil)
+	req.Header.Set("Authorization", "Bearer "+readToken)
+	status, body, _ := do(t, req)
+	list, _ := body["tools"].([]any)
+	if status != 200 || len(list) != 8 {
+		t.Fatalf("/v1/tools: %d %v", status, body)
+	}
+	names := map[string]bool{}
+	for _, item := range list {
+		m := item.(map[string]any)
+		names[m["name"].(string)] = true
+		if m["description"] == "" || m["inputSchema"] == nil {
+			t.Fatalf("tool without description or schema: %v", m)
+		}
+		if m["name"] == "select_query" && m["readOnlyHint"] != true {
+			t.Fatalf("select_query should be read-only: %v", m)
+		}
+	}
+	for _, n := range []string{"select_query", "insert_data", "update_data", "delete_data", "execute_sql", "describe_schema", "pg_tx", "pg_transaction"} {
+		if !names[n] {
+			t.Fatalf("/v1/tools lacks %s", n)
+		}
+	}
+
+	req, _ = http.NewRequest(http.MethodGet, api.srv.URL+"/openapi.json", nil)
+	status, body, _ = do(t, req)
+	paths, _ := body["paths"].(map[string]any)
+	if status != 200 || body["openapi"] != "3.1.0" || paths["/v1/tools/select_query"] == nil {
+		t.Fatalf("/openapi.json: %d %v", status, body)
+	}
+
+	for _, p := range []string{"/healthz", "/readyz"} {
+		req, _ = http.NewRequest(http.MethodGet, api.srv.URL+p, nil)
+		if status, body, _ = do(t, req); status != 200 {
+			t.Fatalf("%s: %d %v", p, status, body)
+		}
+	}
+}
+
+func TestHTTPReadyzWhenDatabaseIsDown(t *testing.T) {
+	t.Parallel()
+	// A port nobody listens on: the runner starts, is alive, and reports not ready.
+	api := newAPI(t, "postgres://nobody:hunter2-password@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", tokens())
+	req, _ := http.NewRequest(http.MethodGet, api.srv.URL+"/healthz", nil)
+	if status, _, _ := do(t, req); status != 200 {
+		t.Fatalf("/healthz: %d", status)
+	}
+	req, _ = http.NewRequest(http.MethodGet, api.srv.URL+"/readyz", nil)
+	status, body, _ := do(t, req)
+	if status != 503 || strings.Contains(body["reason"].(string), "hunter2") {
+		t.Fatalf("/readyz: %d %v", status, body)
+	}
+	status, body, _ = api.post(t, "/v1/tools/select_query", readToken, `{"table":"orders"}`)
+	raw, _ := json.Marshal(body)
+	if status != 503 || body["errorType"] != "connection_error" || strings.Contains(string(raw), "hunter2") || strings.Contains(string(raw), "nobody") {
+		t.Fatalf("call with database down: %d %s", status, raw)
+	}
+}
+
+func TestConfigRefusesOpenNonLoopback(t *testing.T) {
+	t.Parallel()
+	dbs := map[string]DatabaseConfig{"default": {URL: "postgres://x@127.0.0.1/x"}}
+	cases := []struct {
+		listen string
+		tokens []Token
+		ok     bool
+	}{
+		{"127.0.0.1:8080", nil, true},
+		{"localhost:8080", nil, true},
+		{"[::1]:8080", nil, true},
+		{"0.0.0.0:8080", nil, false},
+		{":8080", nil, false},
+		{"192.168.1.10:8080", nil, false},
+		{"0.0.0.0:8080", []Token{{Secret: readToken, Name: "a", Scopes: []string{"read"}}}, true},
+	}
+	for _, c := range cases {
+		cfg := &Config{Listen: c.listen, Tokens: c.tokens, Databases: dbs}
+		err := cfg.Validate()
+		if (err == nil) != c.ok {
+			t.Errorf("listen %s with %d tokens: err=%v, want ok=%v", c.listen, len(c.tokens), err, c.ok)
+		}
+	}
+}
+
+func TestParseTokens(t *testing.T) {
+	t.Parallel()
+	toks, err := ParseTokens([]string{"aaaaaaaaaaaaaaaa:read,write;bbbbbbbbbbbbbbbb:read"}, 0)
+	if err != nil || len(toks) != 2 || toks[0].Name != "token-1" || len(toks[0].Scopes) != 2 || toks[1].Scopes[0] != "read" {
+		t.Fatalf("ParseTokens: %v %+v", err, toks)
+	}
+	for _, bad := range []string{"short:read", "aaaaaaaaaaaaaaaa:admin", "aaaaaaaaaaaaaaaa"} {
+		if _, err := ParseTokens([]string{bad}, 0); err == nil {
+			t.Errorf("ParseTokens(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), "aaaaaaaaaaaaaaaa") {
+			t.Errorf("ParseTokens error echoes the secret: %v", err)
+		}
+	}
+}
