@@ -15,6 +15,14 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 
+missing=()
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
+  echo "install-deps: installing ${missing[*]}..."
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+fi
+
 if have_pg; then
   exit 0
 fi

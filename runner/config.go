@@ -90,24 +90,8 @@ func LoadConfigFile(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-	if err != nil {
-		return nil, fmt.Errorf("config file %s is not valid JSON: %w", path, err)
-	}
-	c := jsonschema.NewCompiler()
-	sdoc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(schemas.Config())))
-	if err != nil {
-		return nil, fmt.Errorf("config schema: %w", err)
-	}
-	if err := c.AddResource("mem://config.schema.json", sdoc); err != nil {
-		return nil, fmt.Errorf("config schema: %w", err)
-	}
-	sch, err := c.Compile("mem://config.schema.json")
-	if err != nil {
-		return nil, fmt.Errorf("config schema: %w", err)
-	}
-	if err := sch.Validate(doc); err != nil {
-		return nil, fmt.Errorf("config file %s is invalid:\n%s", path, describeValidation(err))
+	if err := ValidateConfig(raw); err != nil {
+		return nil, fmt.Errorf("config file %s %w", path, err)
 	}
 	var fc fileConfig
 	if err := json.Unmarshal(raw, &fc); err != nil {
@@ -149,13 +133,38 @@ func LoadConfigFile(path string) (*Config, error) {
 	return cfg, nil
 }
 
+// ValidateConfig checks a config document against schemas/config.schema.json and describes every
+// problem on its own line.
+func ValidateConfig(raw []byte) error {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	if err != nil {
+		return fmt.Errorf("is not valid JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	sdoc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(schemas.Config())))
+	if err != nil {
+		return fmt.Errorf("config schema: %w", err)
+	}
+	if err := c.AddResource("mem://config.schema.json", sdoc); err != nil {
+		return fmt.Errorf("config schema: %w", err)
+	}
+	sch, err := c.Compile("mem://config.schema.json")
+	if err != nil {
+		return fmt.Errorf("config schema: %w", err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		return fmt.Errorf("is invalid:\n%s", describeValidation(err))
+	}
+	return nil
+}
+
 func describeValidation(err error) string {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return "  " + err.Error()
 	}
 	p := message.NewPrinter(language.English)
-	var lines []string
+	byPath := map[string][]string{}
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) > 0 {
@@ -168,9 +177,14 @@ func describeValidation(err error) string {
 		if path == "" {
 			path = "(top level)"
 		}
-		lines = append(lines, "  "+path+": "+e.ErrorKind.LocalizedString(p))
+		byPath[path] = append(byPath[path], e.ErrorKind.LocalizedString(p))
 	}
 	walk(ve)
+	lines := make([]string, 0, len(byPath))
+	for path, msgs := range byPath {
+		// Alternatives (oneOf: url or url_file) read as one line.
+		lines = append(lines, "  "+path+": "+strings.Join(msgs, ", or "))
+	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -143,6 +144,13 @@ func TestDemo(t *testing.T) {
 	code = run(context.Background(), []string{"call", "--url", url, "--token", token, "execute_sql", `{"sql":"select pg_read_file('postgresql.conf')"}`}, &out, &errOut)
 	if code != 1 || !strings.Contains(out.String(), "permission_denied") {
 		t.Fatalf("pg_read_file as the demo role: exit %d, %s", code, out.String())
+	}
+	// The README's example script runs as written against the demo.
+	script := exec.Command("bash", "../../examples/curl/read.sh")
+	script.Env = append(os.Environ(), "PGTOOLS_URL="+url, "PGTOOLS_TOKEN="+token)
+	sout, err := script.CombinedOutput()
+	if err != nil || !strings.Contains(string(sout), `"errorType":"invalid_column"`) || !strings.Contains(string(sout), `"operation":"describe"`) {
+		t.Fatalf("examples/curl/read.sh: %v\n%s", err, sout)
 	}
 	cancel()
 	select {

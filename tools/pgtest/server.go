@@ -165,7 +165,7 @@ func startContainer(ctx context.Context) (*server, error) {
 
 // startLocal starts a throwaway cluster from the installed binaries.
 func startLocal(ctx context.Context) (*server, error) {
-	c, err := localpg.Start(ctx, localpg.Options{})
+	c, err := localpg.Start(ctx, localpg.Options{ParentDir: fastParentDir()})
 	if err != nil {
 		return nil, err
 	}

@@ -5,9 +5,10 @@
 // only, trusts every connection (no passwords) and trades durability for
 // speed (fsync, synchronous_commit and full_page_writes are off): it is for
 // tests and demos, never for data anyone wants to keep. The server runs as a
-// foreground child that the kernel kills when the parent dies, so a crashed
-// test binary or demo does not leave a postgres process behind; Stop shuts
-// it down and removes the directory.
+// foreground child that the kernel kills when the parent dies (on Linux),
+// so a crashed test binary or demo does not leave a postgres process
+// behind; Stop shuts it down and removes the directory. The package builds
+// on Unix systems only.
 //
 // initdb and postgres refuse to run as root. When the caller is root, Start
 // runs them as the "postgres" system user and hands the data directory to
@@ -122,6 +123,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	parent := opts.ParentDir
 	if parent == "" {
 		parent = os.TempDir()
+	}
+	// postgres runs in the data directory and is given its path: relative
+	// paths would resolve twice.
+	parent, err = filepath.Abs(parent)
+	if err != nil {
+		return nil, fmt.Errorf("localpg: %w", err)
 	}
 	sweepStale(parent)
 	// Not t.TempDir: its parent is 0700 and owned by root, so the postgres
@@ -240,14 +247,7 @@ func launch(ctx context.Context, binDir, dir string, port int, cred *syscall.Cre
 	// Backends inherit the log pipe; bound how long Wait waits for them to
 	// close it after a kill.
 	cmd.WaitDelay = 5 * time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: cred,
-		// Die with the parent. pg_ctl would daemonize the server and
-		// orphan it when a test binary crashes.
-		Pdeathsig: syscall.SIGKILL,
-		// Keep the terminal's Ctrl-C for the parent, which calls Stop.
-		Setpgid: true,
-	}
+	cmd.SysProcAttr = sysProcAttr(cred)
 
 	c := &Cluster{dir: dir, port: port, log: tail, cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
@@ -338,7 +338,7 @@ func initdb(ctx context.Context, binDir, dir string, cred *syscall.Credential, o
 	cmd.Env = childEnv()
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr(cred)
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("localpg: initdb: %w", err)
 	}

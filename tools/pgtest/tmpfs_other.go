@@ -1,0 +1,6 @@
+//go:build !linux
+
+package pgtest
+
+// fastParentDir returns "" (os.TempDir) outside Linux.
+func fastParentDir() string { return "" }
