@@ -24,6 +24,7 @@ test-short: ## the suite without the race detector, for quick local loops
 	$(GO) test -count=1 ./...
 
 bench: deps ## pgtools vs raw pgx on the same database: latency, throughput, capped reads
+	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || echo "(wrk not installed: HTTP load will come from an in-process Go client)"
 	$(GO) run ./cmd/pgtools-bench
 
 vet: ## go vet and a gofmt check

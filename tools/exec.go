@@ -121,12 +121,12 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, de
 
 	cache := stmtCacheOf(pc)
 	fe := pc.Frontend()
-	// Group 1: BEGIN, SAVEPOINT and the agent's statement, with its portal's row limit.
+	// One group, one Sync, one round trip: BEGIN, SAVEPOINT, the agent's statement with its
+	// portal's row limit, ROLLBACK and the advisory-lock release. If the statement fails, the rest
+	// of the group is skipped and endRead runs the ending in a second round trip.
 	cache.sendExec(fe, sqlBeginRead, nil, false, 0)
 	cache.sendExec(fe, sqlSavepoint, nil, false, 0)
 	userCached := cache.sendExec(fe, st.sql, values, true, st.maxRows)
-	fe.SendSync(&pgproto3.Sync{})
-	// Group 2 runs even when group 1 failed: it ends the transaction and the session-level locks.
 	cache.sendExec(fe, sqlRollback, nil, false, 0)
 	cache.sendExec(fe, sqlUnlockAll, nil, false, 0)
 	cache.sendCloses(fe)
@@ -146,6 +146,15 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, de
 		_ = pc.CancelRequest(cctx)
 	})
 	rs, destroy, err = readResults(pc, st)
+	if !destroy && pc.TxStatus() != 'I' {
+		// The group stopped at an error before its ROLLBACK.
+		if endErr := endRead(pc, cache); endErr != nil {
+			destroy = true
+			if err == nil {
+				err = endErr
+			}
+		}
+	}
 	cache.settle(err != nil && !errors.Is(err, errTxEscaped))
 	if userCached && isPlanChange(err) {
 		cache.evict(st.sql)
@@ -159,22 +168,57 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, de
 	return rs, destroy, err
 }
 
-// readResults reads the answers to the two groups sent by readOn, up to the second ReadyForQuery.
-// In group 1 the agent's statement is the third execution; only it is described, so only it
-// sends a RowDescription and rows.
+// endRead rolls back a read transaction left open by a failed statement and releases advisory
+// locks, in one round trip.
+func endRead(pc *pgconn.PgConn, cache *stmtCache) error {
+	fe := pc.Frontend()
+	cache.sendExec(fe, sqlRollback, nil, false, 0)
+	cache.sendExec(fe, sqlUnlockAll, nil, false, 0)
+	fe.SendSync(&pgproto3.Sync{})
+	if err := fe.Flush(); err != nil {
+		return err
+	}
+	var firstErr error
+	for {
+		msg, err := pc.ReceiveMessage(context.Background())
+		if err != nil {
+			return err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ErrorResponse:
+			if firstErr == nil {
+				firstErr = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.ReadyForQuery:
+			if firstErr == nil && m.TxStatus != 'I' {
+				firstErr = fmt.Errorf("transaction still open after ROLLBACK (status %c)", m.TxStatus)
+			}
+			return firstErr
+		}
+	}
+}
+
+// Positions of the executions in a read's group.
+const (
+	execUser     = 2 // BEGIN, SAVEPOINT, then the agent's statement
+	execRollback = 3
+)
+
+// readResults reads the answers to the group sent by readOn, up to its ReadyForQuery. Only the
+// agent's statement is described, so only it sends a RowDescription; its rows are the DataRows
+// that arrive while it is the current execution.
 func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
 	var (
-		rs       = &rowSet{}
-		userErr  error
-		sysErr   error
-		enc      rowEncoder
-		ready    int
-		done     int // executions finished in group 1
-		midState byte
-		full     bool
+		rs      = &rowSet{}
+		userErr error
+		sysErr  error
+		enc     rowEncoder
+		done    int // executions finished
+		escaped bool
+		full    bool
 	)
 	rs.data = append(make([]byte, 0, 1024), '[')
-	for ready < 2 {
+	for {
 		msg, err := pc.ReceiveMessage(context.Background())
 		if err != nil {
 			// A FATAL error (terminated backend, shutdown) says more than the closed socket.
@@ -187,23 +231,36 @@ func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
 		}
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
-			ready++
-			if ready == 1 {
-				midState = m.TxStatus
+			rs.data = append(rs.data, ']')
+			destroy := !safeTags[rs.tag]
+			switch {
+			case userErr != nil:
+				return nil, destroy || sysErr != nil, userErr
+			case sysErr != nil:
+				return nil, true, fmt.Errorf("framing the read transaction: %w", sysErr)
+			case escaped:
+				return nil, true, errTxEscaped
 			}
+			return rs, destroy, nil
 		case *pgproto3.ErrorResponse:
 			pgErr := pgconn.ErrorResponseToPgError(m)
-			if ready == 0 && done == 2 && userErr == nil {
+			if done == execUser && userErr == nil {
 				userErr = pgErr
 			} else if sysErr == nil {
 				sysErr = pgErr
 			}
+		case *pgproto3.NoticeResponse:
+			// "there is no transaction in progress" from our ROLLBACK: the agent's statement
+			// ended the transaction (COMMIT, ROLLBACK, …).
+			if done == execRollback && m.Code == "25P01" {
+				escaped = true
+			}
 		case *pgproto3.RowDescription:
-			if ready == 0 {
+			if done == execUser {
 				enc.init(m.Fields)
 			}
 		case *pgproto3.DataRow:
-			if ready != 0 || done != 2 || full {
+			if done != execUser || full {
 				continue
 			}
 			if st.maxRows > 0 && rs.rowCount == st.maxRows-1 {
@@ -224,35 +281,19 @@ func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
 			}
 			rs.rowCount++
 		case *pgproto3.CommandComplete:
-			if ready == 0 {
-				if done == 2 {
-					rs.tag = commandVerb(m.CommandTag)
-				}
-				done++
+			if done == execUser {
+				rs.tag = commandVerb(m.CommandTag)
 			}
+			done++
 		case *pgproto3.PortalSuspended:
-			if ready == 0 {
+			if done == execUser {
 				rs.tag = "SELECT"
-				done++
 			}
+			done++
 		case *pgproto3.EmptyQueryResponse:
-			if ready == 0 {
-				done++
-			}
+			done++
 		}
 	}
-	rs.data = append(rs.data, ']')
-	destroy := pc.TxStatus() != 'I' || !safeTags[rs.tag]
-	if userErr != nil {
-		return nil, destroy || sysErr != nil, userErr
-	}
-	if sysErr != nil {
-		return nil, true, fmt.Errorf("framing the read transaction: %w", sysErr)
-	}
-	if midState == 'I' {
-		return nil, true, errTxEscaped
-	}
-	return rs, destroy, nil
 }
 
 // commandVerb returns the verb of a command tag: "SELECT 3" → "SELECT", "CREATE TABLE" → "CREATE TABLE".

@@ -14,8 +14,8 @@ import (
 // Options configures Load. The zero value loads the full dataset silently.
 type Options struct {
 	// EventRows is the number of rows in the events table. Default 0:
-	// DefaultEventRows (1,000,000, about 10 s on 2 cores). Tests use a few
-	// thousand.
+	// DefaultEventRows (1,000,000; the whole Load then takes about 5 s on
+	// 2 cores). Tests use a few thousand.
 	EventRows int
 	// Progress receives one line per step, e.g.
 	// "loading events (1000000 rows)...". Default nil: silent.

@@ -103,8 +103,8 @@ type Cluster struct {
 // directory stays; Start removes such leftovers (older than a minute, no
 // live postmaster) before creating its own.
 //
-// Typical timings on a small machine: initdb about 1 s, server start about
-// 0.3 s.
+// Measured on 2 cores: 0.5 s in all with the data directory on a tmpfs,
+// 1.4 to 1.9 s on a slow disk (initdb dominates).
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	binDir := opts.BinDir
 	if binDir == "" {
@@ -189,8 +189,8 @@ func (c *Cluster) DSN(dbname string) string {
 // Port returns the TCP port the server listens on, on 127.0.0.1.
 func (c *Cluster) Port() int { return c.port }
 
-// DataDir returns the cluster's data directory, which also holds the unix
-// socket when its path is short enough (see Stop: it is removed there).
+// DataDir returns the cluster's data directory, which Stop removes. It also
+// holds the server's unix socket, unless its path is too long for one.
 func (c *Cluster) DataDir() string { return c.dir }
 
 // Stop shuts the server down (fast shutdown: open sessions are rolled back
