@@ -126,7 +126,7 @@ func TestHTTPAuthAndStatus(t *testing.T) {
 		{"unknown table", "/v1/tools/select_query", readToken, `{"table":"ordrs"}`, 400, "invalid_table"},
 		{"unknown column", "/v1/tools/select_query", readToken, `{"table":"orders","columns":"idd"}`, 400, "invalid_column"},
 		{"read only violation", "/v1/tools/execute_sql", readToken, `{"sql":"delete from orders"}`, 403, "read_only_violation"},
-		{"write not yet available", "/v1/tools/insert_data", readToken, `{"table":"orders","row":{"id":9}}`, 403, "not_allowed"},
+		{"write with a read-only token", "/v1/tools/insert_data", readToken, `{"table":"orders","row":{"id":9}}`, 403, "not_allowed"},
 		{"body over the limit", "/v1/tools/select_query", readToken, `{"table":"orders","where":"` + strings.Repeat("x", 5000) + `"}`, 400, "invalid_arguments"},
 		{"ok", "/v1/tools/select_query", readToken, `{"table":"orders","limit":2}`, 200, ""},
 	}

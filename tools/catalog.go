@@ -16,9 +16,17 @@ type relation struct {
 	schema, name string
 	kind         byte // pg_class.relkind
 	columns      []string
+	colTypes     []uint32 // type OID per column
+	colArray     []bool   // whether the column's type is an array type
 	estimate     int64
 	comment      string
 	canSelect    bool
+	denied       bool // hidden by the operator's policy: refused as not_allowed, never suggested
+}
+
+// columnIndex returns the position of an exact column name, or -1.
+func (r *relation) columnIndex(name string) int {
+	return slices.Index(r.columns, name)
 }
 
 // display is the name shown to a model: unqualified in public, qualified elsewhere.
@@ -52,9 +60,13 @@ const catalogQuery = `
 SELECT n.nspname, c.relname, c.relkind::text, greatest(c.reltuples, 0)::bigint,
        coalesce(obj_description(c.oid, 'pg_class'), ''),
        has_table_privilege(c.oid, 'SELECT') OR has_any_column_privilege(c.oid, 'SELECT'),
-       coalesce((SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a
-                 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '{}')
+       coalesce(x.names, '{}'), coalesce(x.types, '{}'), coalesce(x.arrays, '{}')
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN LATERAL (
+  SELECT array_agg(a.attname::text ORDER BY a.attnum) AS names, array_agg(a.atttypid ORDER BY a.attnum) AS types,
+         array_agg(t.typcategory = 'A' ORDER BY a.attnum) AS arrays
+  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+  WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) x ON true
 WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p')
   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
   AND NOT c.relispartition`
@@ -69,13 +81,12 @@ func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
 	for rows.Next() {
 		r := &relation{}
 		var kind string
-		if err := rows.Scan(&r.schema, &r.name, &kind, &r.estimate, &r.comment, &r.canSelect, &r.columns); err != nil {
+		if err := rows.Scan(&r.schema, &r.name, &kind, &r.estimate, &r.comment, &r.canSelect, &r.columns, &r.colTypes, &r.colArray); err != nil {
 			return nil, fmt.Errorf("loading the catalog: %w", err)
 		}
 		r.kind = kind[0]
-		if db.Policy.tableVisible(r.schema, r.name) {
-			snap.rels[r.qualified()] = r
-		}
+		r.denied = !db.Policy.tableVisible(r.schema, r.name)
+		snap.rels[r.qualified()] = r
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("loading the catalog: %w", err)
@@ -217,6 +228,10 @@ func (db *Database) resolveTable(ctx context.Context, name string) (*relation, e
 			return nil, err
 		}
 		if r := snap.lookup(parts); r != nil {
+			if r.denied {
+				return nil, errorf(ErrNotAllowed, "Use another table; describe_schema lists the tables you may use.",
+					"Table %s is not available under this database's policy", quoteForMessage(name))
+			}
 			return r, nil
 		}
 		if refresh {
@@ -239,7 +254,7 @@ func quoteForMessage(s string) string {
 func tableSuggestion(snap *catalogSnapshot, name string) string {
 	var names []string
 	for _, r := range snap.rels {
-		if r.canSelect {
+		if r.canSelect && !r.denied {
 			names = append(names, r.display())
 		}
 	}

@@ -88,7 +88,7 @@ func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 	schema := strArg(req.args, "schema")
 	list := []tableSummary{}
 	for _, r := range snap.rels {
-		if !r.canSelect || (schema != "" && r.schema != schema) {
+		if !r.canSelect || r.denied || (schema != "" && r.schema != schema) {
 			continue
 		}
 		list = append(list, tableSummary{Schema: r.schema, Name: r.name, Type: relKinds[r.kind], EstimatedRows: r.estimate, Comment: r.comment})

@@ -6,7 +6,7 @@ import (
 )
 
 // executeSQL runs one agent-written statement. In read mode it runs in a READ ONLY transaction
-// with its rows capped on the server; write mode is not available yet and never writes.
+// with its rows capped on the server; in write mode it runs guarded like every write.
 func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
 	const op = "execute"
 	if strArg(req.args, "mode") == "write" {
@@ -14,8 +14,7 @@ func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
 			return nil, errorf(ErrNotAllowed, "Use mode \"read\", or ask the operator for a token with the write scope.",
 				"Your token lacks the \"write\" scope that execute_sql with mode \"write\" needs")
 		}
-		return nil, &Error{Type: ErrNotAllowed, Message: "execute_sql with mode \"write\" is not yet available in this version of pgtools",
-			Suggestion: "Use mode \"read\" for queries; writes are not available yet."}
+		return executeWrite(ctx, req)
 	}
 	if strArg(req.args, "session_id") != "" {
 		return nil, sessionsUnavailable(op)
@@ -35,5 +34,34 @@ func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
 	}
 	res := rowsResult(op, "", rs, limit, 0, req.db.Policy.MaxResponseBytes)
 	res.Command = rs.tag
+	return res, nil
+}
+
+// executeWrite runs one agent statement that may change data. Transaction control is refused
+// before anything runs; DDL is recognised after it ran (command tag, catalog rows written by the
+// transaction) and rolled back unless the policy and the token allow it.
+func executeWrite(ctx context.Context, req *request) (*Result, *Error) {
+	const op = "execute"
+	sql := strArg(req.args, "sql")
+	if transactionControl(sql) {
+		return nil, &Error{Type: ErrNotAllowed, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION, …) are not allowed in execute_sql; nothing was run",
+			Suggestion: `Use pg_tx to manage transactions ({"action":"begin"}, then session_id on each call, then {"action":"commit"}), or pg_transaction to run several statements atomically.`}
+	}
+	if e := writeGate(req, "execute_sql"); e != nil {
+		return nil, e
+	}
+	params, perr := paramList(req.args["params"])
+	if perr != nil {
+		return nil, perr
+	}
+	st := writeStmt{op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.db.Policy.MaxResponseBytes,
+		free: true, confirm: boolArg(req.args, "confirm_destructive"), allowDDL: req.db.Policy.AllowDDL && req.principal.Can("ddl"),
+		maxAffected: req.db.Policy.MaxAffectedRows}
+	out, err := req.db.runWrite(ctx, st)
+	if err != nil {
+		return nil, classify(ctx, err, callContext{database: req.db.Name}, !req.db.Policy.ShowErrorValues)
+	}
+	res := writeResult(op, "", out, false, req.db.Policy.MaxResponseBytes)
+	res.Command = out.tag
 	return res, nil
 }

@@ -78,6 +78,10 @@ func encodeParams(params []any, oids []uint32) ([][]byte, error) {
 }
 
 func encodeParam(v any, oid uint32) ([]byte, error) {
+	if v != nil && (oid == oidJSON || oid == oidJSONB) {
+		// A json column takes every value as JSON: the string "hi" is "\"hi\"".
+		return jsonMarshal(v)
+	}
 	switch x := v.(type) {
 	case nil:
 		return nil, nil

@@ -28,6 +28,7 @@ type Result struct {
 	AffectedRows  *int            `json:"affectedRows,omitempty"`
 	Data          json.RawMessage `json:"data,omitempty"`
 	Truncated     *bool           `json:"truncated,omitempty"`
+	DryRun        bool            `json:"dryRun,omitempty"`
 	ExecutionTime string          `json:"executionTime,omitempty"`
 	Hint          string          `json:"hint,omitempty"`
 }
@@ -61,6 +62,9 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	if r.Truncated != nil {
 		b = append(b, `,"truncated":`...)
 		b = strconv.AppendBool(b, *r.Truncated)
+	}
+	if r.DryRun {
+		b = append(b, `,"dryRun":true`...)
 	}
 	if r.ExecutionTime != "" {
 		b = append(b, `,"executionTime":`...)
@@ -104,9 +108,10 @@ type toolEntry struct {
 // Registry holds the tools and the configured databases. Every transport calls Call. It is safe
 // for concurrent use once built.
 type Registry struct {
-	dbs   map[string]*Database
-	tools map[string]*toolEntry
-	order []string
+	dbs     map[string]*Database
+	tools   map[string]*toolEntry
+	order   []string
+	auditor Auditor
 }
 
 // NewRegistry compiles every tool schema and registers the tools over dbs (keyed by name; one
@@ -158,9 +163,9 @@ var toolSpecs = map[string]toolSpec{
 	"select_query":    {operation: "select", scope: "read", readOnly: true, idempotent: true, run: selectQuery},
 	"describe_schema": {operation: "describe", scope: "read", readOnly: true, idempotent: true, run: describeSchema},
 	"execute_sql":     {operation: "execute", scope: "read", destructive: true, run: executeSQL},
-	"insert_data":     {operation: "insert", scope: "write", run: notYet("insert")},
-	"update_data":     {operation: "update", scope: "write", destructive: true, run: notYet("update")},
-	"delete_data":     {operation: "delete", scope: "write", destructive: true, run: notYet("delete")},
+	"insert_data":     {operation: "insert", scope: "write", run: insertData},
+	"update_data":     {operation: "update", scope: "write", destructive: true, run: updateData},
+	"delete_data":     {operation: "delete", scope: "write", destructive: true, run: deleteData},
 	"pg_tx":           {operation: "pg_tx", scope: "read", run: notYet("pg_tx")},
 	"pg_transaction":  {operation: "transaction", scope: "write", destructive: true, run: notYet("transaction")},
 }
@@ -208,6 +213,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		return nil, &Error{Type: ErrUnknownTool, Message: fmt.Sprintf("Unknown tool %s", quoteForMessage(tool)),
 			Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
 	}
+	var m map[string]any
 	defer func() {
 		if err != nil && err.Operation == "" {
 			err.Operation = t.operation
@@ -215,6 +221,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		if res != nil {
 			res.ExecutionTime = formatDuration(time.Since(started))
 		}
+		r.audit(p, tool, m, res, err, started)
 	}()
 	if !p.Can(t.scope) {
 		return nil, errorf(ErrNotAllowed, "Ask the operator for a token with the "+t.scope+" scope.",
@@ -227,10 +234,10 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		return nil, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
 			"Invalid arguments: the body is not valid JSON")
 	}
+	m, _ = args.(map[string]any)
 	if verr := t.schema.Validate(args); verr != nil {
 		return nil, validationError(verr, t)
 	}
-	m := args.(map[string]any)
 	dbName, _ := m["database"].(string)
 	if dbName == "" {
 		dbName = "default"

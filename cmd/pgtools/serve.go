@@ -30,6 +30,7 @@ type serveFlags struct {
 	listen      string
 	tokens      multiFlag
 	logLevel    string
+	auditLog    string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -38,6 +39,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN")
 	fs.Var(&f.tokens, "token", "API token as SECRET:SCOPES, e.g. s3cret-value-0123456:read,write (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write\"")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info (default), warn or error; env PGTOOLS_LOG_LEVEL")
+	fs.StringVar(&f.auditLog, "audit-log", "", "audit log of write attempts: a file (appended) or - for stderr; env PGTOOLS_AUDIT_LOG")
 }
 
 // config merges file, environment and flags: flags win over environment, which wins over the file.
@@ -70,6 +72,9 @@ func (f *serveFlags) config() (*runner.Config, error) {
 	cfg.Tokens = append(cfg.Tokens, toks...)
 	if lvl := firstNonEmpty(f.logLevel, os.Getenv("PGTOOLS_LOG_LEVEL")); lvl != "" {
 		cfg.LogLevel = lvl
+	}
+	if a := firstNonEmpty(f.auditLog, os.Getenv("PGTOOLS_AUDIT_LOG")); a != "" {
+		cfg.AuditLog = a
 	}
 	return cfg, cfg.Validate()
 }
@@ -127,6 +132,14 @@ func serve(ctx context.Context, cfg *runner.Config, log zerolog.Logger, ready ch
 	reg, err := tools.NewRegistry(dbs)
 	if err != nil {
 		return err
+	}
+	audit, closeAudit, err := runner.OpenAuditLog(cfg.AuditLog)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
+	if audit != nil {
+		reg.SetAuditor(audit)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

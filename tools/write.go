@@ -1,0 +1,261 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// writeStmt is one write to run in a transaction, with the checks that decide whether it commits.
+type writeStmt struct {
+	op          string // insert, update, delete, execute
+	table       string // display name, for messages
+	sql         string
+	params      []any
+	colOIDs     []uint32 // known parameter types (insert/update values), 0 = let PostgreSQL infer
+	keepRows    int      // returned rows to keep (the rest are counted, not sent)
+	maxBytes    int      // byte cap of the kept rows
+	maxAffected int      // more affected rows → rolled back with too_many_rows (0 = no cap); for free SQL only UPDATE, DELETE and MERGE count
+	dryRun      bool     // execute, report, roll back
+	free        bool     // agent-written SQL: classify by command tag and catalog changes
+	confirm     bool     // confirm_destructive
+	allowDDL    bool     // policy allows DDL and the principal has the ddl scope
+}
+
+// writeOutcome is what a write did.
+type writeOutcome struct {
+	rows     *rowSet
+	tag      string
+	affected int64
+}
+
+// errCommitUnknown marks a COMMIT whose answer never arrived.
+var errCommitUnknown = errors.New("commit outcome unknown")
+
+// dmlTags are the command tags of statements that change rows but not the schema.
+var dmlTags = map[string]bool{"INSERT": true, "UPDATE": true, "DELETE": true, "MERGE": true, "SELECT": true}
+
+// resetAfterWrite undoes session state a committed statement may have left (set_config(…, false),
+// advisory locks, held cursors, LISTEN, temp tables, sequence state). It runs outside the
+// transaction, through the simple protocol: it is our fixed text, not an agent's.
+const resetAfterWrite = "CLOSE ALL; RESET ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES"
+
+// catalogChangedSQL tells whether the current transaction wrote rows of the system catalogs, which
+// happens for DDL even when the command tag says SELECT (CREATE TABLE AS, SELECT INTO).
+const catalogChangedSQL = `
+SELECT x IS NOT NULL AND EXISTS (
+  SELECT 1 FROM pg_catalog.pg_class WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_attribute WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_type WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_proc WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_namespace WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_constraint WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_index WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_trigger WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_rewrite WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_policy WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_extension WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_description WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_attrdef WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_sequence WHERE xmin = x UNION ALL
+  SELECT 1 FROM pg_catalog.pg_depend WHERE pg_depend.ctid IS NOT NULL AND xmin = x)
+FROM (SELECT pg_current_xact_id_if_assigned()::text::xid AS x) t`
+
+// runWrite runs st in its own transaction on a pooled connection and commits it when every check
+// passes (autocommit: true).
+func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, error) {
+	conn, err := db.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pc := conn.Conn().PgConn()
+	destroy := true
+	defer func() { release(conn, destroy || pc.IsClosed()) }()
+
+	if err := simpleExec(ctx, pc, "BEGIN"); err != nil {
+		return nil, err
+	}
+	out, keep, err := execChecked(ctx, pc, st)
+	if err != nil || !keep {
+		if rbErr := simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK"); rbErr == nil && safeTags[tagOf(out)] {
+			destroy = false
+		}
+		return out, err
+	}
+	if err := commit(ctx, pc); err != nil {
+		return nil, err
+	}
+	// The agent's statement committed; whatever session state it set must not reach the next call.
+	if err := simpleExec(context.WithoutCancel(ctx), pc, resetAfterWrite); err == nil && !unsafeWriteTag(tagOf(out)) {
+		destroy = false
+	}
+	return out, nil
+}
+
+func tagOf(out *writeOutcome) string {
+	if out == nil {
+		return ""
+	}
+	return out.tag
+}
+
+// unsafeWriteTag reports tags after which a connection is destroyed rather than reset.
+func unsafeWriteTag(tag string) bool {
+	return !dmlTags[tag] && tag != ""
+}
+
+// execChecked runs st inside the caller's transaction and applies the checks. keep reports
+// whether the caller may commit; when false, err says why (nil for a dry run).
+func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt) (out *writeOutcome, keep bool, err error) {
+	out, err = execStmt(ctx, pc, st)
+	if err != nil {
+		return out, false, err
+	}
+	if st.free {
+		ddl := !dmlTags[out.tag]
+		if !ddl {
+			changed, cerr := catalogChanged(ctx, pc)
+			if cerr != nil {
+				return out, false, cerr
+			}
+			ddl = changed
+		}
+		if ddl {
+			if !st.allowDDL {
+				return out, false, &Error{Type: ErrNotAllowed, Message: fmt.Sprintf("The statement (%s) changes the schema, and DDL is not allowed here; it was rolled back", describeTag(out.tag)),
+					Suggestion: "Use INSERT, UPDATE, DELETE or MERGE, or ask the operator to enable allow_ddl for this database and give your token the ddl scope."}
+			}
+			if isDestructive(out.tag) && !st.confirm {
+				return out, false, &Error{Type: ErrConfirmationRequired, Message: fmt.Sprintf("%s removes data or objects irreversibly; it was rolled back", out.tag),
+					Suggestion: "If this is really intended, call again with confirm_destructive: true."}
+			}
+		}
+	}
+	capped := !st.free || out.tag == "UPDATE" || out.tag == "DELETE" || out.tag == "MERGE"
+	if capped && st.maxAffected > 0 && out.affected > int64(st.maxAffected) {
+		return out, false, &Error{Type: ErrTooManyRows, Table: st.table,
+			Message:    fmt.Sprintf("The %s would affect %d rows, more than the limit of %d; it was rolled back and nothing changed", st.op, out.affected, st.maxAffected),
+			Suggestion: fmt.Sprintf("Narrow where so it matches at most %d rows (dry_run: true reports the count without changing anything), or split the change into several calls.", st.maxAffected)}
+	}
+	if st.dryRun {
+		return out, false, nil
+	}
+	return out, true, nil
+}
+
+func describeTag(tag string) string {
+	if tag == "" {
+		return "no command tag"
+	}
+	return tag
+}
+
+// isDestructive reports statements that need confirm_destructive.
+func isDestructive(tag string) bool {
+	return strings.HasPrefix(tag, "DROP") || tag == "TRUNCATE TABLE" || tag == "TRUNCATE"
+}
+
+// execStmt runs one statement through the extended protocol (so PostgreSQL refuses a second
+// statement) and encodes the first keepRows returned rows.
+func execStmt(ctx context.Context, pc *pgconn.PgConn, st writeStmt) (*writeOutcome, error) {
+	oids := st.colOIDs
+	if needsTypes(st.params) {
+		sd, err := pc.Prepare(ctx, "", st.sql, nil)
+		if err != nil {
+			return nil, err
+		}
+		oids = mergeOIDs(sd.ParamOIDs, st.colOIDs)
+	}
+	values, err := encodeParams(st.params, oids)
+	if err != nil {
+		return nil, &Error{Type: ErrInvalidArguments, Message: "Invalid arguments: " + err.Error(),
+			Suggestion: "Values may be strings, numbers, booleans, null, objects or arrays."}
+	}
+	rr := pc.ExecParams(ctx, st.sql, values, nil, nil, nil)
+	rs := &rowSet{data: []byte{'['}}
+	var enc rowEncoder
+	enc.init(toProtoFields(rr.FieldDescriptions()))
+	for rr.NextRow() {
+		if rs.truncated {
+			continue
+		}
+		if rs.rowCount == st.keepRows {
+			rs.truncated = true
+			continue
+		}
+		n := len(rs.data)
+		if rs.rowCount > 0 {
+			rs.data = append(rs.data, ',')
+		}
+		rs.data = enc.appendRow(rs.data, rr.Values())
+		if st.maxBytes > 0 && len(rs.data) > st.maxBytes-1 {
+			rs.data = rs.data[:n]
+			rs.truncated, rs.byBytes = true, true
+			continue
+		}
+		rs.rowCount++
+	}
+	tag, err := rr.Close()
+	if err != nil {
+		return nil, err
+	}
+	rs.data = append(rs.data, ']')
+	return &writeOutcome{rows: rs, tag: commandVerb([]byte(tag.String())), affected: tag.RowsAffected()}, nil
+}
+
+func mergeOIDs(described, known []uint32) []uint32 {
+	out := append([]uint32(nil), described...)
+	for i := range out {
+		if i < len(known) && known[i] != 0 {
+			out[i] = known[i]
+		}
+	}
+	return out
+}
+
+// catalogChanged reports whether the current transaction wrote system catalog rows.
+func catalogChanged(ctx context.Context, pc *pgconn.PgConn) (bool, error) {
+	rr := pc.ExecParams(ctx, catalogChangedSQL, nil, nil, nil, nil)
+	changed := false
+	for rr.NextRow() {
+		changed = string(rr.Values()[0]) == "t"
+	}
+	_, err := rr.Close()
+	return changed, err
+}
+
+// simpleExec runs pgtools' own fixed SQL (never an agent's) and returns the first error.
+func simpleExec(ctx context.Context, pc *pgconn.PgConn, sql string) error {
+	_, err := pc.Exec(ctx, sql).ReadAll()
+	return err
+}
+
+// commit sends COMMIT. When its answer is lost, the transaction may or may not have committed,
+// and the caller must be told so rather than guess.
+func commit(ctx context.Context, pc *pgconn.PgConn) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, err := pc.Exec(cctx, "COMMIT").ReadAll()
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return err // PostgreSQL answered: the transaction was rolled back (deferred constraint, serialization …)
+	}
+	return errCommitUnknown
+}
+
+// toProtoFields adapts pgconn's field descriptions to the encoder's input.
+func toProtoFields(fds []pgconn.FieldDescription) []pgproto3.FieldDescription {
+	out := make([]pgproto3.FieldDescription, len(fds))
+	for i, f := range fds {
+		out[i] = pgproto3.FieldDescription{Name: []byte(f.Name), DataTypeOID: f.DataTypeOID}
+	}
+	return out
+}

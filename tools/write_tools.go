@@ -1,0 +1,392 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// maxBindParams is the protocol's limit on parameters in one statement.
+const maxBindParams = 65535
+
+// previewRows is how many rows a dry run shows.
+const previewRows = 10
+
+// writeGate applies the checks every write shares, before any database work: the database's
+// read_only policy and stated intent (session_id or autocommit: true). A dry run changes nothing
+// and needs no intent.
+func writeGate(req *request, tool string) *Error {
+	if req.db.Policy.ReadOnly {
+		return errorf(ErrNotAllowed, "Use select_query or execute_sql with mode \"read\"; this database accepts no writes.",
+			"Database %q is read-only under the operator's policy", req.db.Name)
+	}
+	if strArg(req.args, "session_id") != "" {
+		return sessionsUnavailable("")
+	}
+	if boolArg(req.args, "autocommit") || boolArg(req.args, "dry_run") {
+		return nil
+	}
+	return &Error{Type: ErrWriteIntentRequired,
+		Message: fmt.Sprintf("%s changes data, so it needs stated intent: autocommit: true or a session_id", tool),
+		Suggestion: fmt.Sprintf(`Either add "autocommit": true to run this call in its own transaction, committed at once, e.g. %s; `+
+			`or open a transaction with pg_tx {"action":"begin"} and pass the session_id it returns, then pg_tx {"action":"commit","session_id":"…"}.`, intentExample(tool, req.args))}
+}
+
+// intentExample shows the caller's own call with autocommit added, values elided.
+func intentExample(tool string, args map[string]any) string {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		if k != "autocommit" && k != "session_id" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(tool + " {")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%q: …, ", k)
+	}
+	b.WriteString(`"autocommit": true}`)
+	return b.String()
+}
+
+// returningClause resolves the returning argument (default all columns).
+func returningClause(rel *relation, v any) (string, *Error) {
+	cols := listArg(v)
+	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
+		return " RETURNING *", nil
+	}
+	parts := make([]string, 0, len(cols))
+	for _, c := range cols {
+		name, err := resolveColumn(rel, c)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, pgx.Identifier{name}.Sanitize())
+	}
+	return " RETURNING " + strings.Join(parts, ", "), nil
+}
+
+// valueOID is the parameter type to encode a value for column i with: json/jsonb and array
+// columns need their JSON values shaped for them; other types are inferred by PostgreSQL.
+func valueOID(rel *relation, i int) uint32 {
+	t := rel.colTypes[i]
+	if t == oidJSON || t == oidJSONB || rel.colArray[i] {
+		return t
+	}
+	return 0
+}
+
+// columnSet resolves object keys to columns, in the table's column order.
+func columnSet(rel *relation, keys []string, what string) ([]int, *Error) {
+	seen := map[int]string{}
+	idx := make([]int, 0, len(keys))
+	for _, k := range keys {
+		name, err := resolveColumn(rel, k)
+		if err != nil {
+			return nil, err
+		}
+		i := rel.columnIndex(name)
+		if prev, dup := seen[i]; dup {
+			return nil, errorf(ErrInvalidArguments, "Give each column once.", "Invalid arguments: %s names column %q twice (%q and %q)", what, name, prev, k)
+		}
+		seen[i] = k
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	return idx, nil
+}
+
+func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int) *Result {
+	affected := int(out.affected)
+	n := out.rows.rowCount
+	truncated := out.rows.truncated
+	res := &Result{Operation: op, Table: table, AffectedRows: &affected, RowCount: &n, Data: out.rows.data, DryRun: dryRun}
+	if truncated {
+		res.Truncated = &truncated
+	}
+	switch {
+	case dryRun:
+		res.Hint = fmt.Sprintf("Dry run: %d rows would be affected (data previews at most %d); nothing was changed. Call again without dry_run, with autocommit: true or a session_id, to apply it.", affected, previewRows)
+	case out.rows.byBytes:
+		res.Hint = fmt.Sprintf("The change is done; the returned rows were cut at the %d-byte response cap. Use returning with fewer columns to see more.", maxBytes)
+	case truncated:
+		res.Hint = "The change is done; not every returned row is shown."
+	}
+	return res
+}
+
+// insertData inserts one row or many in one statement.
+func insertData(ctx context.Context, req *request) (*Result, *Error) {
+	const op = "insert"
+	if e := writeGate(req, "insert_data"); e != nil {
+		return nil, withOp(e, op, "")
+	}
+	cc := callContext{database: req.db.Name}
+	mask := !req.db.Policy.ShowErrorValues
+	rel, err := req.db.resolveTable(ctx, strArg(req.args, "table"))
+	if err != nil {
+		return nil, withOp(classify(ctx, err, cc, mask), op, "")
+	}
+	table := rel.display()
+	var rows []map[string]any
+	if one, ok := req.args["row"].(map[string]any); ok {
+		rows = []map[string]any{one}
+	} else if many, ok := req.args["rows"].([]any); ok {
+		for _, r := range many {
+			m, _ := r.(map[string]any)
+			rows = append(rows, m)
+		}
+	}
+	keySet := map[string]bool{}
+	for _, r := range rows {
+		for k := range r {
+			keySet[k] = true
+		}
+	}
+	keys := make([]string, 0, len(keySet))
+	for k := range keySet {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	cols, cerr := columnSet(rel, keys, "rows")
+	if cerr != nil {
+		return nil, withOp(cerr, op, table)
+	}
+	// Each row's keys as written map to the resolved column index.
+	keyOf := map[int]string{}
+	for _, k := range keys {
+		name, _ := resolveColumn(rel, k)
+		keyOf[rel.columnIndex(name)] = k
+	}
+	if n := len(rows) * len(cols); n > maxBindParams {
+		return nil, withOp(errorf(ErrInvalidArguments, fmt.Sprintf("Split the rows into calls of at most %d rows.", maxBindParams/max(1, len(cols))),
+			"Invalid arguments: %d rows × %d columns is %d values, more than the %d one statement can carry", len(rows), len(cols), n, maxBindParams), op, table)
+	}
+
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO ")
+	sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
+	var params []any
+	var oids []uint32
+	if len(cols) == 0 {
+		if len(rows) != 1 {
+			return nil, withOp(errorf(ErrInvalidArguments, "Give at least one column value per row, or insert one row at a time.",
+				"Invalid arguments: rows are empty objects"), op, table)
+		}
+		sb.WriteString(" DEFAULT VALUES")
+	} else {
+		sb.WriteString(" (")
+		for i, c := range cols {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString(pgx.Identifier{rel.columns[c]}.Sanitize())
+		}
+		sb.WriteString(") VALUES ")
+		for ri, r := range rows {
+			if ri > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteByte('(')
+			for i, c := range cols {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				v, present := r[keyOf[c]]
+				if !present {
+					sb.WriteString("DEFAULT")
+					continue
+				}
+				params = append(params, v)
+				oids = append(oids, valueOID(rel, c))
+				sb.WriteByte('$')
+				sb.WriteString(strconv.Itoa(len(params)))
+			}
+			sb.WriteByte(')')
+		}
+	}
+	if oc, ok := req.args["on_conflict"].(map[string]any); ok {
+		clause, oerr := onConflict(rel, oc, cols)
+		if oerr != nil {
+			return nil, withOp(oerr, op, table)
+		}
+		sb.WriteString(clause)
+	}
+	ret, rerr := returningClause(rel, req.args["returning"])
+	if rerr != nil {
+		return nil, withOp(rerr, op, table)
+	}
+	sb.WriteString(ret)
+
+	dry := boolArg(req.args, "dry_run")
+	st := writeStmt{op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
+		keepRows: req.db.Policy.MaxLimit, maxBytes: req.db.Policy.MaxResponseBytes, dryRun: dry}
+	if dry {
+		st.keepRows = previewRows
+	}
+	out, werr := req.db.runWrite(ctx, st)
+	if werr != nil {
+		return nil, withOp(classify(ctx, werr, cc, mask), op, table)
+	}
+	return writeResult(op, table, out, dry, req.db.Policy.MaxResponseBytes), nil
+}
+
+// onConflict builds ON CONFLICT (cols) DO NOTHING | DO UPDATE SET c = EXCLUDED.c, ….
+func onConflict(rel *relation, oc map[string]any, inserted []int) (string, *Error) {
+	target := listArg(oc["columns"])
+	if len(target) == 0 {
+		return "", errorf(ErrInvalidArguments, `Name the unique columns, e.g. "on_conflict": {"columns": ["email"], "action": "update"}.`,
+			"Invalid arguments: on_conflict.columns is empty")
+	}
+	tcols, err := columnSet(rel, target, "on_conflict.columns")
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(tcols))
+	for i, c := range tcols {
+		names[i] = pgx.Identifier{rel.columns[c]}.Sanitize()
+	}
+	clause := " ON CONFLICT (" + strings.Join(names, ", ") + ")"
+	if strArg(oc, "action") != "update" {
+		return clause + " DO NOTHING", nil
+	}
+	var ucols []int
+	if list := listArg(oc["update_columns"]); len(list) > 0 {
+		if ucols, err = columnSet(rel, list, "on_conflict.update_columns"); err != nil {
+			return "", err
+		}
+	} else {
+		for _, c := range inserted {
+			if !containsInt(tcols, c) {
+				ucols = append(ucols, c)
+			}
+		}
+	}
+	if len(ucols) == 0 {
+		return "", errorf(ErrInvalidArguments, `Use "action": "nothing", or list update_columns.`,
+			"Invalid arguments: on_conflict update has no column to update (every inserted column is a conflict column)")
+	}
+	sets := make([]string, len(ucols))
+	for i, c := range ucols {
+		id := pgx.Identifier{rel.columns[c]}.Sanitize()
+		sets[i] = id + " = EXCLUDED." + id
+	}
+	return clause + " DO UPDATE SET " + strings.Join(sets, ", "), nil
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// affectedCap is the policy's max_affected_rows, lowered (never raised) by the call's own.
+func affectedCap(req *request) int {
+	capN := req.db.Policy.MaxAffectedRows
+	if n := intArg(req.args, "max_affected_rows", 0); n > 0 && n < int64(capN) {
+		capN = int(n)
+	}
+	return capN
+}
+
+// updateData updates the rows matching where.
+func updateData(ctx context.Context, req *request) (*Result, *Error) {
+	return changeRows(ctx, req, "update")
+}
+
+// deleteData deletes the rows matching where.
+func deleteData(ctx context.Context, req *request) (*Result, *Error) {
+	return changeRows(ctx, req, "delete")
+}
+
+func changeRows(ctx context.Context, req *request, op string) (*Result, *Error) {
+	tool := op + "_data"
+	where := strings.TrimSpace(strArg(req.args, "where"))
+	if where == "" {
+		return nil, &Error{Operation: op, Type: ErrInvalidArguments, Message: "Invalid arguments: where must not be empty",
+			Suggestion: fmt.Sprintf(`Give a where that selects the rows to %s, e.g. "id = $1" with params [42]. To really %s every row, say so: where "true" (still capped by max_affected_rows).`, op, op)}
+	}
+	if e := writeGate(req, tool); e != nil {
+		return nil, withOp(e, op, "")
+	}
+	cc := callContext{database: req.db.Name}
+	mask := !req.db.Policy.ShowErrorValues
+	params, perr := paramList(req.args["params"])
+	if perr != nil {
+		return nil, withOp(perr, op, "")
+	}
+	rel, err := req.db.resolveTable(ctx, strArg(req.args, "table"))
+	if err != nil {
+		return nil, withOp(classify(ctx, err, cc, mask), op, "")
+	}
+	table := rel.display()
+	oids := make([]uint32, len(params))
+	var sb strings.Builder
+	if op == "update" {
+		set, _ := req.args["set"].(map[string]any)
+		keys := make([]string, 0, len(set))
+		for k := range set {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		cols, cerr := columnSet(rel, keys, "set")
+		if cerr != nil {
+			return nil, withOp(cerr, op, table)
+		}
+		keyOf := map[int]string{}
+		for _, k := range keys {
+			name, _ := resolveColumn(rel, k)
+			keyOf[rel.columnIndex(name)] = k
+		}
+		sb.WriteString("UPDATE ")
+		sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
+		sb.WriteString(" SET ")
+		for i, c := range cols {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			// set values follow the where params: where keeps $1…$n as the caller wrote them.
+			params = append(params, set[keyOf[c]])
+			oids = append(oids, valueOID(rel, c))
+			sb.WriteString(pgx.Identifier{rel.columns[c]}.Sanitize())
+			sb.WriteString(" = $")
+			sb.WriteString(strconv.Itoa(len(params)))
+		}
+	} else {
+		sb.WriteString("DELETE FROM ")
+		sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
+	}
+	sb.WriteString(" WHERE (\n")
+	sb.WriteString(where)
+	sb.WriteString("\n)")
+	ret, rerr := returningClause(rel, req.args["returning"])
+	if rerr != nil {
+		return nil, withOp(rerr, op, table)
+	}
+	sb.WriteString(ret)
+
+	dry := boolArg(req.args, "dry_run")
+	st := writeStmt{op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
+		keepRows: req.db.Policy.MaxLimit, maxBytes: req.db.Policy.MaxResponseBytes, dryRun: dry, maxAffected: affectedCap(req)}
+	if dry {
+		st.keepRows = previewRows
+		st.maxAffected = 0 // a dry run reports the count; the cap applies when it is applied
+	}
+	out, werr := req.db.runWrite(ctx, st)
+	if werr != nil {
+		return nil, withOp(classify(ctx, werr, cc, mask), op, table)
+	}
+	res := writeResult(op, table, out, dry, req.db.Policy.MaxResponseBytes)
+	if dry && out.affected > int64(affectedCap(req)) {
+		res.Hint += fmt.Sprintf(" Note: %d rows is more than max_affected_rows (%d), so applying it as is would be refused.", out.affected, affectedCap(req))
+	}
+	return res, nil
+}
