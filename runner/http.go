@@ -54,8 +54,8 @@ type handler struct {
 }
 
 // NewHandler returns the HTTP API: /healthz, /readyz, /v1/tools, POST /v1/tools/{name},
-// /openapi.json. Access logs go to log, one line per request, without query strings, headers or
-// bodies.
+// /openapi.json, and MCP (Streamable HTTP) at /mcp behind the same tokens. Access logs go to log,
+// one line per request, without query strings, headers or bodies.
 func NewHandler(reg *tools.Registry, tokens []Token, log zerolog.Logger, maxBody int64) http.Handler {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -80,6 +80,7 @@ func NewHandler(reg *tools.Registry, tokens []Token, log zerolog.Logger, maxBody
 	mux.HandleFunc("GET /v1/tools", h.authed(h.listTools))
 	mux.HandleFunc("POST /v1/tools/{name}", h.authed(h.callTool))
 	mux.HandleFunc("GET /openapi.json", h.openapi)
+	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg, log, h.maxBody).serve))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
 			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})

@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/tools"
+)
+
+// mcpHTTP serves MCP over Streamable HTTP at /mcp, behind the same bearer tokens as the HTTP API
+// (h.authed answers a missing or bad token with 401 before MCP sees the request).
+//
+// It runs stateless: every POST is a complete exchange and no Mcp-Session-Id is issued or
+// honoured. A tool server needs nothing from an MCP session (pgtools sessions are pg_tx
+// session_ids, owned by the token's principal), and stateless requests keep replicas
+// interchangeable behind a load balancer and leave no per-client state to expire or hijack.
+// Answers are plain JSON, not SSE streams.
+type mcpHTTP struct {
+	reg    *tools.Registry
+	log    zerolog.Logger
+	stream *mcp.StreamableHTTPHandler
+
+	mu      sync.Mutex
+	servers map[string]*mcp.Server // by principalKey; one per principal, built on first use
+}
+
+type mcpPrincipalKey struct{}
+
+// newMCPHTTP returns the /mcp handler. maxBody caps a JSON-RPC message, like a POST body of the
+// HTTP API.
+func newMCPHTTP(reg *tools.Registry, log zerolog.Logger, maxBody int64) *mcpHTTP {
+	m := &mcpHTTP{reg: reg, log: log, servers: map[string]*mcp.Server{}}
+	m.stream = mcp.NewStreamableHTTPHandler(m.server, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		MaxRequestBodyBytes: maxBody,
+		Logger:              slogFor(log),
+		// Cancels a tool call whose client went away (protocol versions where a POST is the whole
+		// call); otherwise the statement runs to its own timeout.
+		PropagateRequestCancellation: true,
+	})
+	return m
+}
+
+// serve is the principalHandler that h.authed calls with the token's principal.
+func (m *mcpHTTP) serve(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	m.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpPrincipalKey{}, p)))
+}
+
+// server returns the MCP server of the request's principal. The principal is bound into the
+// server's tool handlers rather than looked up per call, so no call can run without one.
+func (m *mcpHTTP) server(r *http.Request) *mcp.Server {
+	p, ok := r.Context().Value(mcpPrincipalKey{}).(tools.Principal)
+	if !ok {
+		return nil // not reached through authed: the SDK answers 400
+	}
+	key := principalKey(p)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.servers[key]
+	if !ok {
+		s = NewMCPServer(m.reg, p, m.log)
+		m.servers[key] = s
+	}
+	return s
+}
+
+// principalKey identifies a principal with everything that grants access, so two tokens that
+// share a name but not their scopes never share a server. The set is bounded by the configured
+// tokens.
+func principalKey(p tools.Principal) string {
+	return p.Name + "\x00" + strings.Join(p.Scopes, ",") + "\x00" + strings.Join(p.Databases, ",")
+}
