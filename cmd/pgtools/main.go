@@ -1,4 +1,4 @@
-// Command pgtools serves safe PostgreSQL tools for AI agents over HTTP/JSON.
+// Command pgtools serves safe PostgreSQL tools for AI agents over HTTP/JSON and MCP.
 //
 // Subcommands: serve, demo, call, mcp, version. Run "pgtools help" or "pgtools <command> --help".
 package main
@@ -21,7 +21,7 @@ Commands:
   serve     run the tool server (HTTP API on 127.0.0.1:8080 by default)
   demo      start a throwaway PostgreSQL with sample data and a server, print curl examples
   call      call a tool on a running server: pgtools call select_query '{"table":"orders"}'
-  mcp       serve the tools over MCP on stdio (not yet available)
+  mcp       serve the tools over MCP on stdio, for a client that starts pgtools itself
   version   print the version
 
 Run "pgtools <command> --help" for a command's flags.

@@ -23,27 +23,24 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-// serveFlags are the flags shared by serve and (later) mcp.
-type serveFlags struct {
+// dbFlags are the settings serve and mcp share: the databases, logging and the audit log.
+type dbFlags struct {
 	configFile  string
 	databaseURL string
-	listen      string
-	tokens      multiFlag
 	logLevel    string
 	auditLog    string
 }
 
-func (f *serveFlags) register(fs *flag.FlagSet) {
+func (f *dbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.configFile, "config", os.Getenv("PGTOOLS_CONFIG"), "JSON config file (schemas/config.schema.json); env PGTOOLS_CONFIG")
 	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL URL of the \"default\" database; env DATABASE_URL")
-	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN")
-	fs.Var(&f.tokens, "token", "API token as SECRET:SCOPES, e.g. s3cret-value-0123456:read,write (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write\"")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info (default), warn or error; env PGTOOLS_LOG_LEVEL")
 	fs.StringVar(&f.auditLog, "audit-log", "", "audit log of write attempts: a file (appended) or - for stderr; env PGTOOLS_AUDIT_LOG")
 }
 
-// config merges file, environment and flags: flags win over environment, which wins over the file.
-func (f *serveFlags) config() (*runner.Config, error) {
+// load merges file, environment and flags: flags win over environment, which wins over the file.
+// The caller adds its own settings and validates.
+func (f *dbFlags) load() (*runner.Config, error) {
 	cfg := &runner.Config{Databases: map[string]runner.DatabaseConfig{}}
 	if f.configFile != "" {
 		c, err := runner.LoadConfigFile(f.configFile)
@@ -58,6 +55,34 @@ func (f *serveFlags) config() (*runner.Config, error) {
 		d.URL = url
 		cfg.Databases["default"] = d
 	}
+	if lvl := firstNonEmpty(f.logLevel, os.Getenv("PGTOOLS_LOG_LEVEL")); lvl != "" {
+		cfg.LogLevel = lvl
+	}
+	if a := firstNonEmpty(f.auditLog, os.Getenv("PGTOOLS_AUDIT_LOG")); a != "" {
+		cfg.AuditLog = a
+	}
+	return cfg, nil
+}
+
+// serveFlags are serve's flags: the shared ones plus where and to whom the HTTP API listens.
+type serveFlags struct {
+	dbFlags
+	listen string
+	tokens multiFlag
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	f.dbFlags.register(fs)
+	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN")
+	fs.Var(&f.tokens, "token", "API token as SECRET:SCOPES, e.g. s3cret-value-0123456:read,write (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write\"")
+}
+
+// config merges file, environment and flags: flags win over environment, which wins over the file.
+func (f *serveFlags) config() (*runner.Config, error) {
+	cfg, err := f.load()
+	if err != nil {
+		return nil, err
+	}
 	if l := firstNonEmpty(f.listen, os.Getenv("PGTOOLS_LISTEN")); l != "" {
 		cfg.Listen = l
 	}
@@ -70,12 +95,6 @@ func (f *serveFlags) config() (*runner.Config, error) {
 		return nil, err
 	}
 	cfg.Tokens = append(cfg.Tokens, toks...)
-	if lvl := firstNonEmpty(f.logLevel, os.Getenv("PGTOOLS_LOG_LEVEL")); lvl != "" {
-		cfg.LogLevel = lvl
-	}
-	if a := firstNonEmpty(f.auditLog, os.Getenv("PGTOOLS_AUDIT_LOG")); a != "" {
-		cfg.AuditLog = a
-	}
 	return cfg, cfg.Validate()
 }
 
@@ -102,7 +121,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var f serveFlags
 	f.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pgtools serve [flags]\n\nServes the tools over HTTP (POST /v1/tools/{name}). Needs a database:\n  DATABASE_URL=postgres://app@localhost/app pgtools serve --token \"$(openssl rand -hex 24):read\"\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: pgtools serve [flags]\n\nServes the tools over HTTP (POST /v1/tools/{name}) and MCP (Streamable HTTP at /mcp). Needs a database:\n  DATABASE_URL=postgres://app@localhost/app pgtools serve --token \"$(openssl rand -hex 24):read\"\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -124,23 +143,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // serve opens the databases and runs the HTTP API until ctx ends. When ready is set, it receives
 // the bound address once the listener is up.
 func serve(ctx context.Context, cfg *runner.Config, log zerolog.Logger, ready chan<- string) error {
-	dbs, closeDBs, err := runner.OpenDatabases(ctx, cfg)
+	reg, closeReg, err := openRegistry(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeDBs()
-	reg, err := tools.NewRegistry(dbs)
-	if err != nil {
-		return err
-	}
-	audit, closeAudit, err := runner.OpenAuditLog(cfg.AuditLog)
-	if err != nil {
-		return err
-	}
-	defer closeAudit()
-	if audit != nil {
-		reg.SetAuditor(audit)
-	}
+	defer closeReg()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
@@ -151,6 +158,29 @@ func serve(ctx context.Context, cfg *runner.Config, log zerolog.Logger, ready ch
 		ready <- ln.Addr().String()
 	}
 	return runner.Serve(ctx, ln, runner.NewHandler(reg, cfg.Tokens, log, cfg.MaxBodyBytes), log, 10*time.Second)
+}
+
+// openRegistry opens the configured databases and the audit log and builds the registry over
+// them; closeAll releases them, the pools last.
+func openRegistry(ctx context.Context, cfg *runner.Config) (reg *tools.Registry, closeAll func(), err error) {
+	dbs, closeDBs, err := runner.OpenDatabases(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err = tools.NewRegistry(dbs)
+	if err != nil {
+		closeDBs()
+		return nil, nil, err
+	}
+	audit, closeAudit, err := runner.OpenAuditLog(cfg.AuditLog)
+	if err != nil {
+		closeDBs()
+		return nil, nil, err
+	}
+	if audit != nil {
+		reg.SetAuditor(audit)
+	}
+	return reg, func() { _ = closeAudit(); closeDBs() }, nil
 }
 
 func flagExit(err error) int {
@@ -169,17 +199,4 @@ func cmdVersion(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "pgtools %s\n", runner.Version)
 	return 0
-}
-
-func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: pgtools mcp [flags]\n\nServes the tools over MCP on stdio. Not yet available in this version; use the HTTP API (pgtools serve).")
-	}
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
-	}
-	fmt.Fprintln(stderr, "pgtools mcp: the MCP transport is not yet available in this version; use pgtools serve and the HTTP API")
-	return 2
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/tools"
+)
+
+// stdioPrincipal names the one client of "pgtools mcp" in logs, the audit log and session
+// ownership.
+const stdioPrincipal = "mcp-stdio"
+
+func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f dbFlags
+	f.register(fs)
+	scopeList := fs.String("scopes", "read,write", "what the MCP client may do, comma-separated: read, write, ddl")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: pgtools mcp [flags]
+
+Serves the tools over MCP on stdin and stdout, for an MCP client that starts pgtools
+itself (Claude Desktop, an IDE, an agent framework). The database settings are those of
+pgtools serve; logs go to stderr. The client runs as principal %q with --scopes.
+Over the network, use pgtools serve: it answers MCP at /mcp, behind its API tokens.
+
+Example client configuration:
+  {"command": "pgtools", "args": ["mcp", "--scopes", "read"],
+   "env": {"DATABASE_URL": "postgres://app@localhost/app"}}
+
+Flags:
+`, stdioPrincipal)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	scopes, err := parseScopes(*scopeList)
+	if err != nil {
+		fmt.Fprintf(stderr, "pgtools mcp: --scopes: %v\n", err)
+		return 2
+	}
+	cfg, err := f.load()
+	if err == nil {
+		// The listen address only concerns the HTTP server; a config file's must not stop stdio.
+		cfg.Listen = ""
+		err = cfg.Validate()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pgtools mcp: %v\n", err)
+		return 2
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+	reg, closeReg, err := openRegistry(ctx, cfg)
+	if err != nil {
+		log.Error().Err(err).Msg("mcp failed")
+		return 1
+	}
+	defer closeReg()
+	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes}
+	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
+		Str("version", runner.Version).Msg("pgtools mcp serving")
+	if err := runner.ServeMCPStdio(ctx, reg, p, os.Stdin, stdout, log); err != nil {
+		log.Error().Err(err).Msg("mcp failed")
+		return 1
+	}
+	log.Info().Msg("pgtools mcp stopped")
+	return 0
+}
+
+// parseScopes parses a comma-separated scope list such as "read,write".
+func parseScopes(list string) ([]string, error) {
+	var scopes []string
+	for _, s := range strings.Split(list, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "":
+		case "read", "write", "ddl":
+			scopes = append(scopes, s)
+		default:
+			return nil, fmt.Errorf("unknown scope %q; scopes are read, write, ddl", s)
+		}
+	}
+	if len(scopes) == 0 {
+		return nil, fmt.Errorf("no scope given; use read, write or ddl, e.g. --scopes read")
+	}
+	return scopes, nil
+}
