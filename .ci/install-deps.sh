@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need and a fresh machine may lack: PostgreSQL server
-# binaries (initdb, postgres). Idempotent and quiet when everything is present.
+# binaries (initdb, postgres), and Node.js with npm for the TypeScript MCP client test.
+# Idempotent and quiet when everything is present.
 set -euo pipefail
 
 have_pg() {
@@ -21,6 +22,19 @@ if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   echo "install-deps: installing ${missing[*]}..."
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+fi
+
+# Node and npm run the TypeScript MCP client test (runner/testdata/mcp-ts), which fails under CI
+# without them.
+if ! { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; }; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "install-deps: installing Node.js and npm (apt-get install nodejs npm)..."
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }; } ||
+      echo "install-deps: could not install Node.js; the TypeScript MCP client test will skip (fail under CI)" >&2
+  else
+    echo "install-deps: Node.js 20+ and npm are missing; the TypeScript MCP client test will skip (fail under CI)" >&2
+  fi
 fi
 
 if have_pg; then
