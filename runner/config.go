@@ -34,6 +34,10 @@ type Config struct {
 	LogLevel string
 	// AuditLog is the audit log path, "-" for stderr, "" for none.
 	AuditLog string
+	// MaxSessions caps open pg_tx sessions (default 10).
+	MaxSessions int
+	// SessionTTL is a session's idle lifetime (default 30 minutes).
+	SessionTTL time.Duration
 }
 
 // DatabaseConfig is one database's connection and policy.
@@ -79,6 +83,10 @@ type fileConfig struct {
 	Limits struct {
 		MaxBodyBytes int64 `json:"max_body_bytes"`
 	} `json:"limits"`
+	Sessions struct {
+		MaxSessions int   `json:"max_sessions"`
+		TTLSeconds  int64 `json:"ttl_seconds"`
+	} `json:"sessions"`
 	AuditLog string `json:"audit_log"`
 	LogLevel string `json:"log_level"`
 }
@@ -98,7 +106,8 @@ func LoadConfigFile(path string) (*Config, error) {
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	cfg := &Config{Listen: fc.Listen, Databases: map[string]DatabaseConfig{}, MaxBodyBytes: fc.Limits.MaxBodyBytes,
-		LogLevel: fc.LogLevel, AuditLog: fc.AuditLog}
+		LogLevel: fc.LogLevel, AuditLog: fc.AuditLog, MaxSessions: fc.Sessions.MaxSessions,
+		SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second}
 	for i, t := range fc.Tokens {
 		secret := t.Token
 		if t.TokenFile != "" {

@@ -3,7 +3,6 @@ package runner
 import (
 	"encoding/json"
 	"net/http"
-
 )
 
 // openapi serves an OpenAPI 3.1 document built from the same schemas the tools validate with

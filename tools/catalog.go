@@ -107,7 +107,7 @@ func (db *Database) catalog(ctx context.Context, refresh bool) (*catalogSnapshot
 			return true
 		}
 		age := time.Since(s.loaded)
-		return age > c.ttlOrDefault() || (refresh && age > c.minReload)
+		return age > c.ttlOrDefault() || (refresh && age >= c.minReload)
 	}
 	if !stale(snap) {
 		return snap, nil
@@ -222,11 +222,28 @@ func (db *Database) resolveTable(ctx context.Context, name string) (*relation, e
 		return nil, errorf(ErrInvalidTable, "Name a table as name or schema.name, e.g. orders or public.orders; call describe_schema to list tables.",
 			"Table name %s is not a valid name", quoteForMessage(name))
 	}
+	var prev *catalogSnapshot // the snapshot of the first lookup, which missed
 	for _, refresh := range []bool{false, true} {
+		if prev != nil {
+			// The refresh below is skipped while the cache is younger than minReload, which
+			// would answer a table created since the last load with "does not exist": wait out
+			// the rest of that interval instead. Only misses wait, and they reload at most once
+			// per minReload however many there are.
+			if wait := db.cat.minReload - time.Since(prev.loaded); wait > 0 {
+				timer := time.NewTimer(wait)
+				select {
+				case <-timer.C:
+				case <-ctx.Done():
+					timer.Stop()
+					return nil, ctx.Err()
+				}
+			}
+		}
 		snap, err := db.catalog(ctx, refresh)
 		if err != nil {
 			return nil, err
 		}
+		prev = snap
 		if r := snap.lookup(parts); r != nil {
 			if r.denied {
 				return nil, errorf(ErrNotAllowed, "Use another table; describe_schema lists the tables you may use.",

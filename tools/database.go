@@ -109,7 +109,7 @@ type Database struct {
 
 // NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.
 func NewDatabase(name string, pool *pgxpool.Pool, policy Policy) *Database {
-	return &Database{Name: name, Pool: pool, Policy: policy.withDefaults(), cat: catalogCache{minReload: time.Second}}
+	return &Database{Name: name, Pool: pool, Policy: policy.withDefaults(), cat: catalogCache{minReload: 100 * time.Millisecond}}
 }
 
 // PoolConfig parses dsn into a pool configuration with the settings every stateless connection

@@ -2,9 +2,11 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -51,6 +53,8 @@ type Error struct {
 	Type       ErrorType `json:"errorType"`
 	Suggestion string    `json:"suggestion"`
 	SQLState   string    `json:"sqlState,omitempty"`
+	// FailedOperation is the index of the failing operation of pg_transaction.
+	FailedOperation *int `json:"failedOperation,omitempty"`
 }
 
 // Error implements the error interface with the model-facing message.
@@ -138,11 +142,22 @@ func classifyPg(e *pgconn.PgError, cc callContext, maskValues bool) *Error {
 		if e.TableName != "" {
 			out.Table = e.TableName
 		}
-	case "42601", "42P02", "42804", "42883", "42P18", "42725", "42803", "42P10", "42P09", "42846", "42P08", "42P22":
+	case "42601", "42P02", "42804", "42883", "42P18", "42725", "42803", "42P10", "42P09", "42846", "42P08", "42P22", "26000", "34000":
 		// syntax error, undefined parameter, datatype mismatch, undefined function, indeterminate
 		// datatype, ambiguous function, grouping error, invalid column reference, ambiguous alias,
-		// cannot coerce, ambiguous parameter, indeterminate collation.
+		// cannot coerce, ambiguous parameter, indeterminate collation, unknown prepared statement,
+		// unknown cursor.
 		out.Type, out.Suggestion = ErrSyntax, syntaxSuggestion(e)
+	case "08P01":
+		// protocol_violation at ERROR level (the connection survives): the only part of the
+		// protocol the caller controls is the number of values bound, so this is Bind's "bind
+		// message supplies 1 parameters, but prepared statement … requires 2". PostgreSQL's text
+		// names pgtools' internal statement, which means nothing to the model.
+		if e.SeverityUnlocalized == "ERROR" || e.Severity == "ERROR" {
+			out.Type = ErrSyntax
+			out.Message = "The number of values in params does not match the $n placeholders in the statement"
+			out.Suggestion = "Pass exactly one value per placeholder: params is a JSON array whose first element binds to $1, the second to $2, and so on; a statement without placeholders takes no params."
+		}
 	case "25006": // read_only_sql_transaction
 		out.Type = ErrReadOnlyViolation
 		out.Suggestion = "This call runs in a READ ONLY transaction, so PostgreSQL refused the write. To change data use insert_data, update_data, delete_data or execute_sql with mode \"write\", and state your intent with session_id or autocommit: true."
@@ -244,6 +259,9 @@ var (
 	// quotedValue matches a trailing quoted value in data-exception messages such as
 	// `invalid input syntax for type integer: "abc"`.
 	quotedValue = regexp.MustCompile(`: "(?s:.*)"$`)
+	// quotedAny matches any other quoted text in a data-exception message, which echoes (part
+	// of) a value: `value "123…" is out of range for type integer`, `invalid value "SECR" for "YYYY"`.
+	quotedAny = regexp.MustCompile(`"[^"]*"`)
 )
 
 // pgMessage returns PostgreSQL's message with its detail, with echoed values masked when mask is
@@ -254,6 +272,7 @@ func pgMessage(e *pgconn.PgError, mask bool) string {
 	if mask {
 		if e.Code[:2] == "22" {
 			msg = quotedValue.ReplaceAllString(msg, `: "***"`)
+			msg = quotedAny.ReplaceAllString(msg, `"***"`)
 		}
 		detail = keyValues.ReplaceAllString(detail, `)=(***)`)
 		detail = failingRow.ReplaceAllString(detail, `${1}(***)`)
@@ -278,4 +297,68 @@ func capitalize(s string) string {
 		return string(s[0]-'a'+'A') + s[1:]
 	}
 	return s
+}
+
+// minRedactLen is the shortest value redactValues masks: masking "1" or "id" would garble
+// messages about columns and positions, and so short a value reveals little.
+const minRedactLen = 4
+
+// redactValues masks, in a failed call's message and suggestion, every value the caller passed as
+// data (params, row, rows, set) wherever PostgreSQL echoed it, whatever the SQLSTATE: a param
+// cast to regclass comes back as `relation "…" does not exist` (42P01), one passed to
+// current_setting as `unrecognized configuration parameter "…"` (42704). The match ignores case
+// because PostgreSQL folds unquoted identifiers.
+func redactValues(e *Error, args map[string]any) {
+	var vals []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if len(x) >= minRedactLen {
+				vals = append(vals, x)
+			}
+		case json.Number:
+			if len(x) >= minRedactLen {
+				vals = append(vals, string(x))
+			}
+		case []any:
+			for _, el := range x {
+				walk(el)
+			}
+		case map[string]any:
+			for _, el := range x {
+				walk(el)
+			}
+		}
+	}
+	for _, k := range []string{"params", "row", "rows", "set"} {
+		v := args[k]
+		if s, ok := v.(string); ok && k == "params" {
+			// params may be a string holding a JSON array: mask its elements too.
+			var list []any
+			if decodeJSON([]byte(s), &list) == nil {
+				walk(list)
+			}
+		}
+		walk(v)
+	}
+	if len(vals) == 0 {
+		return
+	}
+	// Longest first, so a value containing another is masked whole.
+	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	mask := func(s string) string {
+		for _, v := range vals {
+			s = regexp.MustCompile("(?i)"+regexp.QuoteMeta(v)).ReplaceAllLiteralString(s, "***")
+		}
+		return s
+	}
+	e.Message = mask(e.Message)
+	e.Suggestion = mask(e.Suggestion)
+}
+
+// ClassifyError turns an error from database work on db into the *Error a model reads. Packages
+// beside tools (the session manager) use it so every failure has the same shape.
+func ClassifyError(ctx context.Context, err error, db *Database) *Error {
+	return classify(ctx, err, callContext{database: db.Name}, !db.Policy.ShowErrorValues)
 }

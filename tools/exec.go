@@ -16,7 +16,8 @@ import (
 // timeout, because the fix differs (retry later vs narrow the query).
 var errPoolWait = errors.New("timed out waiting for a free connection")
 
-// errTxEscaped marks a statement that ended the transaction it was run in (COMMIT, ROLLBACK …).
+// errTxEscaped marks a statement that ended or steered the transaction it was run in (COMMIT,
+// ROLLBACK, BEGIN, SAVEPOINT …).
 var errTxEscaped = errors.New("statement ended the transaction")
 
 // readStmt is one agent statement to run in a READ ONLY transaction.
@@ -47,10 +48,42 @@ const (
 	sqlUnlockAll = "SELECT pg_advisory_unlock_all()"
 )
 
+// readFrame is what surrounds an agent's read: statements before it, statements after it (in the
+// same round trip), and the statements that end the frame when the read failed and PostgreSQL
+// skipped the rest of the group. final is the transaction status the frame must leave.
+type readFrame struct {
+	pre, post, recover []string
+	final              byte
+}
+
+// statelessRead frames a read on a pooled connection: its own READ ONLY transaction.
+var statelessRead = readFrame{
+	pre:     []string{sqlBeginRead, sqlSavepoint},
+	post:    []string{sqlRollback, sqlUnlockAll},
+	recover: []string{sqlRollback, sqlUnlockAll},
+	final:   'I',
+}
+
+// sessionRead frames a read inside a session's open transaction: a savepoint made read-only, then
+// rolled back, so the read can change nothing and a failure leaves the session usable.
+var sessionRead = readFrame{
+	pre:     []string{sqlSavepoint, "SET LOCAL transaction_read_only = on"},
+	post:    []string{"ROLLBACK TO SAVEPOINT pgtools_stmt", "RELEASE SAVEPOINT pgtools_stmt"},
+	recover: []string{"ROLLBACK TO SAVEPOINT pgtools_stmt", "RELEASE SAVEPOINT pgtools_stmt"},
+	final:   'T',
+}
+
 // safeTags are command tags after which a pooled connection can be reused: nothing a successful
 // statement with another tag did (PREPARE, LOAD, DEALLOCATE …) is trusted to have left the
 // session as it was.
 var safeTags = map[string]bool{"SELECT": true, "SHOW": true, "EXPLAIN": true, "FETCH": true, "": true}
+
+// txControlTags are the command tags of transaction-control statements. PostgreSQL runs BEGIN,
+// SAVEPOINT, RELEASE or COMMIT AND CHAIN inside the read transaction without an error, and
+// nothing written survives the ROLLBACK, but a read that reported success for them would tell
+// the model it steered a transaction; they are refused like a plain COMMIT.
+var txControlTags = map[string]bool{"BEGIN": true, "START TRANSACTION": true, "COMMIT": true, "ROLLBACK": true,
+	"SAVEPOINT": true, "RELEASE": true, "PREPARE TRANSACTION": true, "COMMIT PREPARED": true, "ROLLBACK PREPARED": true}
 
 // acquire takes a connection from the stateless pool, waiting at most poolWait.
 func (db *Database) acquire(ctx context.Context) (*pgxpool.Conn, error) {
@@ -90,10 +123,10 @@ func (db *Database) runRead(ctx context.Context, st readStmt) (*rowSet, error) {
 		return nil, err
 	}
 	pc := conn.Conn().PgConn()
-	rs, destroy, err := readOn(ctx, pc, st)
+	rs, destroy, err := readOn(ctx, pc, st, statelessRead)
 	if errors.Is(err, errRetry) && !destroy {
 		// A cached plan went stale (the table changed shape); run it once more, freshly parsed.
-		rs, destroy, err = readOn(ctx, pc, st)
+		rs, destroy, err = readOn(ctx, pc, st, statelessRead)
 		if errors.Is(err, errRetry) {
 			err = errors.New("the statement's result type keeps changing")
 		}
@@ -103,7 +136,7 @@ func (db *Database) runRead(ctx context.Context, st readStmt) (*rowSet, error) {
 }
 
 // readOn runs st on pc; destroy reports that pc must not be reused.
-func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, destroy bool, err error) {
+func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt, fr readFrame) (rs *rowSet, destroy bool, err error) {
 	var oids []uint32
 	if needsTypes(st.params) {
 		// Array parameters bind differently for array and json types: ask the server first.
@@ -124,11 +157,13 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, de
 	// One group, one Sync, one round trip: BEGIN, SAVEPOINT, the agent's statement with its
 	// portal's row limit, ROLLBACK and the advisory-lock release. If the statement fails, the rest
 	// of the group is skipped and endRead runs the ending in a second round trip.
-	cache.sendExec(fe, sqlBeginRead, nil, false, 0)
-	cache.sendExec(fe, sqlSavepoint, nil, false, 0)
+	for _, sql := range fr.pre {
+		cache.sendExec(fe, sql, nil, false, 0)
+	}
 	userCached := cache.sendExec(fe, st.sql, values, true, st.maxRows)
-	cache.sendExec(fe, sqlRollback, nil, false, 0)
-	cache.sendExec(fe, sqlUnlockAll, nil, false, 0)
+	for _, sql := range fr.post {
+		cache.sendExec(fe, sql, nil, false, 0)
+	}
 	cache.sendCloses(fe)
 	fe.SendSync(&pgproto3.Sync{})
 	if err := fe.Flush(); err != nil {
@@ -145,17 +180,21 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, de
 		defer cancel()
 		_ = pc.CancelRequest(cctx)
 	})
-	rs, destroy, err = readResults(pc, st)
-	if !destroy && pc.TxStatus() != 'I' {
-		// The group stopped at an error before its ROLLBACK.
-		if endErr := endRead(pc, cache); endErr != nil {
+	rs, destroy, err = readResults(pc, st, len(fr.pre))
+	// Settle the cache first: statements parsed in a group that failed may not exist, and the
+	// recovery below must not bind to them.
+	cache.settle(err != nil && !errors.Is(err, errTxEscaped))
+	if !destroy && pc.TxStatus() != fr.final {
+		// The group stopped at an error before its ending.
+		endErr := endRead(pc, cache, fr)
+		cache.settle(endErr != nil)
+		if endErr != nil {
 			destroy = true
 			if err == nil {
 				err = endErr
 			}
 		}
 	}
-	cache.settle(err != nil && !errors.Is(err, errTxEscaped))
 	if userCached && isPlanChange(err) {
 		cache.evict(st.sql)
 		err = errRetry
@@ -168,12 +207,13 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt) (rs *rowSet, de
 	return rs, destroy, err
 }
 
-// endRead rolls back a read transaction left open by a failed statement and releases advisory
-// locks, in one round trip.
-func endRead(pc *pgconn.PgConn, cache *stmtCache) error {
+// endRead runs a frame's recovery after a failed statement (stateless: roll back and release
+// advisory locks; session: roll back to the savepoint), in one round trip.
+func endRead(pc *pgconn.PgConn, cache *stmtCache, fr readFrame) error {
 	fe := pc.Frontend()
-	cache.sendExec(fe, sqlRollback, nil, false, 0)
-	cache.sendExec(fe, sqlUnlockAll, nil, false, 0)
+	for _, sql := range fr.recover {
+		cache.sendExec(fe, sql, nil, false, 0)
+	}
 	fe.SendSync(&pgproto3.Sync{})
 	if err := fe.Flush(); err != nil {
 		return err
@@ -190,24 +230,19 @@ func endRead(pc *pgconn.PgConn, cache *stmtCache) error {
 				firstErr = pgconn.ErrorResponseToPgError(m)
 			}
 		case *pgproto3.ReadyForQuery:
-			if firstErr == nil && m.TxStatus != 'I' {
-				firstErr = fmt.Errorf("transaction still open after ROLLBACK (status %c)", m.TxStatus)
+			if firstErr == nil && m.TxStatus != fr.final {
+				firstErr = fmt.Errorf("transaction status %c after ending a failed read, want %c", m.TxStatus, fr.final)
 			}
 			return firstErr
 		}
 	}
 }
 
-// Positions of the executions in a read's group.
-const (
-	execUser     = 2 // BEGIN, SAVEPOINT, then the agent's statement
-	execRollback = 3
-)
-
 // readResults reads the answers to the group sent by readOn, up to its ReadyForQuery. Only the
 // agent's statement is described, so only it sends a RowDescription; its rows are the DataRows
 // that arrive while it is the current execution.
-func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
+func readResults(pc *pgconn.PgConn, st readStmt, execUser int) (*rowSet, bool, error) {
+	execRollback := execUser + 1
 	var (
 		rs      = &rowSet{}
 		userErr error
@@ -238,7 +273,7 @@ func readResults(pc *pgconn.PgConn, st readStmt) (*rowSet, bool, error) {
 				return nil, destroy || sysErr != nil, userErr
 			case sysErr != nil:
 				return nil, true, fmt.Errorf("framing the read transaction: %w", sysErr)
-			case escaped:
+			case escaped || txControlTags[rs.tag]:
 				return nil, true, errTxEscaped
 			}
 			return rs, destroy, nil
@@ -314,16 +349,18 @@ type rowEncoder struct {
 func (e *rowEncoder) init(fields []pgproto3.FieldDescription) {
 	e.keys = make([]string, len(fields))
 	e.encs = make([]valueEncoder, len(fields))
-	seen := make(map[string]int, len(fields))
+	used := make(map[string]bool, len(fields))
 	for i, f := range fields {
 		name := string(f.Name)
-		// Duplicate names (select 1, 2 → two "?column?") would make an invalid JSON object.
-		if n := seen[name]; n > 0 {
-			seen[name] = n + 1
-			name = fmt.Sprintf("%s_%d", name, n+1)
-		} else {
-			seen[name] = 1
+		// Duplicate names (select 1, 2 → two "?column?") would make an invalid JSON object, and
+		// a renamed duplicate must not take a name a later column has (select 1 a, 2 a, 3 a_2).
+		if used[name] {
+			base := name
+			for n := 2; used[name]; n++ {
+				name = fmt.Sprintf("%s_%d", base, n)
+			}
 		}
+		used[name] = true
 		e.keys[i] = string(appendStringS(nil, name)) + ":"
 		e.encs[i] = encoderFor(f.DataTypeOID)
 	}

@@ -8,31 +8,37 @@ import (
 // executeSQL runs one agent-written statement. In read mode it runs in a READ ONLY transaction
 // with its rows capped on the server; in write mode it runs guarded like every write.
 func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
-	const op = "execute"
 	if strArg(req.args, "mode") == "write" {
 		if !req.principal.Can("write") {
 			return nil, errorf(ErrNotAllowed, "Use mode \"read\", or ask the operator for a token with the write scope.",
 				"Your token lacks the \"write\" scope that execute_sql with mode \"write\" needs")
 		}
-		return executeWrite(ctx, req)
+		if transactionControl(strArg(req.args, "sql")) {
+			return nil, txControlRefused()
+		}
+		if e := writeGate(req, "execute_sql"); e != nil {
+			return nil, e
+		}
+		return sessionOr(ctx, req, true, func(s *Session) (*Result, *Error) { return executeWrite(ctx, req, s) })
 	}
-	if strArg(req.args, "session_id") != "" {
-		return nil, sessionsUnavailable(op)
-	}
+	return sessionOr(ctx, req, false, func(s *Session) (*Result, *Error) { return executeRead(ctx, req, s) })
+}
+
+func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
 	params, perr := paramList(req.args["params"])
 	if perr != nil {
 		return nil, perr
 	}
 	limit := req.db.Policy.DefaultLimit
-	rs, err := req.db.runRead(ctx, readStmt{sql: strArg(req.args, "sql"), params: params, maxRows: limit + 1, maxBytes: req.db.Policy.MaxResponseBytes})
+	rs, err := runReadOn(ctx, req.db, sess, readStmt{sql: strArg(req.args, "sql"), params: params, maxRows: limit + 1, maxBytes: req.db.Policy.MaxResponseBytes})
 	if err != nil {
 		if errors.Is(err, errTxEscaped) {
-			return nil, &Error{Type: ErrReadOnlyViolation, Message: "The statement tried to end the read transaction; transaction control is not allowed in execute_sql",
+			return nil, &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, …) are not allowed in execute_sql; the read ran in its own READ ONLY transaction and was rolled back",
 				Suggestion: "Send one query without BEGIN, COMMIT or ROLLBACK; use pg_tx to manage transactions."}
 		}
 		return nil, classify(ctx, err, callContext{readOnly: true, database: req.db.Name}, !req.db.Policy.ShowErrorValues)
 	}
-	res := rowsResult(op, "", rs, limit, 0, req.db.Policy.MaxResponseBytes)
+	res := rowsResult("execute", "", rs, limit, 0, req.db.Policy.MaxResponseBytes)
 	res.Command = rs.tag
 	return res, nil
 }
@@ -40,16 +46,9 @@ func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
 // executeWrite runs one agent statement that may change data. Transaction control is refused
 // before anything runs; DDL is recognised after it ran (command tag, catalog rows written by the
 // transaction) and rolled back unless the policy and the token allow it.
-func executeWrite(ctx context.Context, req *request) (*Result, *Error) {
+func executeWrite(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
 	const op = "execute"
 	sql := strArg(req.args, "sql")
-	if transactionControl(sql) {
-		return nil, &Error{Type: ErrNotAllowed, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION, …) are not allowed in execute_sql; nothing was run",
-			Suggestion: `Use pg_tx to manage transactions ({"action":"begin"}, then session_id on each call, then {"action":"commit"}), or pg_transaction to run several statements atomically.`}
-	}
-	if e := writeGate(req, "execute_sql"); e != nil {
-		return nil, e
-	}
 	params, perr := paramList(req.args["params"])
 	if perr != nil {
 		return nil, perr
@@ -57,11 +56,16 @@ func executeWrite(ctx context.Context, req *request) (*Result, *Error) {
 	st := writeStmt{op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.db.Policy.MaxResponseBytes,
 		free: true, confirm: boolArg(req.args, "confirm_destructive"), allowDDL: req.db.Policy.AllowDDL && req.principal.Can("ddl"),
 		maxAffected: req.db.Policy.MaxAffectedRows}
-	out, err := req.db.runWrite(ctx, st)
+	out, err := runWriteOn(ctx, req.db, sess, st)
 	if err != nil {
 		return nil, classify(ctx, err, callContext{database: req.db.Name}, !req.db.Policy.ShowErrorValues)
 	}
 	res := writeResult(op, "", out, false, req.db.Policy.MaxResponseBytes)
 	res.Command = out.tag
 	return res, nil
+}
+
+func txControlRefused() *Error {
+	return &Error{Type: ErrNotAllowed, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION, …) are not allowed in execute_sql; nothing was run",
+		Suggestion: `Use pg_tx to manage transactions ({"action":"begin"}, then session_id on each call, then {"action":"commit"}), or pg_transaction to run several statements atomically.`}
 }

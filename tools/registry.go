@@ -22,6 +22,10 @@ import (
 // Result is a successful tool call's answer. Field names follow DESIGN §4; empty fields are omitted.
 type Result struct {
 	Operation     string          `json:"operation"`
+	Action        string          `json:"action,omitempty"`
+	Status        string          `json:"status,omitempty"`
+	SessionID     string          `json:"session_id,omitempty"`
+	ExpiresIn     string          `json:"expires_in,omitempty"`
 	Table         string          `json:"table,omitempty"`
 	Command       string          `json:"command,omitempty"`
 	RowCount      *int            `json:"rowCount,omitempty"`
@@ -31,6 +35,9 @@ type Result struct {
 	DryRun        bool            `json:"dryRun,omitempty"`
 	ExecutionTime string          `json:"executionTime,omitempty"`
 	Hint          string          `json:"hint,omitempty"`
+	Sessions      json.RawMessage `json:"sessions,omitempty"`
+	Results       json.RawMessage `json:"results,omitempty"`
+	ActiveSession *SessionInfo    `json:"active_session,omitempty"`
 }
 
 // MarshalJSON writes the result with "success": true first. Data is already JSON made by this
@@ -39,6 +46,14 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, len(r.Data)+256)
 	b = append(b, `{"success":true,"operation":`...)
 	b = appendStringS(b, r.Operation)
+	for _, f := range [...]struct{ key, val string }{{"action", r.Action}, {"status", r.Status}, {"session_id", r.SessionID}, {"expires_in", r.ExpiresIn}} {
+		if f.val != "" {
+			b = append(b, ',', '"')
+			b = append(b, f.key...)
+			b = append(b, '"', ':')
+			b = appendStringS(b, f.val)
+		}
+	}
 	if r.Table != "" {
 		b = append(b, `,"table":`...)
 		b = appendStringS(b, r.Table)
@@ -74,6 +89,22 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"hint":`...)
 		b = appendStringS(b, r.Hint)
 	}
+	if r.Sessions != nil {
+		b = append(b, `,"sessions":`...)
+		b = append(b, r.Sessions...)
+	}
+	if r.Results != nil {
+		b = append(b, `,"results":`...)
+		b = append(b, r.Results...)
+	}
+	if r.ActiveSession != nil {
+		as, err := jsonMarshal(r.ActiveSession)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"active_session":`...)
+		b = append(b, as...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -89,6 +120,7 @@ type ToolInfo struct {
 
 // request is one validated call as a handler sees it.
 type request struct {
+	sessions  SessionStore
 	principal Principal
 	db        *Database
 	args      map[string]any // validated arguments, numbers as json.Number
@@ -108,10 +140,11 @@ type toolEntry struct {
 // Registry holds the tools and the configured databases. Every transport calls Call. It is safe
 // for concurrent use once built.
 type Registry struct {
-	dbs     map[string]*Database
-	tools   map[string]*toolEntry
-	order   []string
-	auditor Auditor
+	dbs      map[string]*Database
+	tools    map[string]*toolEntry
+	order    []string
+	auditor  Auditor
+	sessions SessionStore
 }
 
 // NewRegistry compiles every tool schema and registers the tools over dbs (keyed by name; one
@@ -166,17 +199,8 @@ var toolSpecs = map[string]toolSpec{
 	"insert_data":     {operation: "insert", scope: "write", run: insertData},
 	"update_data":     {operation: "update", scope: "write", destructive: true, run: updateData},
 	"delete_data":     {operation: "delete", scope: "write", destructive: true, run: deleteData},
-	"pg_tx":           {operation: "pg_tx", scope: "read", run: notYet("pg_tx")},
-	"pg_transaction":  {operation: "transaction", scope: "write", destructive: true, run: notYet("transaction")},
-}
-
-// notYet answers for tools whose handlers have not landed; they must never touch data.
-func notYet(op string) handler {
-	return func(ctx context.Context, req *request) (*Result, *Error) {
-		return nil, &Error{Operation: op, Type: ErrNotAllowed,
-			Message:    "This tool is not yet available in this version of pgtools",
-			Suggestion: "Use select_query, describe_schema or execute_sql with mode \"read\"; writes are not available yet."}
-	}
+	"pg_tx":           {operation: "pg_tx", scope: "read", run: pgTx},
+	"pg_transaction":  {operation: "transaction", scope: "write", destructive: true, run: pgTransaction},
 }
 
 // Tools lists the registered tools in a stable order.
@@ -214,9 +238,13 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 			Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
 	}
 	var m map[string]any
+	var db *Database
 	defer func() {
 		if err != nil && err.Operation == "" {
 			err.Operation = t.operation
+		}
+		if err != nil && (db == nil || !db.Policy.ShowErrorValues) {
+			redactValues(err, m)
 		}
 		if res != nil {
 			res.ExecutionTime = formatDuration(time.Since(started))
@@ -242,7 +270,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	if dbName == "" {
 		dbName = "default"
 	}
-	db, ok := r.dbs[dbName]
+	db, ok = r.dbs[dbName]
 	if !ok || !p.mayUse(dbName) {
 		var allowed []string
 		for _, n := range r.Databases() {
@@ -257,7 +285,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		return nil, errorf(ErrNotAllowed, "Use another tool; the operator disabled this one for this database.",
 			"Tool %s is disabled on database %q", tool, dbName)
 	}
-	return t.run(ctx, &request{principal: p, db: db, args: m, started: started})
+	return t.run(ctx, &request{sessions: r.sessions, principal: p, db: db, args: m, started: started})
 }
 
 // validationError lists every failing argument path in one message.

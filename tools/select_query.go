@@ -34,10 +34,10 @@ func boolArg(m map[string]any, key string) bool {
 	return b
 }
 
-// sessionsUnavailable answers any call naming a session until sessions land.
+// sessionsUnavailable answers calls naming a session on a registry without a session manager.
 func sessionsUnavailable(op string) *Error {
 	return &Error{Operation: op, Type: ErrSessionNotFound, Message: "No open session has this session_id",
-		Suggestion: "Omit session_id: transaction sessions (pg_tx) are not available in this version of pgtools."}
+		Suggestion: "Omit session_id and use autocommit: true: transaction sessions are not enabled on this runner."}
 }
 
 // rowLimit checks the limit argument against the policy.
@@ -53,10 +53,11 @@ func rowLimit(req *request) (int, *Error) {
 
 // selectQuery reads rows from one table in a READ ONLY transaction.
 func selectQuery(ctx context.Context, req *request) (*Result, *Error) {
+	return sessionOr(ctx, req, false, func(s *Session) (*Result, *Error) { return selectOn(ctx, req, s) })
+}
+
+func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
 	const op = "select"
-	if strArg(req.args, "session_id") != "" {
-		return nil, sessionsUnavailable(op)
-	}
 	limit, lerr := rowLimit(req)
 	if lerr != nil {
 		return nil, lerr
@@ -116,7 +117,7 @@ func selectQuery(ctx context.Context, req *request) (*Result, *Error) {
 		sb.WriteString(strconv.FormatInt(offset, 10))
 	}
 
-	rs, rerr := req.db.runRead(ctx, readStmt{sql: sb.String(), params: params, maxRows: limit + 1, maxBytes: req.db.Policy.MaxResponseBytes})
+	rs, rerr := runReadOn(ctx, req.db, sess, readStmt{sql: sb.String(), params: params, maxRows: limit + 1, maxBytes: req.db.Policy.MaxResponseBytes})
 	if rerr != nil {
 		return nil, withOp(classify(ctx, rerr, cc, !req.db.Policy.ShowErrorValues), op, table)
 	}

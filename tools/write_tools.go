@@ -24,16 +24,13 @@ func writeGate(req *request, tool string) *Error {
 		return errorf(ErrNotAllowed, "Use select_query or execute_sql with mode \"read\"; this database accepts no writes.",
 			"Database %q is read-only under the operator's policy", req.db.Name)
 	}
-	if strArg(req.args, "session_id") != "" {
-		return sessionsUnavailable("")
-	}
-	if boolArg(req.args, "autocommit") || boolArg(req.args, "dry_run") {
+	if strArg(req.args, "session_id") != "" || boolArg(req.args, "autocommit") || boolArg(req.args, "dry_run") {
 		return nil
 	}
 	return &Error{Type: ErrWriteIntentRequired,
 		Message: fmt.Sprintf("%s changes data, so it needs stated intent: autocommit: true or a session_id", tool),
 		Suggestion: fmt.Sprintf(`Either add "autocommit": true to run this call in its own transaction, committed at once, e.g. %s; `+
-			`or open a transaction with pg_tx {"action":"begin"} and pass the session_id it returns, then pg_tx {"action":"commit","session_id":"…"}.`, intentExample(tool, req.args))}
+			`or open a transaction with pg_tx {"action":"begin"} and pass the session_id it returns, then pg_tx {"action":"commit","session_id":"…"}.`, intentExample(tool, req.args)) + openSessionsHint(req)}
 }
 
 // intentExample shows the caller's own call with autocommit added, values elided.
@@ -122,10 +119,14 @@ func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int)
 
 // insertData inserts one row or many in one statement.
 func insertData(ctx context.Context, req *request) (*Result, *Error) {
-	const op = "insert"
 	if e := writeGate(req, "insert_data"); e != nil {
-		return nil, withOp(e, op, "")
+		return nil, e
 	}
+	return sessionOr(ctx, req, true, func(s *Session) (*Result, *Error) { return insertOn(ctx, req, s) })
+}
+
+func insertOn(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
+	const op = "insert"
 	cc := callContext{database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
 	rel, err := req.db.resolveTable(ctx, strArg(req.args, "table"))
@@ -229,7 +230,7 @@ func insertData(ctx context.Context, req *request) (*Result, *Error) {
 	if dry {
 		st.keepRows = previewRows
 	}
-	out, werr := req.db.runWrite(ctx, st)
+	out, werr := runWriteOn(ctx, req.db, sess, st)
 	if werr != nil {
 		return nil, withOp(classify(ctx, werr, cc, mask), op, table)
 	}
@@ -308,14 +309,19 @@ func deleteData(ctx context.Context, req *request) (*Result, *Error) {
 }
 
 func changeRows(ctx context.Context, req *request, op string) (*Result, *Error) {
-	tool := op + "_data"
+	if strings.TrimSpace(strArg(req.args, "where")) != "" {
+		if e := writeGate(req, op+"_data"); e != nil {
+			return nil, e
+		}
+	}
+	return sessionOr(ctx, req, true, func(s *Session) (*Result, *Error) { return changeRowsOn(ctx, req, op, s) })
+}
+
+func changeRowsOn(ctx context.Context, req *request, op string, sess *Session) (*Result, *Error) {
 	where := strings.TrimSpace(strArg(req.args, "where"))
 	if where == "" {
 		return nil, &Error{Operation: op, Type: ErrInvalidArguments, Message: "Invalid arguments: where must not be empty",
 			Suggestion: fmt.Sprintf(`Give a where that selects the rows to %s, e.g. "id = $1" with params [42]. To really %s every row, say so: where "true" (still capped by max_affected_rows).`, op, op)}
-	}
-	if e := writeGate(req, tool); e != nil {
-		return nil, withOp(e, op, "")
 	}
 	cc := callContext{database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
@@ -380,7 +386,7 @@ func changeRows(ctx context.Context, req *request, op string) (*Result, *Error) 
 		st.keepRows = previewRows
 		st.maxAffected = 0 // a dry run reports the count; the cap applies when it is applied
 	}
-	out, werr := req.db.runWrite(ctx, st)
+	out, werr := runWriteOn(ctx, req.db, sess, st)
 	if werr != nil {
 		return nil, withOp(classify(ctx, werr, cc, mask), op, table)
 	}

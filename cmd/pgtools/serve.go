@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/session"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -143,7 +144,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // serve opens the databases and runs the HTTP API until ctx ends. When ready is set, it receives
 // the bound address once the listener is up.
 func serve(ctx context.Context, cfg *runner.Config, log zerolog.Logger, ready chan<- string) error {
-	reg, closeReg, err := openRegistry(ctx, cfg)
+	reg, closeReg, err := openRegistry(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -160,9 +161,10 @@ func serve(ctx context.Context, cfg *runner.Config, log zerolog.Logger, ready ch
 	return runner.Serve(ctx, ln, runner.NewHandler(reg, cfg.Tokens, log, cfg.MaxBodyBytes), log, 10*time.Second)
 }
 
-// openRegistry opens the configured databases and the audit log and builds the registry over
-// them; closeAll releases them, the pools last.
-func openRegistry(ctx context.Context, cfg *runner.Config) (reg *tools.Registry, closeAll func(), err error) {
+// openRegistry opens the configured databases, the session manager and the audit log and builds
+// the registry over them. closeAll rolls back every open session, then releases the rest, the
+// pools last.
+func openRegistry(ctx context.Context, cfg *runner.Config, log zerolog.Logger) (reg *tools.Registry, closeAll func(), err error) {
 	dbs, closeDBs, err := runner.OpenDatabases(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -180,7 +182,21 @@ func openRegistry(ctx context.Context, cfg *runner.Config) (reg *tools.Registry,
 	if audit != nil {
 		reg.SetAuditor(audit)
 	}
-	return reg, func() { _ = closeAudit(); closeDBs() }, nil
+	sessions := session.New(session.Config{MaxSessions: cfg.MaxSessions, TTL: cfg.SessionTTL, Log: log})
+	reg.SetSessions(sessions)
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	go sessions.Run(sweepCtx, 0)
+	return reg, func() {
+		stopSweep()
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if n := sessions.Open(); n > 0 {
+			log.Info().Int("sessions", n).Msg("rolling back open sessions")
+		}
+		sessions.Close(cctx)
+		_ = closeAudit()
+		closeDBs()
+	}, nil
 }
 
 func flagExit(err error) int {

@@ -1,0 +1,276 @@
+// Package session is the runner's transaction-session manager: it opens pg_tx sessions on
+// dedicated connections, binds them to their principal, caps how many are open, expires idle ones
+// (rolling them back), remembers expired ids, and rolls everything back on shutdown.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/tools"
+)
+
+// Config is the manager's configuration. Zero fields take their defaults.
+type Config struct {
+	// MaxSessions caps open sessions across all principals (default 10).
+	MaxSessions int
+	// TTL is the idle time after which a session is rolled back and closed; every use restarts
+	// it (default 30 minutes).
+	TTL time.Duration
+	// Clock is the time source (default time.Now); tests inject a fake one.
+	Clock func() time.Time
+	// Log receives session lifecycle lines (never values).
+	Log zerolog.Logger
+}
+
+// rememberExpired bounds how many expired ids are remembered for session_expired answers.
+const rememberExpired = 10000
+
+// Manager implements tools.SessionStore. It is safe for concurrent use.
+type Manager struct {
+	cfg      Config
+	mu       sync.Mutex
+	sessions map[string]*tools.Session
+	pending  int                  // begins in progress, counted against MaxSessions
+	expired  map[string]expiredID // id → who owned it and when it expired
+	order    []string             // expired ids, oldest first, to bound the map
+	closed   bool
+}
+
+type expiredID struct {
+	principal string
+	at        time.Time
+}
+
+var _ tools.SessionStore = (*Manager)(nil)
+
+// New returns a manager. Run its Run method to expire idle sessions.
+func New(cfg Config) *Manager {
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 10
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = 30 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Manager{cfg: cfg, sessions: map[string]*tools.Session{}, expired: map[string]expiredID{}}
+}
+
+// newID returns a random UUIDv4.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// Begin implements tools.SessionStore.
+func (m *Manager) Begin(ctx context.Context, p tools.Principal, db *tools.Database, opts tools.TxOptions) (*tools.Session, *tools.Error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, &tools.Error{Type: tools.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
+	}
+	if len(m.sessions)+m.pending >= m.cfg.MaxSessions {
+		mine := m.describe(p)
+		m.mu.Unlock()
+		return nil, &tools.Error{Type: tools.ErrSessionLimitReached,
+			Message:    fmt.Sprintf("All %d session slots are in use", m.cfg.MaxSessions),
+			Suggestion: "Commit or roll back a session you no longer need (pg_tx commit/rollback), or use autocommit: true or pg_transaction, which need no session." + mine}
+	}
+	m.pending++
+	m.mu.Unlock()
+
+	id := newID()
+	// The database's idle-in-transaction timeout is a backstop a little beyond our own TTL.
+	s, err := tools.OpenSession(ctx, id, p, db, opts, m.cfg.TTL+time.Minute, m.cfg.Clock)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending--
+	if err != nil {
+		return nil, tools.ClassifyError(ctx, err, db)
+	}
+	if m.closed {
+		go s.Close(context.Background())
+		return nil, &tools.Error{Type: tools.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
+	}
+	s.Touch(m.cfg.TTL)
+	m.sessions[id] = s
+	m.cfg.Log.Info().Str("session", id).Str("principal", p.Name).Str("database", db.Name).Bool("read_only", opts.ReadOnly).Msg("session opened")
+	return s, nil
+}
+
+// describe lists p's open sessions with their idle times, for session_limit_reached. Caller holds mu.
+func (m *Manager) describe(p tools.Principal) string {
+	var parts []string
+	for _, s := range m.sessions {
+		if s.Principal == p.Name {
+			parts = append(parts, fmt.Sprintf("%s (idle %s)", s.ID, s.Info().Idle))
+		}
+	}
+	if len(parts) == 0 {
+		return " None of the open sessions is yours."
+	}
+	sort.Strings(parts)
+	return " Your open sessions: " + strings.Join(parts, ", ") + "."
+}
+
+// Acquire implements tools.SessionStore.
+func (m *Manager) Acquire(ctx context.Context, p tools.Principal, id string) (*tools.Session, *tools.Error) {
+	id = strings.ToLower(id)
+	m.mu.Lock()
+	s := m.sessions[id]
+	if s == nil || s.Principal != p.Name {
+		e := m.missing(p, id)
+		m.mu.Unlock()
+		return nil, e
+	}
+	m.mu.Unlock()
+	if err := s.Lock(ctx); err != nil {
+		return nil, &tools.Error{Type: tools.ErrTimeout, Message: fmt.Sprintf("Session %s is busy with another call", id),
+			Suggestion: "Calls in one session run one at a time; wait for the previous call to finish."}
+	}
+	if s.Closed() {
+		s.Unlock()
+		m.mu.Lock()
+		e := m.missing(p, id)
+		m.mu.Unlock()
+		return nil, e
+	}
+	s.Touch(m.cfg.TTL)
+	return s, nil
+}
+
+// missing answers for an id with no live session of p's. Caller holds mu.
+func (m *Manager) missing(p tools.Principal, id string) *tools.Error {
+	if ex, ok := m.expired[id]; ok && ex.principal == p.Name {
+		return &tools.Error{Type: tools.ErrSessionExpired,
+			Message:    fmt.Sprintf("Session %s expired after %s without use and was rolled back", id, humanTTL(m.cfg.TTL)),
+			Suggestion: `Nothing of it was committed. Begin a new session with pg_tx {"action":"begin"} and redo its changes.`}
+	}
+	// Another principal's session is reported exactly like an unknown one.
+	return &tools.Error{Type: tools.ErrSessionNotFound, Message: fmt.Sprintf("No open session has id %s", id),
+		Suggestion: `Check the session_id (pg_tx {"action":"list"} shows your sessions), begin one with pg_tx {"action":"begin"}, or drop session_id and use autocommit: true. On a multi-replica deployment, send the id also as header X-PgTools-Session so the request reaches the replica holding it.` + m.describe(p)}
+}
+
+func humanTTL(d time.Duration) string { return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m") }
+
+// Release implements tools.SessionStore.
+func (m *Manager) Release(s *tools.Session) { s.Unlock() }
+
+// Finish implements tools.SessionStore.
+func (m *Manager) Finish(s *tools.Session) {
+	m.mu.Lock()
+	delete(m.sessions, s.ID)
+	m.mu.Unlock()
+	s.Close(context.Background())
+	m.cfg.Log.Info().Str("session", s.ID).Str("principal", s.Principal).Msg("session ended")
+}
+
+// List implements tools.SessionStore.
+func (m *Manager) List(p tools.Principal) []*tools.Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*tools.Session
+	for _, s := range m.sessions {
+		if s.Principal == p.Name {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out
+}
+
+// Open returns how many sessions are open.
+func (m *Manager) Open() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions)
+}
+
+// Sweep rolls back and closes every idle session past its expiry and remembers its id. A session
+// busy with a call is left alone (the call slides its expiry).
+func (m *Manager) Sweep() {
+	now := m.cfg.Clock()
+	m.mu.Lock()
+	var due []*tools.Session
+	for id, s := range m.sessions {
+		if now.After(s.ExpiresAt()) && s.TryLock() {
+			delete(m.sessions, id)
+			m.remember(id, s.Principal, now)
+			due = append(due, s)
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range due {
+		_ = s.Rollback(context.Background())
+		s.Unlock()
+		m.cfg.Log.Info().Str("session", s.ID).Str("principal", s.Principal).Msg("session expired and rolled back")
+	}
+}
+
+// remember records an expired id, forgetting the oldest beyond rememberExpired. Caller holds mu.
+func (m *Manager) remember(id, principal string, at time.Time) {
+	m.expired[id] = expiredID{principal: principal, at: at}
+	m.order = append(m.order, id)
+	if len(m.order) > rememberExpired {
+		delete(m.expired, m.order[0])
+		m.order = m.order[1:]
+	}
+}
+
+// Run sweeps expired sessions until ctx ends, every tick (default: a tenth of the TTL, at most
+// one second).
+func (m *Manager) Run(ctx context.Context, tick time.Duration) {
+	if tick <= 0 {
+		tick = min(m.cfg.TTL/10, time.Second)
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.Sweep()
+		}
+	}
+}
+
+// Close refuses new sessions and rolls back every open one, waiting up to ctx for calls in
+// progress; a session still busy then has its connection closed, which rolls it back too.
+func (m *Manager) Close(ctx context.Context) {
+	m.mu.Lock()
+	m.closed = true
+	all := make([]*tools.Session, 0, len(m.sessions))
+	for id, s := range m.sessions {
+		all = append(all, s)
+		delete(m.sessions, id)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func(s *tools.Session) {
+			defer wg.Done()
+			if s.Lock(ctx) == nil {
+				_ = s.Rollback(ctx)
+				s.Unlock()
+			} else {
+				s.Close(ctx)
+			}
+			m.cfg.Log.Info().Str("session", s.ID).Msg("session rolled back at shutdown")
+		}(s)
+	}
+	wg.Wait()
+}

@@ -1,0 +1,91 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// opResult is one operation's answer in pg_transaction's results.
+type opResult struct {
+	Command  string          `json:"command"`
+	RowCount int64           `json:"rowCount"`
+	Rows     json.RawMessage `json:"rows,omitempty"`
+}
+
+// pgTransaction runs 1–100 statements atomically on a fresh connection of their own: all commit
+// or none. It never uses a session slot, and the connection is destroyed afterwards.
+func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
+	const op = "transaction"
+	if req.db.Policy.ReadOnly {
+		return nil, errorf(ErrNotAllowed, "Use select_query or execute_sql with mode \"read\"; this database accepts no writes.",
+			"Database %q is read-only under the operator's policy", req.db.Name)
+	}
+	raw, _ := req.args["operations"].([]any)
+	stmts := make([]writeStmt, len(raw))
+	for i, o := range raw {
+		m, _ := o.(map[string]any)
+		sql := strArg(m, "sql")
+		if transactionControl(sql) {
+			return nil, failedAt(i, txControlRefused())
+		}
+		params, perr := paramList(m["params"])
+		if perr != nil {
+			return nil, failedAt(i, perr)
+		}
+		stmts[i] = writeStmt{op: op, sql: sql, params: params, free: true, keepRows: req.db.Policy.DefaultLimit,
+			maxBytes: req.db.Policy.MaxResponseBytes, allowDDL: req.db.Policy.AllowDDL && req.principal.Can("ddl"),
+			maxAffected: req.db.Policy.MaxAffectedRows}
+	}
+
+	cfg := req.db.Pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = "pgtools-transaction"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, ClassifyError(ctx, err, req.db)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	pc := conn.PgConn()
+	if err := simpleExec(ctx, pc, "BEGIN"); err != nil {
+		return nil, ClassifyError(ctx, err, req.db)
+	}
+	results := make([]opResult, 0, len(stmts))
+	for i, st := range stmts {
+		out, keep, err := execChecked(ctx, pc, st)
+		if err == nil && !keep {
+			err = errors.New("operation refused")
+		}
+		if err != nil {
+			_ = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
+			return nil, failedAt(i, ClassifyError(ctx, err, req.db))
+		}
+		r := opResult{Command: out.tag, RowCount: out.affected}
+		if out.rows.rowCount > 0 {
+			r.Rows = out.rows.data
+		}
+		results = append(results, r)
+	}
+	if err := commit(ctx, pc); err != nil {
+		if errors.Is(err, errCommitUnknown) {
+			return nil, &Error{Type: ErrCommitOutcomeUnknown, Message: "The COMMIT was sent, but its answer never arrived: the operations may or may not have committed",
+				Suggestion: "Check with select_query whether the changes are in the database before running the operations again."}
+		}
+		e := ClassifyError(ctx, err, req.db)
+		e.Message += "; the COMMIT failed and nothing was committed"
+		return nil, e
+	}
+	data, _ := jsonMarshal(results)
+	n := len(results)
+	return &Result{Operation: op, Status: "committed", RowCount: &n, Results: data}, nil
+}
+
+// failedAt names the failing operation in an error: everything was rolled back.
+func failedAt(i int, e *Error) *Error {
+	idx := i
+	e.FailedOperation = &idx
+	e.Message = fmt.Sprintf("Operation %d failed: %s. All operations were rolled back; nothing was committed", i, e.Message)
+	return e
+}
