@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgtools/pgtools/tools/pgtest"
+)
+
+// TestSIGTERMRollsBackSessions runs pgtools serve as a process, opens sessions with uncommitted
+// writes, sends SIGTERM while calls are in flight, and checks the process exits 0 with every
+// session rolled back and no backend left.
+func TestSIGTERMRollsBackSessions(t *testing.T) {
+	t.Parallel()
+	bin := buildPgtools(t)
+	db := pgtest.New(t)
+	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text)`)
+	dsn := db.RoleDSN(t, "term")
+	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("term")+`"`)
+	const token = "sigterm-test-token-0123456789"
+	cmd := exec.Command(bin, "serve", "--database-url", dsn, "--listen", "127.0.0.1:0", "--token", token+":read,write")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	base := "http://" + waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
+	call := func(tool, body string) map[string]any {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/"+tool, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return map[string]any{"transport_error": err.Error()}
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var out map[string]any
+		_ = json.Unmarshal(raw, &out)
+		return out
+	}
+	for i := 0; i < 3; i++ {
+		id := call("pg_tx", `{"action":"begin"}`)["session_id"].(string)
+		if out := call("insert_data", fmt.Sprintf(`{"table":"notes","row":{"id":%d,"body":"uncommitted"},"session_id":%q}`, i, id)); out["success"] != true {
+			t.Fatalf("insert in session: %v", out)
+		}
+	}
+	if n := db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and application_name = 'pgtools-session'"); n != 3 {
+		t.Fatalf("%d session backends, want 3", n)
+	}
+	// Calls in flight while the signal arrives finish or are refused cleanly.
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := call("execute_sql", `{"sql":"select pg_sleep(0.3), 1 as one"}`)
+			if out["transport_error"] == nil && out["success"] != true && out["errorType"] == nil {
+				t.Errorf("in-flight call ended without a result or error object: %v", out)
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exited with %v:\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not exit after SIGTERM:\n%s", stderr.String())
+	}
+	wg.Wait()
+	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
+		t.Fatalf("%d uncommitted rows survived shutdown", n)
+	}
+	for i := 0; i < 50; i++ {
+		if db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and usename = $1", db.RoleName("term")) == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and usename = $1", db.RoleName("term")); n != 0 {
+		t.Fatalf("%d backends of the runner's role left after exit", n)
+	}
+	if !strings.Contains(stderr.String(), "rolling back open sessions") {
+		t.Errorf("shutdown did not log the rollback:\n%s", stderr.String())
+	}
+}
