@@ -152,6 +152,15 @@ func TestDemo(t *testing.T) {
 	if err != nil || !strings.Contains(string(sout), `"errorType":"invalid_column"`) || !strings.Contains(string(sout), `"operation":"describe"`) {
 		t.Fatalf("examples/curl/read.sh: %v\n%s", err, sout)
 	}
+	script = exec.Command("bash", "../../examples/curl/write.sh")
+	script.Env = append(os.Environ(), "PGTOOLS_URL="+url, "PGTOOLS_TOKEN="+token)
+	sout, err = script.CombinedOutput()
+	for _, want := range []string{`"errorType":"write_intent_required"`, `"dryRun":true`, `"errorType":"too_many_rows"`,
+		`"status":"committed"`, `"action":"begin"`, `"note":"checked"`, `"status":"rolled_back"`, `"errorType":"permission_denied"`} {
+		if err != nil || !strings.Contains(string(sout), want) {
+			t.Fatalf("examples/curl/write.sh lacks %s: %v\n%s", want, err, sout)
+		}
+	}
 	cancel()
 	select {
 	case code := <-done:
