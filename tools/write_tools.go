@@ -78,24 +78,32 @@ func valueOID(rel *relation, i int) uint32 {
 	return 0
 }
 
-// columnSet resolves object keys to columns, in the table's column order.
-func columnSet(rel *relation, keys []string, what string) ([]int, *Error) {
-	seen := map[int]string{}
+// objectColumns resolves the keys of JSON objects (rows, set) to the table's columns. It returns
+// the column indexes in the table's column order and, for each, the key as the caller wrote it.
+func objectColumns(rel *relation, keys []string, what string) ([]int, map[int]string, *Error) {
+	sort.Strings(keys)
+	keyOf := make(map[int]string, len(keys))
 	idx := make([]int, 0, len(keys))
 	for _, k := range keys {
 		name, err := resolveColumn(rel, k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		i := rel.columnIndex(name)
-		if prev, dup := seen[i]; dup {
-			return nil, errorf(ErrInvalidArguments, "Give each column once.", "Invalid arguments: %s names column %q twice (%q and %q)", what, name, prev, k)
+		if prev, dup := keyOf[i]; dup {
+			return nil, nil, errorf(ErrInvalidArguments, "Give each column once.", "Invalid arguments: %s names column %q twice (%q and %q)", what, name, prev, k)
 		}
-		seen[i] = k
+		keyOf[i] = k
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
-	return idx, nil
+	return idx, keyOf, nil
+}
+
+// columnSet resolves a list of column names, in the table's column order.
+func columnSet(rel *relation, names []string, what string) ([]int, *Error) {
+	idx, _, err := objectColumns(rel, names, what)
+	return idx, err
 }
 
 func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int) *Result {
@@ -153,16 +161,9 @@ func insertOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 	for k := range keySet {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
-	cols, cerr := columnSet(rel, keys, "rows")
+	cols, keyOf, cerr := objectColumns(rel, keys, "rows")
 	if cerr != nil {
 		return nil, withOp(cerr, op, table)
-	}
-	// Each row's keys as written map to the resolved column index.
-	keyOf := map[int]string{}
-	for _, k := range keys {
-		name, _ := resolveColumn(rel, k)
-		keyOf[rel.columnIndex(name)] = k
 	}
 	if n := len(rows) * len(cols); n > maxBindParams {
 		return nil, withOp(errorf(ErrInvalidArguments, fmt.Sprintf("Split the rows into calls of at most %d rows.", maxBindParams/max(1, len(cols))),
@@ -342,15 +343,9 @@ func changeRowsOn(ctx context.Context, req *request, op string, sess *Session) (
 		for k := range set {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
-		cols, cerr := columnSet(rel, keys, "set")
+		cols, keyOf, cerr := objectColumns(rel, keys, "set")
 		if cerr != nil {
 			return nil, withOp(cerr, op, table)
-		}
-		keyOf := map[int]string{}
-		for _, k := range keys {
-			name, _ := resolveColumn(rel, k)
-			keyOf[rel.columnIndex(name)] = k
 		}
 		sb.WriteString("UPDATE ")
 		sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
