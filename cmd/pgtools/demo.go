@@ -45,7 +45,7 @@ Flags:
 	if adminDSN == "" {
 		bin, err := localpg.FindBinDir()
 		if err != nil {
-			fmt.Fprintf(stderr, "pgtools demo: %v\n", err)
+			fmt.Fprintf(stderr, "pgtools demo: %v\n\nTo use a PostgreSQL you already run instead, give the demo an empty database it may fill:\n  pgtools demo --database-url 'postgres://user:password@host:5432/empty_db'\n", err)
 			return 1
 		}
 		say("starting a throwaway PostgreSQL (%s)", bin)
