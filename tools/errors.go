@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -304,10 +305,10 @@ func capitalize(s string) string {
 const minRedactLen = 4
 
 // redactValues masks, in a failed call's message and suggestion, every value the caller passed as
-// data (params, row, rows, set) wherever PostgreSQL echoed it, whatever the SQLSTATE: a param
-// cast to regclass comes back as `relation "…" does not exist` (42P01), one passed to
-// current_setting as `unrecognized configuration parameter "…"` (42704). The match ignores case
-// because PostgreSQL folds unquoted identifiers.
+// data (params, row, rows, set, operations[].params) wherever PostgreSQL echoed it, whatever the
+// SQLSTATE: a param cast to regclass comes back as `relation "…" does not exist` (42P01), one
+// passed to current_setting as `unrecognized configuration parameter "…"` (42704). The match
+// ignores case because PostgreSQL folds unquoted identifiers.
 func redactValues(e *Error, args map[string]any) {
 	var vals []string
 	var walk func(v any)
@@ -331,9 +332,8 @@ func redactValues(e *Error, args map[string]any) {
 			}
 		}
 	}
-	for _, k := range []string{"params", "row", "rows", "set"} {
-		v := args[k]
-		if s, ok := v.(string); ok && k == "params" {
+	walkParams := func(v any) {
+		if s, ok := v.(string); ok {
 			// params may be a string holding a JSON array: mask its elements too.
 			var list []any
 			if decodeJSON([]byte(s), &list) == nil {
@@ -342,11 +342,28 @@ func redactValues(e *Error, args map[string]any) {
 		}
 		walk(v)
 	}
+	walkParams(args["params"])
+	for _, k := range []string{"row", "rows", "set"} {
+		walk(args[k])
+	}
+	if ops, ok := args["operations"].([]any); ok {
+		for _, op := range ops {
+			if m, ok := op.(map[string]any); ok {
+				walkParams(m["params"])
+			}
+		}
+	}
 	if len(vals) == 0 {
 		return
 	}
-	// Longest first, so a value containing another is masked whole.
-	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	// Longest first, so a value containing another is masked whole; each value once.
+	sort.Slice(vals, func(i, j int) bool {
+		if len(vals[i]) != len(vals[j]) {
+			return len(vals[i]) > len(vals[j])
+		}
+		return vals[i] < vals[j]
+	})
+	vals = slices.Compact(vals)
 	mask := func(s string) string {
 		for _, v := range vals {
 			s = regexp.MustCompile("(?i)"+regexp.QuoteMeta(v)).ReplaceAllLiteralString(s, "***")

@@ -37,7 +37,7 @@ func boolArg(m map[string]any, key string) bool {
 // sessionsUnavailable answers calls naming a session on a registry without a session manager.
 func sessionsUnavailable(op string) *Error {
 	return &Error{Operation: op, Type: ErrSessionNotFound, Message: "No open session has this session_id",
-		Suggestion: "Omit session_id and use autocommit: true: transaction sessions are not enabled on this runner."}
+		Suggestion: "Omit session_id: transaction sessions are not enabled on this runner. A write then needs autocommit: true instead."}
 }
 
 // rowLimit checks the limit argument against the policy.
