@@ -189,6 +189,9 @@ func classifyPg(e *pgconn.PgError, cc callContext, maskValues bool) *Error {
 		out.Suggestion = "The runner's database role is not allowed to do this. Use a table or function the role can access (describe_schema lists them), or ask the operator to grant the privilege."
 	case "3D000", "3F000": // invalid catalog name, invalid schema name
 		out.Type, out.Suggestion = ErrInvalidTable, "Call describe_schema without arguments to list the schemas and tables you can use."
+	case "55000": // object not in prerequisite state: e.g. PREPARE TRANSACTION with it disabled
+		out.Type = ErrNotAllowed
+		out.Suggestion = "PostgreSQL cannot run this statement in the current state; transaction control belongs to pg_tx."
 	case "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004":
 		out.Type = ErrConnection
 		out.Suggestion = "The database is unavailable or restarting; retry in a few seconds."

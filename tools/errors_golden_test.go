@@ -19,19 +19,37 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestErrorGolden pins, for one representative call per error category reachable on the read
-// path, the error object a model reads. Wording changes show up as diffs of
-// testdata/errors/<category>.golden; rewrite them with go test ./tools -run TestErrorGolden -update
-// and review the diff. constraint_violation is not reachable on reads and has no file here.
+// path and the write path, the error object a model reads. Wording changes show up as diffs of
+// testdata/errors/<category>[-name].golden; rewrite them with
+// go test ./tools -run TestErrorGolden -update and review the diff.
 func TestErrorGolden(t *testing.T) {
 	t.Parallel()
+	ddl := &Principal{Name: "dba", Scopes: []string{"read", "write", "ddl"}}
 	cases := []struct {
 		category ErrorType
+		name     string // file name suffix when a category has several cases
 		policy   Policy
 		p        *Principal // default testPrincipal
 		tool     string
 		args     string
-		closedDB bool // run against a database whose server does not answer
+		closedDB bool            // run against a database whose server does not answer
+		write    bool            // a bundle whose role may write (newWriteBundle)
+		setup    func(b *bundle) // extra superuser setup
 	}{
+		{category: ErrWriteIntentRequired, write: true, tool: "update_data", args: `{"table":"orders","set":{"status":"paid"},"where":"id = $1","params":[1]}`},
+		{category: ErrConstraint, name: "unique", write: true, tool: "insert_data", args: `{"table":"items","rows":[{"sku":"A-1"},{"sku":"A-1"}],"autocommit":true}`},
+		{category: ErrConstraint, name: "foreign-key", write: true, tool: "insert_data", args: `{"table":"items","row":{"sku":"B-1","customer_id":999999},"autocommit":true}`},
+		{category: ErrTooManyRows, write: true, policy: Policy{MaxAffectedRows: 100}, tool: "delete_data", args: `{"table":"orders","where":"true","autocommit":true}`},
+		{category: ErrNotAllowed, name: "ddl", write: true, tool: "execute_sql", args: `{"sql":"create table scratch2 (i int)","mode":"write","autocommit":true}`,
+			setup: func(b *bundle) {
+				b.db.Exec(b.t, "GRANT CREATE ON SCHEMA public TO "+quoteIdent(b.db.RoleName("agent")))
+			}},
+		{category: ErrNotAllowed, name: "transaction-control", write: true, tool: "execute_sql", args: `{"sql":"COMMIT","mode":"write","autocommit":true}`},
+		{category: ErrNotAllowed, name: "read-only-database", write: true, policy: Policy{ReadOnly: true}, tool: "insert_data", args: `{"table":"items","row":{"sku":"x"},"autocommit":true}`},
+		{category: ErrConfirmationRequired, write: true, policy: Policy{AllowDDL: true}, p: ddl, tool: "execute_sql", args: `{"sql":"drop table scratch","mode":"write","autocommit":true}`,
+			setup: func(b *bundle) {
+				b.db.Exec(b.t, "CREATE TABLE scratch (i int); ALTER TABLE scratch OWNER TO "+quoteIdent(b.db.RoleName("agent")))
+			}},
 		{category: ErrInvalidArguments, tool: "select_query", args: `{"limit":0}`},
 		{category: ErrInvalidTable, tool: "select_query", args: `{"table":"order"}`},
 		{category: ErrInvalidColumn, tool: "select_query", args: `{"table":"orders","columns":"id,totl"}`},
@@ -45,12 +63,24 @@ func TestErrorGolden(t *testing.T) {
 		{category: ErrConnection, tool: "select_query", args: `{"table":"orders"}`, closedDB: true},
 	}
 	for _, c := range cases {
-		t.Run(string(c.category), func(t *testing.T) {
+		file := string(c.category)
+		if c.name != "" {
+			file += "-" + c.name
+		}
+		t.Run(file, func(t *testing.T) {
 			t.Parallel()
 			var reg *Registry
-			if c.closedDB {
+			switch {
+			case c.closedDB:
 				reg = closedPortRegistry(t)
-			} else {
+			case c.write:
+				b, _ := newWriteBundle(t, c.policy)
+				b.t = t
+				if c.setup != nil {
+					c.setup(b)
+				}
+				reg = b.reg
+			default:
 				reg = newBundle(t, c.policy).reg
 			}
 			p := testPrincipal
@@ -75,7 +105,7 @@ func TestErrorGolden(t *testing.T) {
 			got.WriteByte('\n')
 			assertReadsWell(t, got.String())
 
-			path := filepath.Join("testdata", "errors", string(c.category)+".golden")
+			path := filepath.Join("testdata", "errors", file+".golden")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)

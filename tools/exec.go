@@ -251,6 +251,7 @@ func readResults(pc *pgconn.PgConn, st readStmt, execUser int) (*rowSet, bool, e
 		done    int // executions finished
 		escaped bool
 		full    bool
+		copyOut bool // COPY … TO STDOUT: its data is not rows; refused after the fact
 	)
 	rs.data = append(make([]byte, 0, 1024), '[')
 	for {
@@ -275,6 +276,9 @@ func readResults(pc *pgconn.PgConn, st readStmt, execUser int) (*rowSet, bool, e
 				return nil, true, fmt.Errorf("framing the read transaction: %w", sysErr)
 			case escaped || txControlTags[rs.tag]:
 				return nil, true, errTxEscaped
+			case copyOut:
+				return nil, true, &Error{Type: ErrNotAllowed, Message: "COPY is not supported; its output is not returned",
+					Suggestion: "Use a SELECT: rows come back as JSON, capped at the limit."}
 			}
 			return rs, destroy, nil
 		case *pgproto3.ErrorResponse:
@@ -327,6 +331,10 @@ func readResults(pc *pgconn.PgConn, st readStmt, execUser int) (*rowSet, bool, e
 			done++
 		case *pgproto3.EmptyQueryResponse:
 			done++
+		case *pgproto3.CopyOutResponse:
+			if done == execUser {
+				copyOut = true
+			}
 		}
 	}
 }

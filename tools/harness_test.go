@@ -15,6 +15,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // bundle is one test's fixtures: its own database, a registry whose pool connects as a
 // least-privilege role, and the superuser handle for setup and assertions.
 type bundle struct {
+	t   testing.TB // set by tests that need it in setup callbacks
 	db  *pgtest.DB
 	reg *Registry
 	tdb *Database

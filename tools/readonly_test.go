@@ -144,3 +144,16 @@ func TestExecuteSQLWriteModeWritesNothingWithoutLeave(t *testing.T) {
 	}
 	t.Cleanup(func() { assertFixtureUnchanged(t, b, before) })
 }
+
+func TestCopyToStdoutIsRefused(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t, Policy{})
+	e := b.mustFail(t, ErrNotAllowed, "execute_sql", `{"sql":"COPY orders TO STDOUT"}`)
+	if !strings.Contains(e.Message, "COPY") {
+		t.Fatalf("COPY refusal: %+v", e)
+	}
+	// The connection that ran it is not reused in a strange state: the next reads work.
+	for i := 0; i < 6; i++ {
+		b.mustCall(t, "execute_sql", `{"sql":"select count(*) from orders"}`)
+	}
+}
