@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,6 +43,7 @@ type Manager struct {
 	expired  map[string]expiredID // id → who owned it and when it expired
 	order    []string             // expired ids, oldest first, to bound the map
 	closed   bool
+	expiries atomic.Uint64 // sessions expired by Sweep since New, for metrics
 }
 
 type expiredID struct {
@@ -119,7 +121,7 @@ func (m *Manager) describe(p tools.Principal) string {
 		}
 	}
 	if len(parts) == 0 {
-		return " None of the open sessions is yours."
+		return "" // saying nothing: others' sessions are not the caller's business
 	}
 	sort.Strings(parts)
 	return " Your open sessions: " + strings.Join(parts, ", ") + "."
@@ -160,7 +162,7 @@ func (m *Manager) missing(p tools.Principal, id string) *tools.Error {
 	}
 	// Another principal's session is reported exactly like an unknown one.
 	return &tools.Error{Type: tools.ErrSessionNotFound, Message: fmt.Sprintf("No open session has id %s", id),
-		Suggestion: `Check the session_id (pg_tx {"action":"list"} shows your sessions), begin one with pg_tx {"action":"begin"}, or drop session_id and use autocommit: true. On a multi-replica deployment, send the id also as header X-PgTools-Session so the request reaches the replica holding it.` + m.describe(p)}
+		Suggestion: `Check the session_id (pg_tx {"action":"list"} shows your sessions), begin one with pg_tx {"action":"begin"}, or drop session_id (a write then needs autocommit: true). On a multi-replica deployment, send the id also as header X-PgTools-Session so the request reaches the replica holding it.` + m.describe(p)}
 }
 
 func humanTTL(d time.Duration) string { return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m") }
@@ -198,6 +200,9 @@ func (m *Manager) Open() int {
 	return len(m.sessions)
 }
 
+// Expiries returns how many sessions expired (idle past their TTL) since New.
+func (m *Manager) Expiries() uint64 { return m.expiries.Load() }
+
 // Sweep rolls back and closes every idle session past its expiry and remembers its id. A session
 // busy with a call is left alone (the call slides its expiry).
 func (m *Manager) Sweep() {
@@ -212,6 +217,7 @@ func (m *Manager) Sweep() {
 		}
 	}
 	m.mu.Unlock()
+	m.expiries.Add(uint64(len(due)))
 	for _, s := range due {
 		_ = s.Rollback(context.Background())
 		s.Unlock()

@@ -1,0 +1,65 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/pgtools/pgtools/tools"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// TestSessionErrorGolden pins the session errors a model reads (ids replaced by a placeholder).
+// Rewrite with go test ./runner/session -run Golden -update and review the diff.
+func TestSessionErrorGolden(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{MaxSessions: 1, TTL: time.Minute}, tools.Policy{})
+	id := f.begin(t, alice, "")
+	cases := map[string]func() *tools.Error{
+		"session_limit_reached": func() *tools.Error { return f.fail(t, tools.ErrSessionLimitReached, alice, "pg_tx", `{"action":"begin"}`) },
+		"session_not_found": func() *tools.Error {
+			return f.fail(t, tools.ErrSessionNotFound, bob, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id))
+		},
+		"session_expired": func() *tools.Error {
+			f.clock.Add(2 * time.Minute)
+			f.mgr.Sweep()
+			return f.fail(t, tools.ErrSessionExpired, alice, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id))
+		},
+	}
+	for _, name := range []string{"session_limit_reached", "session_not_found", "session_expired"} {
+		e := cases[name]()
+		raw, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := json.Indent(&got, uuidRE.ReplaceAll(raw, []byte("<session-id>")), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		got.WriteByte('\n')
+		path := filepath.Join("testdata", name+".golden")
+		if *update {
+			_ = os.MkdirAll("testdata", 0o755)
+			if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if got.String() != string(want) {
+			t.Errorf("%s differs (run with -update and review):\n--- got\n%s--- want\n%s", path, got.String(), want)
+		}
+	}
+}
