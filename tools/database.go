@@ -170,3 +170,7 @@ func describeList(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// WithDefaults returns p with every unset field at its default, as NewDatabase applies it; for
+// showing the effective policy (pgtools check-config).
+func (p Policy) WithDefaults() Policy { return p.withDefaults() }

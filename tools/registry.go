@@ -145,6 +145,7 @@ type Registry struct {
 	order    []string
 	auditor  Auditor
 	sessions SessionStore
+	observer Observer
 }
 
 // NewRegistry compiles every tool schema and registers the tools over dbs (keyed by name; one
@@ -234,11 +235,14 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	started := time.Now()
 	t, ok := r.tools[tool]
 	if !ok {
-		return nil, &Error{Type: ErrUnknownTool, Message: fmt.Sprintf("Unknown tool %s", quoteForMessage(tool)),
+		e := &Error{Type: ErrUnknownTool, Message: fmt.Sprintf("Unknown tool %s", quoteForMessage(tool)),
 			Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
+		r.observe("", nil, false, nil, e, started)
+		return nil, e
 	}
 	var m map[string]any
 	var db *Database
+	routed := false // the principal may use db
 	defer func() {
 		if err != nil && err.Operation == "" {
 			err.Operation = t.operation
@@ -250,6 +254,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 			res.ExecutionTime = formatDuration(time.Since(started))
 		}
 		r.audit(p, tool, m, res, err, started)
+		r.observe(tool, db, routed, res, err, started)
 	}()
 	if !p.Can(t.scope) {
 		return nil, errorf(ErrNotAllowed, "Ask the operator for a token with the "+t.scope+" scope.",
@@ -281,6 +286,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		return nil, errorf(ErrNotAllowed, "Use one of the databases available to you: "+describeList(allowed)+" (omit database for \"default\").",
 			"Database %s is not available", quoteForMessage(dbName))
 	}
+	routed = true
 	if slices.Contains(db.Policy.DisabledTools, tool) {
 		return nil, errorf(ErrNotAllowed, "Use another tool; the operator disabled this one for this database.",
 			"Tool %s is disabled on database %q", tool, dbName)
