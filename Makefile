@@ -36,3 +36,23 @@ fmt: ## gofmt every Go file
 
 clean: ## remove build output
 	rm -rf bin
+
+# The n8n community package (n8n-nodes/, root package.json): see README "n8n".
+.PHONY: nodes test-nodes e2e
+NPM ?= npm
+
+node_modules/.package-lock.json: package.json package-lock.json
+	@# npm install, not npm ci: the lock lacks optional binaries for other platforms that this
+	@# registry does not serve, which npm ci refuses; npm install still follows the lock.
+	$(NPM) install --no-audit --no-fund --loglevel=error
+	@touch $@
+
+nodes: node_modules/.package-lock.json ## build the n8n package into dist/
+	$(NPM) run --silent build
+
+test-nodes: deps nodes ## the n8n package: official community-node lint, unit tests, nodes against a real runner
+	$(NPM) run --silent lint
+	$(NPM) run --silent test
+
+e2e: deps nodes ## the n8n package in a real n8n 2.41.1 with a scripted LLM (first run installs n8n: ~6-9 min, ~3 GB in ~/.cache/pgtools-e2e)
+	node n8n-nodes/e2e/run.mjs

@@ -73,3 +73,6 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+// npm installs the n8n package's dev tools here; one of them ships a stray .go file.
+ignore ./node_modules

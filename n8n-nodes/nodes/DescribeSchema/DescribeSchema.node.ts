@@ -1,0 +1,37 @@
+import type {
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+} from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
+
+import { nodeProperties } from '../../shared/properties';
+import { executeTool } from '../../shared/runner';
+import { toolSchemas } from '../../shared/schemas';
+import { tools } from '../../shared/tools';
+
+/** DescribeSchema is the Describe Schema node: the pgtools tool describe_schema. */
+export class DescribeSchema implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Describe Schema',
+		name: 'describeSchema',
+		icon: { light: 'file:../../icons/pgtools.svg', dark: 'file:../../icons/pgtools.dark.svg' },
+		group: ['input'],
+		version: 1,
+		subtitle: 'pgtools: describe_schema',
+		description: toolSchemas.describe_schema.description,
+		// The default name is the tool's wire name, which is also the tool name the model sees:
+		// the tool descriptions refer to each other by these names.
+		defaults: { name: 'describe_schema' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		usableAsTool: true,
+		credentials: [{ name: 'pgToolsApi', required: true }],
+		properties: nodeProperties(tools.describe_schema.args),
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		return await executeTool.call(this, tools.describe_schema);
+	}
+}

@@ -1,0 +1,37 @@
+import type {
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+} from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
+
+import { nodeProperties } from '../../shared/properties';
+import { executeTool } from '../../shared/runner';
+import { toolSchemas } from '../../shared/schemas';
+import { tools } from '../../shared/tools';
+
+/** ExecuteSql is the Execute SQL node: the pgtools tool execute_sql. */
+export class ExecuteSql implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Execute SQL',
+		name: 'executeSql',
+		icon: { light: 'file:../../icons/pgtools.svg', dark: 'file:../../icons/pgtools.dark.svg' },
+		group: ['transform'],
+		version: 1,
+		subtitle: 'pgtools: execute_sql',
+		description: toolSchemas.execute_sql.description,
+		// The default name is the tool's wire name, which is also the tool name the model sees:
+		// the tool descriptions refer to each other by these names.
+		defaults: { name: 'execute_sql' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		usableAsTool: true,
+		credentials: [{ name: 'pgToolsApi', required: true }],
+		properties: nodeProperties(tools.execute_sql.args),
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		return await executeTool.call(this, tools.execute_sql);
+	}
+}

@@ -1,0 +1,37 @@
+import type {
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+} from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
+
+import { nodeProperties } from '../../shared/properties';
+import { executeTool } from '../../shared/runner';
+import { toolSchemas } from '../../shared/schemas';
+import { tools } from '../../shared/tools';
+
+/** InsertData is the Insert Data node: the pgtools tool insert_data. */
+export class InsertData implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Insert Data',
+		name: 'insertData',
+		icon: { light: 'file:../../icons/pgtools.svg', dark: 'file:../../icons/pgtools.dark.svg' },
+		group: ['output'],
+		version: 1,
+		subtitle: 'pgtools: insert_data',
+		description: toolSchemas.insert_data.description,
+		// The default name is the tool's wire name, which is also the tool name the model sees:
+		// the tool descriptions refer to each other by these names.
+		defaults: { name: 'insert_data' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		usableAsTool: true,
+		credentials: [{ name: 'pgToolsApi', required: true }],
+		properties: nodeProperties(tools.insert_data.args),
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		return await executeTool.call(this, tools.insert_data);
+	}
+}

@@ -1,0 +1,37 @@
+import type {
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+} from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
+
+import { nodeProperties } from '../../shared/properties';
+import { executeTool } from '../../shared/runner';
+import { toolSchemas } from '../../shared/schemas';
+import { tools } from '../../shared/tools';
+
+/** SelectQuery is the Select Query node: the pgtools tool select_query. */
+export class SelectQuery implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Select Query',
+		name: 'selectQuery',
+		icon: { light: 'file:../../icons/pgtools.svg', dark: 'file:../../icons/pgtools.dark.svg' },
+		group: ['input'],
+		version: 1,
+		subtitle: 'pgtools: select_query',
+		description: toolSchemas.select_query.description,
+		// The default name is the tool's wire name, which is also the tool name the model sees:
+		// the tool descriptions refer to each other by these names.
+		defaults: { name: 'select_query' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		usableAsTool: true,
+		credentials: [{ name: 'pgToolsApi', required: true }],
+		properties: nodeProperties(tools.select_query.args),
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		return await executeTool.call(this, tools.select_query);
+	}
+}

@@ -1,0 +1,37 @@
+import type {
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+} from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
+
+import { nodeProperties } from '../../shared/properties';
+import { executeTool } from '../../shared/runner';
+import { toolSchemas } from '../../shared/schemas';
+import { tools } from '../../shared/tools';
+
+/** TransactionSession is the Transaction Session node: the pgtools tool pg_tx. */
+export class TransactionSession implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Transaction Session',
+		name: 'transactionSession',
+		icon: { light: 'file:../../icons/pgtools.svg', dark: 'file:../../icons/pgtools.dark.svg' },
+		group: ['transform'],
+		version: 1,
+		subtitle: 'pgtools: pg_tx',
+		description: toolSchemas.pg_tx.description,
+		// The default name is the tool's wire name, which is also the tool name the model sees:
+		// the tool descriptions refer to each other by these names.
+		defaults: { name: 'pg_tx' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: [NodeConnectionTypes.Main],
+		usableAsTool: true,
+		credentials: [{ name: 'pgToolsApi', required: true }],
+		properties: nodeProperties(tools.pg_tx.args),
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		return await executeTool.call(this, tools.pg_tx);
+	}
+}

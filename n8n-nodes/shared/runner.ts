@@ -1,0 +1,242 @@
+// The runner client shared by every node: arguments from node parameters, one POST
+// /v1/tools/{tool} per input item, and the runner's JSON answer as the item. A node is thin on
+// purpose: validation, safety and the wording of errors live in the runner.
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	IHttpRequestOptions,
+	IN8nHttpFullResponse,
+	INode,
+	INodeExecutionData,
+	JsonObject,
+} from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+
+import type { ToolArg } from './properties';
+import type { ToolName } from './schemas';
+
+/** credentialType is the name of the "pgtools API" credential. */
+export const credentialType = 'pgToolsApi';
+
+/** sessionHeader carries the session id too, so a load balancer can route a session to the replica that holds it. */
+export const sessionHeader = 'X-PgTools-Session';
+
+/** ToolDefinition is what a node forwards: the tool's wire name and its arguments. */
+export interface ToolDefinition {
+	tool: ToolName;
+	args: readonly ToolArg[];
+}
+
+/** RunnerResult is a tool answer: the runner's JSON object (success true, or an error with errorType and suggestion). */
+export type RunnerResult = IDataObject & { success: boolean };
+
+/** BuiltArguments is a request body, or an answer in the runner's error shape when a value cannot be sent. */
+export type BuiltArguments = { body: IDataObject } | { invalid: RunnerResult };
+
+/**
+ * buildArguments turns parameter values into a request body. Empty values and values equal to
+ * the schema's default are left out (so the runner applies its own configured defaults, and an
+ * empty session_id never reaches it); strings holding JSON are parsed, because the runner wants
+ * rows, set, on_conflict and operations as real JSON. A value that cannot be used becomes an
+ * invalid_arguments answer the model can act on.
+ */
+export function buildArguments(args: readonly ToolArg[], value: (param: string) => unknown): BuiltArguments {
+	const body: IDataObject = {};
+	const problems: string[] = [];
+	for (const arg of args) {
+		const normalized = normalize(arg, value(arg.param));
+		if ('problem' in normalized) problems.push(normalized.problem);
+		else if (normalized.value !== undefined) body[arg.key] = normalized.value as IDataObject[string];
+	}
+	if (problems.length > 0) {
+		return {
+			invalid: {
+				success: false,
+				error: `Invalid arguments: ${problems.join('; ')}`,
+				errorType: 'invalid_arguments',
+				suggestion: 'Send JSON values as JSON (an object or an array, not text around it) and numbers and booleans as such, then call again.',
+			},
+		};
+	}
+	return { body };
+}
+
+type Normalized = { value?: unknown } | { problem: string };
+
+function normalize(arg: ToolArg, raw: unknown): Normalized {
+	if (raw === undefined || raw === null) return {};
+	switch (arg.kind) {
+		case 'number': {
+			let n: unknown = raw;
+			if (typeof n === 'string') {
+				if (n.trim() === '') return {};
+				n = Number(n);
+			}
+			if (typeof n !== 'number' || !Number.isFinite(n)) return { problem: `${arg.key} must be a number` };
+			if (n === arg.schemaDefault || (n === 0 && (arg.minimum ?? 0) >= 1)) return {};
+			return { value: n };
+		}
+		case 'boolean': {
+			let b: unknown = raw;
+			if (b === 'true' || b === 'false') b = b === 'true';
+			if (typeof b !== 'boolean') return { problem: `${arg.key} must be true or false` };
+			return b === (arg.schemaDefault ?? false) ? {} : { value: b };
+		}
+		case 'json': {
+			let v: unknown = raw;
+			if (typeof v === 'string') {
+				if (v.trim() === '') return {};
+				try {
+					v = JSON.parse(v) as unknown;
+				} catch (error) {
+					return { problem: `${arg.key} is not valid JSON (${(error as Error).message})` };
+				}
+			}
+			if (v === null) return {};
+			if (Array.isArray(v)) {
+				if (arg.jsonShape === 'object') return { problem: `${arg.key} must be a JSON object, not an array` };
+				return v.length === 0 ? {} : { value: v };
+			}
+			if (typeof v === 'object') {
+				if (arg.jsonShape === 'array') return { problem: `${arg.key} must be a JSON array, not an object` };
+				return Object.keys(v).length === 0 ? {} : { value: v };
+			}
+			return { problem: `${arg.key} must be JSON (an object or an array)` };
+		}
+		default: {
+			// Lists (columns, returning) may arrive as arrays; the runner takes both forms.
+			if (Array.isArray(raw)) return raw.length === 0 ? {} : { value: raw };
+			const s = typeof raw === 'string' ? raw : String(raw);
+			if (s.trim() === '' || s === arg.schemaDefault) return {};
+			return { value: s };
+		}
+	}
+}
+
+/** isToolNode reports whether the node runs as an AI Agent tool (n8n's generated <name>Tool type). */
+export function isToolNode(node: INode): boolean {
+	return node.type.endsWith('Tool');
+}
+
+/**
+ * executeTool runs a node: one tool call per input item. An error answer from the runner is an
+ * agent error: as a tool it is returned as the result, so the model reads errorType and
+ * suggestion and fixes its next call; as a workflow node it fails the node (or, with "continue
+ * on fail", becomes the item). A runner that cannot be reached or does not answer like pgtools
+ * is a server error and always fails the node.
+ */
+export async function executeTool(
+	this: IExecuteFunctions,
+	definition: ToolDefinition,
+): Promise<INodeExecutionData[][]> {
+	const items = this.getInputData();
+	const credentials = await this.getCredentials(credentialType);
+	const baseUrl = String(credentials.url ?? '').replace(/\/+$/, '');
+	const asTool = isToolNode(this.getNode());
+	const returnData: INodeExecutionData[] = [];
+	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		let result: RunnerResult;
+		try {
+			const built = buildArguments(definition.args, (param) =>
+				this.getNodeParameter(param, itemIndex, undefined),
+			);
+			result =
+				'invalid' in built
+					? built.invalid
+					: await callRunner.call(this, baseUrl, definition.tool, built.body, itemIndex);
+		} catch (error) {
+			if (this.continueOnFail()) {
+				returnData.push({ json: { error: (error as Error).message }, pairedItem: { item: itemIndex } });
+				continue;
+			}
+			throw error instanceof NodeApiError || error instanceof NodeOperationError
+				? error
+				: new NodeOperationError(this.getNode(), error as Error, { itemIndex });
+		}
+		if (result.success === false && !asTool && !this.continueOnFail()) {
+			throw new NodeApiError(this.getNode(), result as JsonObject, {
+				message: String(result.error ?? 'The pgtools runner reported an error'),
+				description: [result.errorType, result.suggestion].filter(Boolean).join(': '),
+				itemIndex,
+			});
+		}
+		returnData.push({ json: result, pairedItem: { item: itemIndex } });
+	}
+	return [returnData];
+}
+
+/** callRunner posts one tool call and returns the runner's answer, success or error. */
+export async function callRunner(
+	this: IExecuteFunctions,
+	baseUrl: string,
+	tool: ToolName,
+	body: IDataObject,
+	itemIndex: number,
+): Promise<RunnerResult> {
+	if (!/^https?:\/\//.test(baseUrl)) {
+		throw new NodeOperationError(
+			this.getNode(),
+			`The pgtools API credential has no valid URL ("${baseUrl}")`,
+			{ description: 'Set URL to the runner\'s address, e.g. http://127.0.0.1:8080.', itemIndex },
+		);
+	}
+	const headers: IDataObject = {};
+	if (typeof body.session_id === 'string') headers[sessionHeader] = body.session_id;
+	const options: IHttpRequestOptions = {
+		method: 'POST',
+		url: `${baseUrl}/v1/tools/${tool}`,
+		body,
+		headers,
+		json: true,
+		ignoreHttpStatusErrors: true,
+		returnFullResponse: true,
+	};
+	let response: IN8nHttpFullResponse;
+	try {
+		response = (await this.helpers.httpRequestWithAuthentication.call(
+			this,
+			credentialType,
+			options,
+		)) as IN8nHttpFullResponse;
+	} catch (error) {
+		const code = errorCode(error);
+		// The error code goes to the description: n8n replaces a message that names a well-known
+		// code (ECONNREFUSED, …) with a generic sentence that does not say what to check.
+		throw new NodeOperationError(this.getNode(), `Cannot reach the pgtools runner at ${baseUrl}`, {
+			description: `${code ? `The connection failed (${code}). ` : ''}Check that pgtools serve is running and that the URL in the pgtools API credential is its address, e.g. http://127.0.0.1:8080.`,
+			itemIndex,
+		});
+	}
+	const answer = parseAnswer(response.body);
+	if (answer === undefined) {
+		throw new NodeApiError(this.getNode(), { status: response.statusCode } as JsonObject, {
+			message: `The server at ${baseUrl} answered HTTP ${response.statusCode} without a pgtools result`,
+			description:
+				'Check that the URL in the pgtools API credential is the runner\'s base address (without /v1), e.g. http://127.0.0.1:8080.',
+			httpCode: String(response.statusCode),
+			itemIndex,
+		});
+	}
+	return answer;
+}
+
+function parseAnswer(body: unknown): RunnerResult | undefined {
+	let value: unknown = body;
+	if (typeof value === 'string') {
+		try {
+			value = JSON.parse(value) as unknown;
+		} catch {
+			return undefined;
+		}
+	}
+	if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+	const object = value as IDataObject;
+	if (typeof object.success !== 'boolean') return undefined;
+	return object as RunnerResult;
+}
+
+function errorCode(error: unknown): string | undefined {
+	const e = error as { cause?: { code?: unknown }; code?: unknown } | undefined;
+	const code = e?.cause?.code ?? e?.code;
+	return typeof code === 'string' ? code : undefined;
+}

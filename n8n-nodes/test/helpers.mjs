@@ -1,0 +1,86 @@
+// Test helpers: the built package (dist/) loaded the way n8n loads it, and a minimal
+// IExecuteFunctions that evaluates each parameter's default $fromAI() expression the way n8n
+// does for a tool call (the model's argument, else the $fromAI default).
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const require = createRequire(join(root, 'package.json'));
+export const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+
+if (!existsSync(join(root, 'dist', 'n8n-nodes'))) {
+	throw new Error('dist/ is missing: run npm run build (make test-nodes does) first');
+}
+
+export const workflow = require('n8n-workflow');
+
+/** nodeFiles maps each registered node class name to its compiled file. */
+export const nodeFiles = Object.fromEntries(
+	pkg.n8n.nodes.map((file) => [file.split('/').pop().replace('.node.js', ''), join(root, file)]),
+);
+
+/** loadNode instantiates a node class from dist/, as n8n does. */
+export function loadNode(className) {
+	const mod = require(nodeFiles[className]);
+	return new mod[className]();
+}
+
+export function loadCredential() {
+	const file = join(root, pkg.n8n.credentials[0]);
+	return new (require(file).PgToolsApi)();
+}
+
+/** schemaOf reads a tool's schema from schemas/ (not from dist), the source of truth. */
+export function schemaOf(tool) {
+	return JSON.parse(readFileSync(join(root, 'schemas', `${tool}.json`), 'utf8'));
+}
+
+/** fromAICall parses a parameter default with n8n's own $fromAI parser. */
+export function fromAICall(value) {
+	const calls = workflow.extractFromAICalls(String(value));
+	if (calls.length !== 1) throw new Error(`expected one $fromAI call in ${value}`);
+	return calls[0];
+}
+
+/**
+ * context builds a fake IExecuteFunctions for node.execute.
+ * - args: the model's tool-call arguments per item (an array), or pinned: fixed parameter values
+ * - request: async (options) => response, standing in for httpRequestWithAuthentication
+ * - asTool: run as the generated <node>Tool type (default true)
+ */
+export function context(node, { args = [{}], pinned = {}, request, asTool = true, continueOnFail = false, credentials }) {
+	const calls = [];
+	const type = `n8n-nodes-pgtools.${node.description.name}${asTool ? 'Tool' : ''}`;
+	const properties = Object.fromEntries(node.description.properties.map((p) => [p.name, p]));
+	return {
+		calls,
+		getInputData: () => args.map((json) => ({ json })),
+		getNode: () => ({ name: node.description.defaults.name, type, typeVersion: 1, parameters: {}, id: 'x', position: [0, 0] }),
+		continueOnFail: () => continueOnFail,
+		getCredentials: async (name) => {
+			if (name !== 'pgToolsApi') throw new Error(`unexpected credential ${name}`);
+			return credentials ?? { url: 'http://runner.test:8080/', token: 'tok' };
+		},
+		getNodeParameter(name, itemIndex, fallback) {
+			if (name in pinned) return pinned[name];
+			const property = properties[name];
+			if (!property) return fallback;
+			const call = fromAICall(property.default);
+			const given = args[itemIndex]?.[call.key];
+			return given ?? call.defaultValue;
+		},
+		helpers: {
+			httpRequestWithAuthentication: async function (credentialType, options) {
+				calls.push({ credentialType, options: structuredClone(options) });
+				return await request(options);
+			},
+		},
+	};
+}
+
+/** answer is a full HTTP response as httpRequestWithAuthentication returns it with returnFullResponse. */
+export function answer(statusCode, body) {
+	return { statusCode, body, headers: {}, statusMessage: '' };
+}

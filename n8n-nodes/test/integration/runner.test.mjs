@@ -1,0 +1,214 @@
+// Each node's execute() against a real runner and PostgreSQL (`pgtools demo`), with the HTTP
+// helper n8n would give it: the credential's authenticate headers applied, the runner's
+// answers returned whatever their status.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { after, describe, test } from 'node:test';
+
+import { context, loadCredential, loadNode } from '../helpers.mjs';
+import { buildRunner, call, startDemo } from '../runner.mjs';
+
+let runner;
+let skip = false;
+try {
+	runner = await startDemo(buildRunner());
+} catch (error) {
+	// Without Go or PostgreSQL's server binaries the test cannot run; CI must have both.
+	if (process.env.CI) throw error;
+	skip = `no runner: ${String(error.message).split('\n')[0]} (make deps installs what is missing)`;
+}
+after(async () => await runner?.stop());
+
+const credential = loadCredential();
+
+// http is httpRequestWithAuthentication as n8n performs it for the pgtools API credential.
+function http(credentials) {
+	return async (options) => {
+		const headers = { 'content-type': 'application/json', ...options.headers };
+		for (const [name, value] of Object.entries(credential.authenticate.properties.headers)) {
+			headers[name] = value.replace(/^=/, '').replace('{{$credentials.token}}', credentials.token);
+		}
+		const response = await fetch(options.url, { method: options.method, headers, body: JSON.stringify(options.body) });
+		const text = await response.text();
+		let body = text;
+		try {
+			body = JSON.parse(text);
+		} catch {}
+		if (!options.ignoreHttpStatusErrors && response.status >= 400) throw new Error(`HTTP ${response.status}`);
+		return { statusCode: response.status, body, headers: Object.fromEntries(response.headers) };
+	};
+}
+
+async function run(className, args, options = {}) {
+	const node = loadNode(className);
+	const credentials = options.credentials ?? { url: runner.url, token: runner.token };
+	const ctx = context(node, { args, credentials, request: http(credentials), ...options });
+	const out = await node.execute.call(ctx);
+	return out[0].map((item) => item.json);
+}
+
+// closedPort is a loopback port nothing listens on.
+async function closedPort() {
+	const server = createServer();
+	await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+	const { port } = server.address();
+	await new Promise((resolve) => server.close(resolve));
+	return port;
+}
+
+const email = (tag) => `${tag}-${process.pid}@example.com`;
+
+async function customerCount(address) {
+	const r = await call(runner, 'select_query', { table: 'customers', where: 'email = $1', params: [address] });
+	assert.equal(r.success, true, JSON.stringify(r));
+	return r.rowCount;
+}
+
+describe('nodes against a real runner', { skip }, () => {
+	test('Describe Schema lists the tables and describes one', async () => {
+		const [list, one] = await run('DescribeSchema', [{}, { table: 'orders' }]);
+		assert.equal(list.success, true);
+		assert.ok(JSON.stringify(list).includes('customers'));
+		assert.equal(one.success, true);
+		assert.ok(JSON.stringify(one).includes('customer_id'));
+	});
+
+	test('Select Query reads rows with a filter, columns, order and limit', async () => {
+		const [r] = await run('SelectQuery', [
+			{ table: 'orders', columns: 'id,status', where: 'status = $1', params: '["paid"]', order_by: 'id', limit: 3 },
+		]);
+		assert.equal(r.success, true, JSON.stringify(r));
+		assert.equal(r.rowCount, 3);
+		assert.deepEqual(Object.keys(r.data[0]), ['id', 'status']);
+		assert.ok(r.data.every((row) => row.status === 'paid'));
+		assert.equal(r.truncated, true);
+	});
+
+	test('a mistake comes back with errorType and a suggestion that fixes it', async () => {
+		const [r] = await run('SelectQuery', [{ table: 'customers', columns: 'id,nmae', limit: 1 }]);
+		assert.equal(r.success, false);
+		assert.equal(r.errorType, 'invalid_column');
+		assert.match(r.suggestion, /name/);
+		const [fixed] = await run('SelectQuery', [{ table: 'customers', columns: 'id,name', limit: 1 }]);
+		assert.equal(fixed.success, true);
+	});
+
+	test('Insert Data with autocommit writes; without intent it is refused', async () => {
+		const a = email('insert');
+		const [refused] = await run('InsertData', [{ table: 'customers', row: JSON.stringify({ name: 'Ann', email: a }) }]);
+		assert.equal(refused.errorType, 'write_intent_required');
+		assert.equal(await customerCount(a), 0);
+		const [r] = await run('InsertData', [{ table: 'customers', rows: JSON.stringify([{ name: 'Ann', email: a }]), returning: 'id,email', autocommit: true }]);
+		assert.equal(r.success, true, JSON.stringify(r));
+		assert.deepEqual(Object.keys(r.data[0]), ['id', 'email']);
+		assert.equal(await customerCount(a), 1);
+		const [again] = await run('InsertData', [
+			{ table: 'customers', row: { name: 'Ann', email: a }, on_conflict: '{"columns": "email", "action": "nothing"}', autocommit: true },
+		]);
+		assert.equal(again.success, true, JSON.stringify(again));
+		assert.equal(again.affectedRows, 0);
+	});
+
+	test('Update Data: without intent write_intent_required, dry run changes nothing, autocommit updates', async () => {
+		const [refused] = await run('UpdateData', [{ table: 'orders', set: '{"note": "x"}', where: 'id = $1', params: '[1]' }]);
+		assert.equal(refused.errorType, 'write_intent_required');
+		assert.ok(refused.suggestion.includes('autocommit'));
+		const [dry] = await run('UpdateData', [{ table: 'orders', set: { note: 'dry' }, where: 'id = $1', params: [1], dry_run: true }]);
+		assert.equal(dry.success, true, JSON.stringify(dry));
+		const note = `n8n ${process.pid}`;
+		const [r] = await run('UpdateData', [{ table: 'orders', set: { note }, where: 'id = $1', params: [1], autocommit: true }]);
+		assert.equal(r.success, true, JSON.stringify(r));
+		assert.equal(r.affectedRows, 1);
+		const check = await call(runner, 'select_query', { table: 'orders', columns: 'note', where: 'id = 1' });
+		assert.equal(check.data[0].note, note);
+	});
+
+	test('Delete Data with max_affected_rows refuses a wide delete, and deletes a narrow one', async () => {
+		const a = email('delete');
+		await call(runner, 'insert_data', { table: 'customers', row: { name: 'Del', email: a }, autocommit: true });
+		const [wide] = await run('DeleteData', [{ table: 'order_items', where: 'quantity > 0', max_affected_rows: 1, autocommit: true }]);
+		assert.equal(wide.errorType, 'too_many_rows');
+		const [r] = await run('DeleteData', [{ table: 'customers', where: 'email = $1', params: [a], autocommit: true }]);
+		assert.equal(r.success, true, JSON.stringify(r));
+		assert.equal(r.affectedRows, 1);
+		assert.equal(await customerCount(a), 0);
+	});
+
+	test('Execute SQL reads, and writes only with mode write and intent', async () => {
+		const [read] = await run('ExecuteSql', [{ sql: 'select count(*)::int as n from products where price > $1', params: [10] }]);
+		assert.equal(read.success, true, JSON.stringify(read));
+		assert.equal(typeof read.data[0].n, 'number');
+		const [ro] = await run('ExecuteSql', [{ sql: 'update orders set note = $1 where id = 2', params: ['x'] }]);
+		assert.equal(ro.errorType, 'read_only_violation');
+		const [w] = await run('ExecuteSql', [{ sql: 'update orders set note = $1 where id = 2', params: ['sql'], mode: 'write', autocommit: true }]);
+		assert.equal(w.success, true, JSON.stringify(w));
+	});
+
+	test('Transaction Session: begin, insert, read inside, commit — and rollback', async () => {
+		for (const end of ['commit', 'rollback']) {
+			const a = email(`tx-${end}`);
+			const [begin] = await run('TransactionSession', [{ action: 'begin' }]);
+			assert.equal(begin.success, true, JSON.stringify(begin));
+			const session = begin.session_id;
+			const [ins] = await run('InsertData', [{ table: 'customers', row: { name: 'Tx', email: a }, session_id: session }]);
+			assert.equal(ins.success, true, JSON.stringify(ins));
+			const [inside] = await run('SelectQuery', [{ table: 'customers', where: 'email = $1', params: [a], session_id: session }]);
+			assert.equal(inside.rowCount, 1, 'the session sees its own insert');
+			assert.equal(await customerCount(a), 0, 'others do not, before the end');
+			const [done] = await run('TransactionSession', [{ action: end, session_id: session }]);
+			assert.equal(done.success, true, JSON.stringify(done));
+			assert.equal(await customerCount(a), end === 'commit' ? 1 : 0);
+			const [gone] = await run('SelectQuery', [{ table: 'customers', session_id: session }]);
+			assert.match(gone.errorType, /session_(not_found|expired)/);
+		}
+	});
+
+	test('Atomic Transaction commits all statements or none', async () => {
+		const a = email('atomic');
+		const [r] = await run('AtomicTransaction', [
+			{
+				operations: [
+					{ sql: 'insert into customers (name, email) values ($1, $2)', params: ['At', a] },
+					{ sql: 'select count(*)::int as n from customers where email = $1', params: [a] },
+				],
+			},
+		]);
+		assert.equal(r.success, true, JSON.stringify(r));
+		assert.equal(r.status, 'committed');
+		assert.equal(await customerCount(a), 1);
+		const b = email('atomic-fail');
+		const [bad] = await run('AtomicTransaction', [
+			{
+				operations: JSON.stringify([
+					{ sql: 'insert into customers (name, email) values ($1, $2)', params: ['At', b] },
+					{ sql: 'insert into customers (name, email) values ($1, $2)', params: ['At', a] },
+				]),
+			},
+		]);
+		assert.equal(bad.success, false);
+		assert.equal(bad.errorType, 'constraint_violation');
+		assert.equal(await customerCount(b), 0, 'the first statement was rolled back');
+	});
+
+	test('as a workflow node, an error answer fails the node with the runner\'s words', async () => {
+		await assert.rejects(run('SelectQuery', [{ table: 'custmers' }], { asTool: false }), (error) => {
+			assert.match(error.message, /custmers/);
+			assert.match(error.description, /^invalid_table: .*customers/);
+			return true;
+		});
+	});
+
+	test('a wrong token is answered as authentication_error; an unreachable runner fails in plain words', async () => {
+		const [denied] = await run('SelectQuery', [{ table: 'orders' }], { credentials: { url: runner.url, token: 'wrong-token-0123456789' } });
+		assert.equal(denied.errorType, 'authentication_error');
+		const closed = await closedPort();
+		await assert.rejects(
+			run('SelectQuery', [{ table: 'orders' }], { credentials: { url: `http://127.0.0.1:${closed}`, token: 'x' } }),
+			(error) => {
+				assert.equal(error.message, `Cannot reach the pgtools runner at http://127.0.0.1:${closed}`);
+				assert.match(error.description, /ECONNREFUSED/);
+				return true;
+			},
+		);
+	});
+});

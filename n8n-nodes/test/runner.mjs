@@ -1,0 +1,64 @@
+// A real pgtools runner for the integration and end-to-end tests: `pgtools demo` (a throwaway
+// PostgreSQL with the demo shop data, a least-privilege role, and the runner on a free loopback
+// port), built from this checkout.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { root } from './helpers.mjs';
+
+/** buildRunner builds cmd/pgtools into a temporary directory (or returns PGTOOLS_BIN). */
+export function buildRunner() {
+	if (process.env.PGTOOLS_BIN) return process.env.PGTOOLS_BIN;
+	const bin = join(mkdtempSync(join(tmpdir(), 'pgtools-n8n-')), 'pgtools');
+	execFileSync('go', ['build', '-o', bin, './cmd/pgtools'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+	return bin;
+}
+
+/**
+ * startDemo runs `pgtools demo` and resolves once it serves, with its URL and token and a
+ * stop() that ends it (the demo drops its throwaway cluster on SIGTERM).
+ */
+export async function startDemo(bin, { timeoutMs = 120_000 } = {}) {
+	const child = spawn(bin, ['demo', '--listen', '127.0.0.1:0', '--events', '1000'], {
+		stdio: ['ignore', 'pipe', 'pipe'],
+	});
+	let output = '';
+	const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+	const ready = await new Promise((resolve, reject) => {
+		const timer = setTimeout(() => reject(new Error(`pgtools demo did not start in ${timeoutMs} ms:\n${output}`)), timeoutMs);
+		const onData = (chunk) => {
+			output += chunk;
+			const m = /export PGTOOLS_URL=(\S+) PGTOOLS_TOKEN=(\S+)/.exec(output);
+			if (m) {
+				clearTimeout(timer);
+				resolve({ url: m[1], token: m[2] });
+			}
+		};
+		child.stdout.on('data', onData);
+		child.stderr.on('data', onData);
+		exited.then(({ code, signal }) => {
+			clearTimeout(timer);
+			reject(new Error(`pgtools demo exited (${code ?? signal}) before serving:\n${output}`));
+		});
+	});
+	return {
+		...ready,
+		output: () => output,
+		async stop() {
+			if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+			await exited;
+		},
+	};
+}
+
+/** call posts a tool call straight to the runner (to set up and check state apart from the nodes). */
+export async function call(runner, tool, args) {
+	const response = await fetch(`${runner.url}/v1/tools/${tool}`, {
+		method: 'POST',
+		headers: { authorization: `Bearer ${runner.token}`, 'content-type': 'application/json' },
+		body: JSON.stringify(args),
+	});
+	return await response.json();
+}

@@ -1,0 +1,139 @@
+// What n8n and the model read from the package: node descriptions, parameters and their
+// $fromAI() defaults (parsed with n8n's own parser), the credential, and the package layout.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, test } from 'node:test';
+
+import { fromAICall, loadCredential, loadNode, nodeFiles, pkg, require, root, schemaOf, workflow } from '../helpers.mjs';
+
+const { z } = require(require.resolve('zod', { paths: [dirname(require.resolve('n8n-workflow'))] }));
+
+const expected = {
+	SelectQuery: { tool: 'select_query', displayName: 'Select Query' },
+	InsertData: { tool: 'insert_data', displayName: 'Insert Data' },
+	UpdateData: { tool: 'update_data', displayName: 'Update Data' },
+	DeleteData: { tool: 'delete_data', displayName: 'Delete Data' },
+	ExecuteSql: { tool: 'execute_sql', displayName: 'Execute SQL' },
+	DescribeSchema: { tool: 'describe_schema', displayName: 'Describe Schema' },
+	TransactionSession: { tool: 'pg_tx', displayName: 'Transaction Session' },
+	AtomicTransaction: { tool: 'pg_transaction', displayName: 'Atomic Transaction', skip: ['action'] },
+};
+
+test('package.json registers one node per tool and the credential, all built', () => {
+	assert.deepEqual(Object.keys(nodeFiles).sort(), Object.keys(expected).sort());
+	for (const file of [...pkg.n8n.nodes, ...pkg.n8n.credentials]) {
+		assert.ok(existsSync(join(root, file)), `${file} is built`);
+	}
+	assert.equal(pkg.n8n.n8nNodesApiVersion, 1);
+	assert.ok(pkg.keywords.includes('n8n-community-node-package'));
+	assert.equal(pkg.dependencies, undefined, 'no runtime dependencies');
+	assert.deepEqual(pkg.peerDependencies, { 'n8n-workflow': '*' });
+	assert.deepEqual(pkg.files, ['dist']);
+});
+
+for (const [className, want] of Object.entries(expected)) {
+	describe(className, () => {
+		const node = loadNode(className);
+		const d = node.description;
+		const schema = schemaOf(want.tool);
+		const keys = Object.keys(schema.properties).filter((k) => !(want.skip ?? []).includes(k));
+
+		test('is an AI tool with the schema description and the pgtools API credential', () => {
+			assert.equal(d.displayName, want.displayName);
+			assert.equal(d.usableAsTool, true);
+			assert.equal(d.description, schema.description);
+			assert.equal(d.defaults.name, want.tool, 'the default node name is the tool name the model sees');
+			assert.deepEqual(d.credentials, [{ name: 'pgToolsApi', required: true }]);
+			assert.deepEqual(d.inputs, ['main']);
+			assert.deepEqual(d.outputs, ['main']);
+			assert.equal(typeof node.execute, 'function');
+			const dir = dirname(nodeFiles[className]);
+			for (const icon of [d.icon.light, d.icon.dark]) {
+				assert.ok(existsSync(join(dir, icon.replace(/^file:/, ''))), `${icon} exists`);
+			}
+			const codex = JSON.parse(readFileSync(join(dir, `${className}.node.json`), 'utf8'));
+			assert.equal(codex.node, `n8n-nodes-pgtools.${d.name}`);
+		});
+
+		test('has one parameter per schema argument, AI-filled with the schema words', () => {
+			assert.deepEqual(
+				d.properties.map((p) => fromAICall(p.default).key),
+				keys,
+			);
+			for (const p of d.properties) {
+				const call = fromAICall(p.default);
+				const prop = schema.properties[call.key];
+				assert.equal(call.description, prop.description, `${call.key}: description`);
+				assert.equal(p.description, prop.description);
+				const required = (schema.required ?? []).includes(call.key);
+				assert.equal(p.required, required, `${call.key}: required`);
+				assert.equal(call.defaultValue === undefined, required, `${call.key}: optional arguments have a $fromAI default`);
+				if (prop.enum) {
+					assert.equal(p.type, 'options');
+					assert.deepEqual(p.options.map((o) => o.value), prop.enum);
+				}
+				const types = { string: 'string', integer: 'number', boolean: 'boolean', object: 'json', array: 'json' };
+				let want = prop.type ? types[prop.type] : call.key === 'params' ? 'json' : 'string';
+				// Optional JSON travels as a string holding JSON: n8n's json type would make it required.
+				if (want === 'json' && !required) want = 'string';
+				assert.equal(call.type, want, `${call.key}: $fromAI type`);
+				if (want === 'json' || prop.type === 'object' || prop.type === 'array' || call.key === 'params') {
+					assert.equal(p.type, 'json', `${call.key}: a JSON parameter in the editor`);
+				}
+			}
+		});
+
+		test('gives the model a tool schema whose required arguments are the schema\'s', () => {
+			// The same construction as n8n-core's createNodeAsTool.
+			const shape = {};
+			for (const p of d.properties) {
+				const call = fromAICall(p.default);
+				shape[call.key] = workflow.generateZodSchema(call);
+			}
+			const tool = z.object(shape).required();
+			const required = Object.entries(tool.shape)
+				.filter(([, s]) => !s.isOptional())
+				.map(([k]) => k);
+			assert.deepEqual(required.sort(), [...(schema.required ?? [])].sort());
+			for (const [key, s] of Object.entries(tool.shape)) {
+				assert.equal(s.description, schema.properties[key].description);
+			}
+		});
+
+		test('evaluates as an n8n expression to the $fromAI default', () => {
+			for (const p of d.properties) {
+				assert.match(p.default, /^=\{\{ \$fromAI\(.*\) \}\}$/s);
+				assert.ok(!p.default.slice(3, -2).includes('}}'), 'no closing braces inside the expression');
+			}
+		});
+	});
+}
+
+test('the tool names the model sees are the wire names', () => {
+	for (const [className, want] of Object.entries(expected)) {
+		const d = loadNode(className).description;
+		assert.equal(workflow.nodeNameToToolName(d.defaults.name), want.tool);
+	}
+});
+
+test('the pgtools API credential sends a bearer token and tests URL and token with GET /v1/tools', () => {
+	const c = loadCredential();
+	assert.equal(c.name, 'pgToolsApi');
+	assert.equal(c.displayName, 'pgtools API');
+	assert.deepEqual(c.properties.map((p) => p.name), ['url', 'token']);
+	assert.equal(c.properties[1].typeOptions.password, true);
+	assert.deepEqual(c.authenticate, {
+		type: 'generic',
+		properties: { headers: { Authorization: '=Bearer {{$credentials.token}}' } },
+	});
+	assert.equal(c.test.request.baseURL, '={{$credentials.url}}');
+	assert.equal(c.test.request.url, '/v1/tools');
+	const rules = Object.fromEntries(c.test.rules.map((r) => [r.properties.value, r.properties.message]));
+	assert.match(rules[401], /refused this token/);
+	assert.match(rules[404], /No pgtools runner answers at this URL/);
+	const dir = dirname(join(root, pkg.n8n.credentials[0]));
+	for (const icon of [c.icon.light, c.icon.dark]) {
+		assert.ok(existsSync(join(dir, icon.replace(/^file:/, ''))), `${icon} exists`);
+	}
+});

@@ -1,0 +1,217 @@
+// Parameter → request mapping and answer handling, with the runner replaced by a stub.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { answer, context, loadNode } from '../helpers.mjs';
+
+const ok = async () => answer(200, { success: true, operation: 'x' });
+
+async function run(className, options) {
+	const node = loadNode(className);
+	const ctx = context(node, { request: ok, ...options });
+	const out = await node.execute.call(ctx);
+	return { ctx, out, items: out[0], calls: ctx.calls };
+}
+
+test('a model call with only the required argument sends only that', async () => {
+	const { calls, items } = await run('SelectQuery', { args: [{ table: 'orders' }] });
+	assert.equal(calls.length, 1);
+	const { credentialType, options } = calls[0];
+	assert.equal(credentialType, 'pgToolsApi');
+	assert.equal(options.method, 'POST');
+	assert.equal(options.url, 'http://runner.test:8080/v1/tools/select_query', 'trailing slash of the URL dropped');
+	assert.deepEqual(options.body, { table: 'orders' });
+	assert.deepEqual(options.headers, {});
+	assert.equal(options.json, true);
+	assert.equal(options.ignoreHttpStatusErrors, true);
+	assert.equal(options.returnFullResponse, true);
+	assert.deepEqual(items, [{ json: { success: true, operation: 'x' }, pairedItem: { item: 0 } }]);
+});
+
+test('every argument is forwarded; defaults and empty values are not', async () => {
+	const session = '9ffcaa13-4488-4720-bcdb-020aab9b510d';
+	const { calls } = await run('SelectQuery', {
+		args: [
+			{
+				table: 'orders',
+				columns: 'id,total',
+				where: 'status = $1 and total > $2',
+				params: '["paid", 100]',
+				order_by: 'total desc',
+				limit: 5,
+				offset: 0,
+				database: 'default',
+				session_id: session,
+			},
+			{ table: 'orders', limit: 1000, columns: '*', where: '', session_id: '', params: '' },
+		],
+	});
+	assert.deepEqual(calls[0].options.body, {
+		table: 'orders',
+		columns: 'id,total',
+		where: 'status = $1 and total > $2',
+		params: ['paid', 100],
+		order_by: 'total desc',
+		limit: 5,
+		session_id: session,
+	});
+	assert.deepEqual(calls[0].options.headers, { 'X-PgTools-Session': session });
+	assert.deepEqual(calls[1].options.body, { table: 'orders' }, 'schema defaults are left to the runner');
+	assert.deepEqual(calls[1].options.headers, {}, 'no empty session header');
+});
+
+test('JSON arguments given as text are sent as JSON; lists may be arrays', async () => {
+	const { calls } = await run('InsertData', {
+		args: [
+			{
+				table: 'customers',
+				rows: '[{"name": "Ann", "email": "ann@example.com"}]',
+				on_conflict: '{"columns": "email", "action": "nothing"}',
+				returning: ['id', 'email'],
+				autocommit: true,
+			},
+			{ table: 'customers', row: { name: 'Bob' }, autocommit: false },
+		],
+	});
+	assert.deepEqual(calls[0].options.body, {
+		table: 'customers',
+		rows: [{ name: 'Ann', email: 'ann@example.com' }],
+		on_conflict: { columns: 'email', action: 'nothing' },
+		returning: ['id', 'email'],
+		autocommit: true,
+	});
+	assert.deepEqual(calls[1].options.body, { table: 'customers', row: { name: 'Bob' } }, 'autocommit false is the default: not sent');
+});
+
+test('a value that is not JSON becomes an invalid_arguments answer, without a request', async () => {
+	const { calls, items } = await run('UpdateData', {
+		args: [{ table: 'orders', set: '{"status": "paid"', where: 'id = $1', params: '[1]', limit: 3 }],
+	});
+	assert.equal(calls.length, 0);
+	assert.equal(items[0].json.success, false);
+	assert.equal(items[0].json.errorType, 'invalid_arguments');
+	assert.match(items[0].json.error, /set is not valid JSON/);
+	assert.ok(items[0].json.suggestion);
+});
+
+test('shapes are checked: set must be an object', async () => {
+	const { items } = await run('UpdateData', { args: [{ table: 'orders', set: '[1]', where: 'id = 1' }] });
+	assert.match(items[0].json.error, /set must be a JSON object/);
+});
+
+test('a pinned parameter is sent as pinned', async () => {
+	const { calls } = await run('DeleteData', {
+		args: [{ where: 'id = $1', params: [7], dry_run: true, max_affected_rows: 0 }],
+		pinned: { table: 'orders' },
+	});
+	assert.deepEqual(calls[0].options.body, { table: 'orders', where: 'id = $1', params: [7], dry_run: true });
+});
+
+test('pg_tx commit carries the session in the body and the header', async () => {
+	const session = '0b6f1c8e-1111-4222-8333-944455556666';
+	const { calls } = await run('TransactionSession', { args: [{ action: 'commit', session_id: session }] });
+	assert.equal(calls[0].options.url, 'http://runner.test:8080/v1/tools/pg_tx');
+	assert.deepEqual(calls[0].options.body, { action: 'commit', session_id: session });
+	assert.equal(calls[0].options.headers['X-PgTools-Session'], session);
+});
+
+test('pg_transaction sends operations as JSON and has no action parameter', async () => {
+	const node = loadNode('AtomicTransaction');
+	assert.deepEqual(node.description.properties.map((p) => p.name), ['database', 'operations']);
+	const { calls } = await run('AtomicTransaction', {
+		args: [{ operations: [{ sql: 'update t set x = $1', params: [1] }, { sql: 'select 1' }] }],
+	});
+	assert.deepEqual(calls[0].options.body, { operations: [{ sql: 'update t set x = $1', params: [1] }, { sql: 'select 1' }] });
+});
+
+test('execute_sql: mode write and confirm_destructive are forwarded, mode read is the default', async () => {
+	const { calls } = await run('ExecuteSql', {
+		args: [
+			{ sql: 'select 1', mode: 'read' },
+			{ sql: 'delete from t where id = $1', params: [1], mode: 'write', autocommit: true, confirm_destructive: true },
+		],
+	});
+	assert.deepEqual(calls[0].options.body, { sql: 'select 1' });
+	assert.deepEqual(calls[1].options.body, {
+		sql: 'delete from t where id = $1',
+		params: [1],
+		mode: 'write',
+		confirm_destructive: true,
+		autocommit: true,
+	});
+});
+
+const refused = {
+	success: false,
+	operation: 'update',
+	error: 'update_data changes data, so it needs stated intent: autocommit: true or a session_id',
+	errorType: 'write_intent_required',
+	suggestion: 'Either add "autocommit": true …',
+};
+
+test('as a tool, an error answer is the result, so the model reads errorType and suggestion', async () => {
+	const { items } = await run('UpdateData', {
+		args: [{ table: 'orders', set: { status: 'paid' }, where: 'id = 1' }],
+		request: async () => answer(400, refused),
+	});
+	assert.deepEqual(items, [{ json: refused, pairedItem: { item: 0 } }]);
+});
+
+test('as a workflow node, an error answer fails the node with the runner\'s words', async () => {
+	const node = loadNode('UpdateData');
+	const ctx = context(node, {
+		args: [{ table: 'orders', set: { status: 'paid' }, where: 'id = 1' }],
+		request: async () => answer(400, refused),
+		asTool: false,
+	});
+	await assert.rejects(node.execute.call(ctx), (error) => {
+		assert.equal(error.constructor.name, 'NodeApiError');
+		assert.equal(error.message, refused.error);
+		assert.equal(error.description, `write_intent_required: ${refused.suggestion}`);
+		return true;
+	});
+	const lenient = context(node, {
+		args: [{ table: 'orders', set: { status: 'paid' }, where: 'id = 1' }],
+		request: async () => answer(400, refused),
+		asTool: false,
+		continueOnFail: true,
+	});
+	const out = await node.execute.call(lenient);
+	assert.deepEqual(out[0], [{ json: refused, pairedItem: { item: 0 } }]);
+});
+
+test('an unreachable runner fails the node in plain words', async () => {
+	const node = loadNode('SelectQuery');
+	const ctx = context(node, {
+		args: [{ table: 'orders' }],
+		request: async () => {
+			const error = new Error('connect ECONNREFUSED 127.0.0.1:1');
+			error.code = 'ECONNREFUSED';
+			throw error;
+		},
+	});
+	await assert.rejects(node.execute.call(ctx), (error) => {
+		assert.equal(error.message, 'Cannot reach the pgtools runner at http://runner.test:8080');
+		assert.match(error.description, /^The connection failed \(ECONNREFUSED\)\. Check that pgtools serve is running/);
+		return true;
+	});
+});
+
+test('an answer that is not from pgtools fails the node', async () => {
+	const node = loadNode('SelectQuery');
+	const ctx = context(node, { args: [{ table: 'orders' }], request: async () => answer(404, '<html>Not Found</html>') });
+	await assert.rejects(node.execute.call(ctx), /answered HTTP 404 without a pgtools result/);
+});
+
+test('a credential without a URL is reported before any request', async () => {
+	const node = loadNode('SelectQuery');
+	const ctx = context(node, { args: [{ table: 'orders' }], credentials: { url: '', token: 'x' }, request: ok });
+	await assert.rejects(node.execute.call(ctx), /has no valid URL/);
+	assert.equal(ctx.calls.length, 0);
+});
+
+test('several input items make several calls, each paired with its item', async () => {
+	const { calls, items } = await run('DescribeSchema', { args: [{}, { table: 'orders' }, { schema: 'public' }] });
+	assert.deepEqual(calls.map((c) => c.options.body), [{}, { table: 'orders' }, { schema: 'public' }]);
+	assert.deepEqual(items.map((i) => i.pairedItem), [{ item: 0 }, { item: 1 }, { item: 2 }]);
+});
