@@ -98,7 +98,7 @@ Flags:
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
 	log := newLogger(io.Discard, "info")
-	go func() { errc <- serve(ctx, cfg, log, ready) }()
+	go func() { errc <- serve(ctx, cfg, brokerConfig{}, log, ready) }()
 	select {
 	case addr := <-ready:
 		printDemoHelp(stdout, addr, token)

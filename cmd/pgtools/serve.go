@@ -68,12 +68,14 @@ func (f *dbFlags) load() (*runner.Config, error) {
 // serveFlags are serve's flags: the shared ones plus where and to whom the HTTP API listens.
 type serveFlags struct {
 	dbFlags
-	listen string
-	tokens multiFlag
+	brokers brokerFlags
+	listen  string
+	tokens  multiFlag
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.dbFlags.register(fs)
+	f.brokers.register(fs)
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN")
 	fs.Var(&f.tokens, "token", "API token as SECRET:SCOPES, e.g. s3cret-value-0123456:read,write (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write\"")
 }
@@ -133,22 +135,34 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "pgtools serve: %v\n", err)
 		return 2
 	}
+	brokers, err := f.brokers.config(cfg.Tokens)
+	if err != nil {
+		fmt.Fprintf(stderr, "pgtools serve: %v\n", err)
+		return 2
+	}
 	log := newLogger(stderr, cfg.LogLevel)
-	if err := serve(ctx, cfg, log, nil); err != nil {
+	if err := serve(ctx, cfg, brokers, log, nil); err != nil {
 		log.Error().Err(err).Msg("serve failed")
 		return 1
 	}
 	return 0
 }
 
-// serve opens the databases and runs the HTTP API until ctx ends. When ready is set, it receives
-// the bound address once the listener is up.
-func serve(ctx context.Context, cfg *runner.Config, log zerolog.Logger, ready chan<- string) error {
+// serve opens the databases and runs the HTTP API, and beside it a task-runner client per n8n
+// broker, until ctx ends. When ready is set, it receives the bound address once the listener is
+// up.
+func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log zerolog.Logger, ready chan<- string) error {
 	reg, closeReg, err := openRegistry(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeReg()
+	// Deferred after closeReg, so it runs first: broker tasks finish before sessions and pools close.
+	stopBrokers, err := startBrokers(ctx, brokers, reg, cfg.MaxBodyBytes, 10*time.Second, log)
+	if err != nil {
+		return err
+	}
+	defer stopBrokers()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)

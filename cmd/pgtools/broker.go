@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/taskbroker"
+	"github.com/pgtools/pgtools/tools"
+)
+
+// brokerFlags are serve's settings for joining n8n task brokers as an external task runner.
+type brokerFlags struct {
+	urls      multiFlag
+	tokenFile string
+	principal string
+}
+
+func (f *brokerFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.urls, "n8n-broker", "n8n task broker to join as an external task runner of type pgtools, e.g. http://127.0.0.1:5679 (repeatable: one per n8n process); env PGTOOLS_N8N_BROKERS=\"url1,url2\"")
+	fs.StringVar(&f.tokenFile, "n8n-broker-token-file", "", "file holding the brokers' auth token, the N8N_RUNNERS_AUTH_TOKEN n8n runs with (default: env N8N_RUNNERS_AUTH_TOKEN)")
+	fs.StringVar(&f.principal, "n8n-principal", "n8n-broker", "principal that broker tasks run as, with scopes read,write; it owns the sessions they open")
+}
+
+// brokerConfig is where and as whom serve joins n8n task brokers. Without URLs it joins none.
+type brokerConfig struct {
+	urls      []string
+	token     string // a secret: never logged
+	principal tools.Principal
+}
+
+// config merges flags and environment (flags win) and validates them. tokens are the API
+// tokens, whose principal names the broker principal must not take: it would share their
+// sessions.
+func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
+	urls := []string(f.urls)
+	if len(urls) == 0 {
+		for _, u := range strings.Split(os.Getenv("PGTOOLS_N8N_BROKERS"), ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				urls = append(urls, u)
+			}
+		}
+	}
+	if len(urls) == 0 {
+		return brokerConfig{}, nil
+	}
+	for i, u := range urls {
+		if err := taskbroker.ValidateURL(u); err != nil {
+			return brokerConfig{}, err
+		}
+		if slices.Contains(urls[:i], u) {
+			return brokerConfig{}, fmt.Errorf("n8n broker %s is listed twice", u)
+		}
+	}
+	token := os.Getenv("N8N_RUNNERS_AUTH_TOKEN")
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return brokerConfig{}, fmt.Errorf("--n8n-broker-token-file: cannot read %s: %w", f.tokenFile, errors.Unwrap(err))
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if token == "" {
+		return brokerConfig{}, errors.New("--n8n-broker needs the brokers' auth token: set N8N_RUNNERS_AUTH_TOKEN to the value n8n runs with, or pass --n8n-broker-token-file")
+	}
+	if f.principal == "" {
+		return brokerConfig{}, errors.New("--n8n-principal is empty; give the broker principal a name, e.g. n8n-broker")
+	}
+	for _, t := range tokens {
+		if t.Name == f.principal {
+			return brokerConfig{}, fmt.Errorf("--n8n-principal %q is also an API token's name, so the two would share sessions; choose another name", f.principal)
+		}
+	}
+	return brokerConfig{urls: urls, token: token,
+		principal: tools.Principal{Name: f.principal, Scopes: []string{"read", "write"}}}, nil
+}
+
+// startBrokers runs one task-broker client per URL beside the HTTP API until ctx ends. stop
+// ends them and returns once all have stopped; each lets its tasks in flight finish for up to
+// grace, then cancels them. Call stop before the registry closes.
+func startBrokers(ctx context.Context, bc brokerConfig, reg *tools.Registry, maxArgs int64, grace time.Duration, log zerolog.Logger) (stop func(), err error) {
+	var clients []*taskbroker.Client
+	for _, u := range bc.urls {
+		c, err := taskbroker.New(taskbroker.Options{URL: u, AuthToken: bc.token, Caller: reg, Principal: bc.principal,
+			Log: log, MaxArgsBytes: maxArgs, Grace: grace})
+		if err != nil {
+			return nil, err
+		}
+		clients = append(clients, c)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.Run(ctx) // it retries until ctx ends and then returns nil
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}, nil
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgtools/pgtools/runner/taskbroker/brokertest"
+	"github.com/pgtools/pgtools/tools/pgtest"
+)
+
+// TestServeJoinsSeveralBrokers runs "pgtools serve" with two --n8n-broker flags (n8n queue mode
+// has a broker per worker): it joins both beside the HTTP API, serves tasks from each as the
+// broker principal, and leaves both on shutdown.
+func TestServeJoinsSeveralBrokers(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	db.Exec(t, `CREATE TABLE orders (id int PRIMARY KEY, status text); INSERT INTO orders VALUES (1, 'paid'), (2, 'open')`)
+	dsn := db.RoleDSN(t, "brk")
+	const brokerToken = "n8n-runners-auth-token-0123456789"
+	tokenFile := filepath.Join(t.TempDir(), "broker-token")
+	if err := os.WriteFile(tokenFile, []byte(brokerToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b1, b2 := brokertest.New(t, brokerToken), brokertest.New(t, brokerToken)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--database-url", dsn, "--listen", "127.0.0.1:0",
+			"--n8n-broker", b1.URL, "--n8n-broker", b2.URL, "--n8n-broker-token-file", tokenFile, "--n8n-principal", "n8n-test"}, &stdout, &stderr)
+	}()
+	waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
+
+	for i, b := range []*brokertest.Broker{b1, b2} {
+		rn := b.NextRunner(t, 10*time.Second)
+		taskID := rn.StartTask(t, map[string]any{"tool": "select_query", "args": map[string]any{"table": "orders", "where": "status = $1", "params": []string{"paid"}}})
+		ans := rn.Answer(t, taskID, 5*time.Second)
+		if ans.Type != "runner:taskdone" || !bytes.Contains(ans.Result(), []byte(`"rowCount":1`)) {
+			t.Fatalf("broker %d: got %s", i+1, ans.Raw)
+		}
+	}
+	waitFor(t, &stderr, regexp.MustCompile(`"principal":"(n8n-test)"`))
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	if strings.Contains(stderr.String(), brokerToken) || strings.Contains(stderr.String(), dsn) {
+		t.Fatalf("serve logged a secret: %s", stderr.String())
+	}
+}
+
+func TestServeRefusesBadBrokerConfig(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://u@127.0.0.1/db")
+	t.Setenv("PGTOOLS_TOKENS", "")
+	t.Setenv("N8N_RUNNERS_AUTH_TOKEN", "")
+	t.Setenv("PGTOOLS_N8N_BROKERS", "")
+	cases := []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--n8n-broker", "http://127.0.0.1:5679"}, "needs the brokers' auth token"},
+		{map[string]string{"PGTOOLS_N8N_BROKERS": "http://127.0.0.1:5679, http://127.0.0.1:5680"}, nil, "needs the brokers' auth token"},
+		{map[string]string{"N8N_RUNNERS_AUTH_TOKEN": "x"}, []string{"--n8n-broker", "127.0.0.1:5679"}, "is not a URL"},
+		{map[string]string{"N8N_RUNNERS_AUTH_TOKEN": "x"}, []string{"--n8n-broker", "http://a:5679", "--n8n-broker", "http://a:5679"}, "listed twice"},
+		{nil, []string{"--n8n-broker", "http://a:5679", "--n8n-broker-token-file", "/nonexistent/token"}, "cannot read"},
+		{map[string]string{"N8N_RUNNERS_AUTH_TOKEN": "x"}, []string{"--n8n-broker", "http://a:5679", "--token", "api-token-0123456789abcdef:read", "--n8n-principal", "token-1"}, "share sessions"},
+	}
+	for _, c := range cases {
+		for k, v := range c.env {
+			t.Setenv(k, v)
+		}
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append([]string{"serve"}, c.args...), &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%v %v: exit %d, stderr %q, want %q", c.env, c.args, code, errOut.String(), c.want)
+		}
+		for k := range c.env {
+			t.Setenv(k, "")
+		}
+	}
+}
