@@ -19,6 +19,9 @@ type Token struct {
 	Scopes []string
 	// Databases limits the token to these databases; empty means all.
 	Databases []string
+	// Origin says where the token was configured ("config file tokens[0]", "env PGTOOLS_TOKENS",
+	// "--token"), for check-config and messages.
+	Origin string
 }
 
 // authenticator checks bearer tokens in constant time.
@@ -42,6 +45,18 @@ func newAuthenticator(tokens []Token) *authenticator {
 			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases}})
 	}
 	return a
+}
+
+// principalNames lists the principals requests can run as.
+func (a *authenticator) principalNames() []string {
+	if a.open {
+		return []string{localPrincipal.Name}
+	}
+	names := make([]string, 0, len(a.tokens))
+	for _, t := range a.tokens {
+		names = append(names, t.principal.Name)
+	}
+	return names
 }
 
 // authenticate returns the principal of the request's bearer token. Every configured token is

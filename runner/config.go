@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,26 +9,27 @@ import (
 	"strings"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
-	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
 
 // Config is the runner's whole configuration, from a config file (schemas/config.schema.json),
-// environment and flags.
+// environment and flags. Build it with LoadConfigFile and the caller's overrides, then call
+// Validate once; the zero value of a field means its default.
 type Config struct {
 	// Listen is the HTTP listen address (default "127.0.0.1:8080"). Without tokens it must be a
 	// loopback address.
 	Listen string
+	// MetricsListen is a separate address serving only /metrics, /healthz and /readyz; "" (the
+	// default) serves /metrics on Listen.
+	MetricsListen string
 	// Tokens are the accepted API tokens; none means open access, on loopback only.
 	Tokens []Token
 	// Databases are the configured databases by name; tools default to "default".
 	Databases map[string]DatabaseConfig
 	// MaxBodyBytes caps a request body (default 1 MiB).
 	MaxBodyBytes int64
+	// Limits are the per-token call limits (default: none).
+	Limits Limits
 	// LogLevel is debug, info (default), warn or error.
 	LogLevel string
 	// AuditLog is the audit log path, "-" for stderr, "" for none.
@@ -38,22 +38,50 @@ type Config struct {
 	MaxSessions int
 	// SessionTTL is a session's idle lifetime (default 30 minutes).
 	SessionTTL time.Duration
+	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while requests are still served
+	// (default 0).
+	DrainDelay time.Duration
+	// ShutdownGrace is how long in-flight calls may run after the listener closes before they are
+	// cancelled (default 10 s). Set ShutdownGraceSet to use an explicit 0.
+	ShutdownGrace    time.Duration
+	ShutdownGraceSet bool
+	// File is the config file the settings came from, "" for none (for messages).
+	File string
+}
+
+// Limits are per-principal limits on tool calls, over HTTP and MCP alike. Zero means no limit.
+type Limits struct {
+	// RatePerSecond is the sustained rate of tool calls per token, refilling a token bucket
+	// (default 0: unlimited).
+	RatePerSecond float64
+	// Burst is the bucket size: calls allowed at once above the rate (default: RatePerSecond
+	// rounded up, at least 1).
+	Burst int
+	// MaxConcurrent is the most calls one token may have in flight (default 0: unlimited).
+	MaxConcurrent int
 }
 
 // DatabaseConfig is one database's connection and policy.
 type DatabaseConfig struct {
-	// URL is the PostgreSQL connection string. It is a secret: never logged.
+	// URL is the PostgreSQL connection string. It is a secret: never logged or printed; see
+	// DescribeDSN for what may be shown.
 	URL string
+	// Password, when set, replaces the password in URL (from password_file).
+	Password string
 	// MaxConns is the stateless pool size (default 10).
 	MaxConns int32
 	// Policy is what the operator allows on this database.
 	Policy tools.Policy
+	// Origin says where URL came from ("config file", "env DATABASE_URL", "--database-url"), for
+	// check-config and messages.
+	Origin string
 }
 
 // fileConfig mirrors config.schema.json.
 type fileConfig struct {
-	Listen string `json:"listen"`
-	Tokens []struct {
+	Listen        string `json:"listen"`
+	MetricsListen string `json:"metrics_listen"`
+	Tokens        []struct {
 		Token     string   `json:"token"`
 		TokenFile string   `json:"token_file"`
 		Name      string   `json:"name"`
@@ -61,10 +89,11 @@ type fileConfig struct {
 		Databases []string `json:"databases"`
 	} `json:"tokens"`
 	Databases map[string]struct {
-		URL      string `json:"url"`
-		URLFile  string `json:"url_file"`
-		MaxConns int32  `json:"max_conns"`
-		Policy   struct {
+		URL          string `json:"url"`
+		URLFile      string `json:"url_file"`
+		PasswordFile string `json:"password_file"`
+		MaxConns     int32  `json:"max_conns"`
+		Policy       struct {
 			ReadOnly           bool     `json:"read_only"`
 			AllowDDL           bool     `json:"allow_ddl"`
 			AllowedSchemas     []string `json:"allowed_schemas"`
@@ -75,131 +104,174 @@ type fileConfig struct {
 			MaxResponseBytes   int      `json:"max_response_bytes"`
 			StatementTimeoutMS int64    `json:"statement_timeout_ms"`
 			LockTimeoutMS      int64    `json:"lock_timeout_ms"`
+			PoolWaitMS         int64    `json:"pool_wait_ms"`
 			MaxAffectedRows    int      `json:"max_affected_rows"`
 			DisabledTools      []string `json:"disabled_tools"`
 			MaskErrorValues    *bool    `json:"mask_error_values"`
 		} `json:"policy"`
 	} `json:"databases"`
 	Limits struct {
-		MaxBodyBytes int64 `json:"max_body_bytes"`
+		MaxBodyBytes          int64   `json:"max_body_bytes"`
+		RatePerSecond         float64 `json:"rate_per_second"`
+		Burst                 int     `json:"burst"`
+		MaxConcurrentPerToken int     `json:"max_concurrent_per_token"`
 	} `json:"limits"`
 	Sessions struct {
 		MaxSessions int   `json:"max_sessions"`
 		TTLSeconds  int64 `json:"ttl_seconds"`
 	} `json:"sessions"`
+	Shutdown struct {
+		DrainDelaySeconds float64  `json:"drain_delay_seconds"`
+		GraceSeconds      *float64 `json:"grace_seconds"`
+	} `json:"shutdown"`
 	AuditLog string `json:"audit_log"`
 	LogLevel string `json:"log_level"`
 }
 
-// LoadConfigFile reads and validates a JSON config file. Every schema violation is reported, one
-// line per path, naming the fix.
+// ConfigError lists every problem found in a configuration, one per line, each naming where the
+// problem is and how to fix it.
+type ConfigError struct {
+	// Source names what was checked: "config file pgtools.json" or "the configuration".
+	Source string
+	// Problems are one line each, "path: what is wrong and what to do".
+	Problems []string
+}
+
+// Error implements error: the source, then one indented line per problem.
+func (e *ConfigError) Error() string {
+	n := len(e.Problems)
+	head := fmt.Sprintf("%s is invalid (%d problems):", e.Source, n)
+	if n == 1 {
+		head = e.Source + " is invalid:"
+	}
+	return head + "\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// LoadConfigFile reads a JSON config file, validates it against the schema and reads the secrets
+// its *_file keys name. Every problem is reported, one line per path, naming the fix; the error
+// is then a *ConfigError (or an I/O error when the file cannot be read at all).
 func LoadConfigFile(path string) (*Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config file: %w", err)
 	}
-	if err := ValidateConfig(raw); err != nil {
-		return nil, fmt.Errorf("config file %s %w", path, err)
+	source := "config file " + path
+	if problems := validateConfigDoc(raw); len(problems) > 0 {
+		return nil, &ConfigError{Source: source, Problems: problems}
 	}
 	var fc fileConfig
 	if err := json.Unmarshal(raw, &fc); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+		// The schema accepted the document, so this is a type the struct cannot hold.
+		return nil, &ConfigError{Source: source, Problems: []string{err.Error()}}
 	}
-	cfg := &Config{Listen: fc.Listen, Databases: map[string]DatabaseConfig{}, MaxBodyBytes: fc.Limits.MaxBodyBytes,
-		LogLevel: fc.LogLevel, AuditLog: fc.AuditLog, MaxSessions: fc.Sessions.MaxSessions,
-		SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second}
+	cfg := &Config{Listen: fc.Listen, MetricsListen: fc.MetricsListen, Databases: map[string]DatabaseConfig{},
+		MaxBodyBytes: fc.Limits.MaxBodyBytes, LogLevel: fc.LogLevel, AuditLog: fc.AuditLog,
+		Limits:      Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken},
+		MaxSessions: fc.Sessions.MaxSessions, SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second,
+		DrainDelay: seconds(fc.Shutdown.DrainDelaySeconds), File: path}
+	if g := fc.Shutdown.GraceSeconds; g != nil {
+		cfg.ShutdownGrace, cfg.ShutdownGraceSet = seconds(*g), true
+	}
+	var problems []string
 	for i, t := range fc.Tokens {
 		secret := t.Token
 		if t.TokenFile != "" {
-			b, err := os.ReadFile(t.TokenFile)
+			s, err := readSecretFile(t.TokenFile)
 			if err != nil {
-				return nil, fmt.Errorf("tokens[%d].token_file: %w", i, err)
+				problems = append(problems, fmt.Sprintf("tokens[%d].token_file: %v", i, err))
+				continue
 			}
-			secret = strings.TrimSpace(string(b))
+			if len(s) < minTokenLen {
+				problems = append(problems, fmt.Sprintf("tokens[%d].token_file: the token in %s is %d characters long; use at least %d (openssl rand -hex 24)", i, t.TokenFile, len(s), minTokenLen))
+				continue
+			}
+			secret = s
 		}
-		cfg.Tokens = append(cfg.Tokens, Token{Secret: secret, Name: t.Name, Scopes: t.Scopes, Databases: t.Databases})
+		cfg.Tokens = append(cfg.Tokens, Token{Secret: secret, Name: t.Name, Scopes: t.Scopes, Databases: t.Databases,
+			Origin: fmt.Sprintf("config file tokens[%d]", i)})
 	}
-	for name, d := range fc.Databases {
+	for _, name := range sortedKeys(fc.Databases) {
+		d := fc.Databases[name]
 		url := d.URL
 		if d.URLFile != "" {
-			b, err := os.ReadFile(d.URLFile)
+			s, err := readSecretFile(d.URLFile)
 			if err != nil {
-				return nil, fmt.Errorf("databases.%s.url_file: %w", name, err)
+				problems = append(problems, fmt.Sprintf("databases.%s.url_file: %v", name, err))
+				continue
 			}
-			url = strings.TrimSpace(string(b))
+			url = s
+		}
+		var password string
+		if d.PasswordFile != "" {
+			s, err := readSecretFile(d.PasswordFile)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("databases.%s.password_file: %v", name, err))
+				continue
+			}
+			password = s
 		}
 		p := d.Policy
 		pol := tools.Policy{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: p.AllowedSchemas,
 			AllowTables: p.AllowTables, DenyTables: p.DenyTables, DefaultLimit: p.DefaultLimit, MaxLimit: p.MaxLimit,
 			MaxResponseBytes: p.MaxResponseBytes, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
-			LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, MaxAffectedRows: p.MaxAffectedRows,
-			DisabledTools: p.DisabledTools, ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues}
-		if pol.DefaultLimit > 0 && pol.MaxLimit > 0 && pol.DefaultLimit > pol.MaxLimit {
-			return nil, fmt.Errorf("databases.%s.policy: default_limit %d is above max_limit %d; lower default_limit or raise max_limit", name, pol.DefaultLimit, pol.MaxLimit)
-		}
-		cfg.Databases[name] = DatabaseConfig{URL: url, MaxConns: d.MaxConns, Policy: pol}
+			LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, PoolWait: time.Duration(p.PoolWaitMS) * time.Millisecond,
+			MaxAffectedRows: p.MaxAffectedRows, DisabledTools: p.DisabledTools,
+			ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues}
+		cfg.Databases[name] = DatabaseConfig{URL: url, Password: password, MaxConns: d.MaxConns, Policy: pol, Origin: "config file"}
+	}
+	if len(problems) > 0 {
+		return nil, &ConfigError{Source: source, Problems: problems}
 	}
 	return cfg, nil
 }
 
-// ValidateConfig checks a config document against schemas/config.schema.json and describes every
-// problem on its own line.
+// minTokenLen is the shortest accepted API token.
+const minTokenLen = 16
+
+// readSecretFile reads a secret from a file, trimming surrounding whitespace (a trailing newline
+// from echo or an editor). The error names the file, never its content.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read %s: %w", path, unwrapPathError(err))
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return s, nil
+}
+
+// unwrapPathError drops the *fs.PathError wrapper, whose text repeats the path.
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ValidateConfig checks a config document against schemas/config.schema.json. The error, a
+// *ConfigError, describes every problem on its own line, naming the path and the fix.
 func ValidateConfig(raw []byte) error {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-	if err != nil {
-		return fmt.Errorf("is not valid JSON: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	sdoc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(schemas.Config())))
-	if err != nil {
-		return fmt.Errorf("config schema: %w", err)
-	}
-	if err := c.AddResource("mem://config.schema.json", sdoc); err != nil {
-		return fmt.Errorf("config schema: %w", err)
-	}
-	sch, err := c.Compile("mem://config.schema.json")
-	if err != nil {
-		return fmt.Errorf("config schema: %w", err)
-	}
-	if err := sch.Validate(doc); err != nil {
-		return fmt.Errorf("is invalid:\n%s", describeValidation(err))
+	if problems := validateConfigDoc(raw); len(problems) > 0 {
+		return &ConfigError{Source: "the config document", Problems: problems}
 	}
 	return nil
 }
 
-func describeValidation(err error) string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return "  " + err.Error()
-	}
-	p := message.NewPrinter(language.English)
-	byPath := map[string][]string{}
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		path := strings.Join(e.InstanceLocation, ".")
-		if path == "" {
-			path = "(top level)"
-		}
-		byPath[path] = append(byPath[path], e.ErrorKind.LocalizedString(p))
-	}
-	walk(ve)
-	lines := make([]string, 0, len(byPath))
-	for path, msgs := range byPath {
-		// Alternatives (oneOf: url or url_file) read as one line.
-		lines = append(lines, "  "+path+": "+strings.Join(msgs, ", or "))
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
-
 // ParseTokens parses PGTOOLS_TOKENS / --token values: "secret:read,write;other:read".
-// Principal names are "token-1", "token-2", … in order.
+// Principal names are "token-1", "token-2", … in order, counting from startIndex.
 func ParseTokens(specs []string, startIndex int) ([]Token, error) {
 	var out []Token
 	n := startIndex
@@ -214,7 +286,7 @@ func ParseTokens(specs []string, startIndex int) ([]Token, error) {
 				return nil, fmt.Errorf("token #%d: expected secret:scopes, e.g. s3cret-token-value:read,write", n+1)
 			}
 			secret, scopeList := item[:i], item[i+1:]
-			if len(secret) < 16 {
+			if len(secret) < minTokenLen {
 				return nil, fmt.Errorf("token #%d: secret is shorter than 16 characters; use a long random value (openssl rand -hex 24)", n+1)
 			}
 			var scopes []string
@@ -234,7 +306,8 @@ func ParseTokens(specs []string, startIndex int) ([]Token, error) {
 	return out, nil
 }
 
-// Validate checks the settings that span fields and fills defaults.
+// Validate checks the settings that span fields or sources (file, environment, flags), fills
+// defaults, and reports every problem at once as a *ConfigError.
 func (c *Config) Validate() error {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
@@ -242,25 +315,80 @@ func (c *Config) Validate() error {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
+	if !c.ShutdownGraceSet && c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.Limits.RatePerSecond > 0 && c.Limits.Burst <= 0 {
+		c.Limits.Burst = max(1, int(c.Limits.RatePerSecond+0.999999))
+	}
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	if len(c.Databases) == 0 {
-		return errors.New("no database configured: set DATABASE_URL, pass --database-url, or give a config file with databases")
+		add("databases: no database configured: set DATABASE_URL, pass --database-url, or give a config file with databases")
 	}
 	if len(c.Tokens) == 0 && !isLoopback(c.Listen) {
-		return fmt.Errorf("refusing to listen on %s without API tokens: add a token (--token SECRET:read or PGTOOLS_TOKENS) or listen on 127.0.0.1", c.Listen)
+		add("listen: refusing to listen on %s without API tokens: add a token (--token SECRET:read or PGTOOLS_TOKENS) or listen on 127.0.0.1", c.Listen)
 	}
-	seen := map[string]bool{}
-	for _, t := range c.Tokens {
-		if seen[t.Name] {
-			return fmt.Errorf("two tokens are named %q; token names must be unique", t.Name)
+	if c.MetricsListen != "" && c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+		add("metrics_listen: %s is also the API's listen address; leave metrics_listen unset to serve /metrics there, or pick another port", c.MetricsListen)
+	}
+	if c.Limits.Burst > 0 && c.Limits.RatePerSecond <= 0 {
+		add("limits.burst: has no effect without limits.rate_per_second; set both, or remove burst")
+	}
+	for _, name := range sortedKeys(c.Databases) {
+		d := c.Databases[name]
+		where := "databases." + name + ".url"
+		if d.Origin != "" && d.Origin != "config file" {
+			where = "databases." + name + " (" + d.Origin + ")"
 		}
-		seen[t.Name] = true
+		if strings.TrimSpace(d.URL) == "" {
+			add("%s: no connection string: set url (or url_file) to e.g. postgres://pgtools@db.internal:5432/app?sslmode=verify-full", where)
+		} else if _, err := parseDSN(d.URL, d.Password); err != nil {
+			add("%s: %v", where, err)
+		}
+		p := d.Policy
+		if p.DefaultLimit > 0 && p.MaxLimit > 0 && p.DefaultLimit > p.MaxLimit {
+			add("databases.%s.policy: default_limit %d is above max_limit %d; lower default_limit or raise max_limit", name, p.DefaultLimit, p.MaxLimit)
+		} else if p.DefaultLimit > 10000 && p.MaxLimit <= 0 {
+			add("databases.%s.policy: default_limit %d is above the default max_limit 10000; raise max_limit too", name, p.DefaultLimit)
+		}
+	}
+	names := map[string]int{}
+	secrets := map[string]int{}
+	for i, t := range c.Tokens {
+		where := tokenWhere(t)
+		if j, dup := names[t.Name]; dup {
+			add("%s: the name %q is also used by %s; token names must be unique", where, t.Name, tokenWhere(c.Tokens[j]))
+		} else {
+			names[t.Name] = i
+		}
+		if j, dup := secrets[t.Secret]; dup {
+			add("%s: has the same secret as %s; give every token its own secret", where, tokenWhere(c.Tokens[j]))
+		} else {
+			secrets[t.Secret] = i
+		}
 		for _, db := range t.Databases {
 			if _, ok := c.Databases[db]; !ok {
-				return fmt.Errorf("token %q names database %q, which is not configured", t.Name, db)
+				add("%s: names database %q, which is not configured (configured: %s)", where, db, strings.Join(sortedKeys(c.Databases), ", "))
 			}
 		}
 	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		source := "the configuration"
+		if c.File != "" {
+			source = "the configuration (config file " + c.File + " with environment and flags)"
+		}
+		return &ConfigError{Source: source, Problems: problems}
+	}
 	return nil
+}
+
+func tokenWhere(t Token) string {
+	if t.Origin != "" {
+		return fmt.Sprintf("token %q (%s)", t.Name, t.Origin)
+	}
+	return fmt.Sprintf("token %q", t.Name)
 }
 
 // isLoopback reports whether a listen address binds only loopback interfaces.

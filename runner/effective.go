@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// redacted stands in for every secret pgtools prints.
+const redacted = "[REDACTED]"
+
+// EffectiveJSON renders a validated configuration as pgtools check-config prints it: the config
+// file's keys with every default filled in and where each token and database came from. Secrets
+// never appear: tokens are "[REDACTED]", and a connection string is shown as its host, port,
+// database, user and effective TLS mode, its password as "[REDACTED]" (or "none"). null means
+// "no limit" or "none".
+func (c *Config) EffectiveJSON() ([]byte, error) {
+	type token struct {
+		Name      string   `json:"name"`
+		Token     string   `json:"token"`
+		Scopes    []string `json:"scopes"`
+		Databases []string `json:"databases"`
+		Source    string   `json:"source"`
+	}
+	type policy struct {
+		ReadOnly           bool     `json:"read_only"`
+		AllowDDL           bool     `json:"allow_ddl"`
+		AllowedSchemas     []string `json:"allowed_schemas"`
+		AllowTables        []string `json:"allow_tables"`
+		DenyTables         []string `json:"deny_tables"`
+		DefaultLimit       int      `json:"default_limit"`
+		MaxLimit           int      `json:"max_limit"`
+		MaxResponseBytes   int      `json:"max_response_bytes"`
+		StatementTimeoutMS int64    `json:"statement_timeout_ms"`
+		LockTimeoutMS      int64    `json:"lock_timeout_ms"`
+		PoolWaitMS         int64    `json:"pool_wait_ms"`
+		MaxAffectedRows    int      `json:"max_affected_rows"`
+		DisabledTools      []string `json:"disabled_tools"`
+		MaskErrorValues    bool     `json:"mask_error_values"`
+	}
+	type database struct {
+		URL        string      `json:"url"`
+		Connection ConnSummary `json:"connection"`
+		Source     string      `json:"source"`
+		MaxConns   int32       `json:"max_conns"`
+		Policy     policy      `json:"policy"`
+	}
+	type limits struct {
+		MaxBodyBytes  int64    `json:"max_body_bytes"`
+		RatePerSecond *float64 `json:"rate_per_second"`
+		Burst         *int     `json:"burst"`
+		MaxConcurrent *int     `json:"max_concurrent_per_token"`
+	}
+	type sessions struct {
+		MaxSessions int   `json:"max_sessions"`
+		TTLSeconds  int64 `json:"ttl_seconds"`
+	}
+	type shutdown struct {
+		DrainDelaySeconds float64 `json:"drain_delay_seconds"`
+		GraceSeconds      float64 `json:"grace_seconds"`
+	}
+	type effective struct {
+		ConfigFile    *string             `json:"config_file"`
+		Listen        string              `json:"listen"`
+		MetricsListen *string             `json:"metrics_listen"`
+		Tokens        []token             `json:"tokens"`
+		Databases     map[string]database `json:"databases"`
+		Sessions      sessions            `json:"sessions"`
+		Limits        limits              `json:"limits"`
+		Shutdown      shutdown            `json:"shutdown"`
+		AuditLog      *string             `json:"audit_log"`
+		LogLevel      string              `json:"log_level"`
+	}
+	e := effective{Listen: c.Listen, Tokens: []token{}, Databases: map[string]database{}, LogLevel: c.LogLevel,
+		Sessions: sessions{MaxSessions: c.MaxSessions, TTLSeconds: int64(c.SessionTTL / time.Second)},
+		Limits:   limits{MaxBodyBytes: c.MaxBodyBytes},
+		Shutdown: shutdown{DrainDelaySeconds: c.DrainDelay.Seconds(), GraceSeconds: c.ShutdownGrace.Seconds()}}
+	if c.File != "" {
+		e.ConfigFile = &c.File
+	}
+	if c.MetricsListen != "" {
+		e.MetricsListen = &c.MetricsListen
+	}
+	if c.AuditLog != "" {
+		e.AuditLog = &c.AuditLog
+	}
+	if e.LogLevel == "" {
+		e.LogLevel = "info"
+	}
+	if e.Sessions.MaxSessions <= 0 {
+		e.Sessions.MaxSessions = 10
+	}
+	if e.Sessions.TTLSeconds <= 0 {
+		e.Sessions.TTLSeconds = 1800
+	}
+	if l := c.Limits; l.RatePerSecond > 0 {
+		e.Limits.RatePerSecond, e.Limits.Burst = &l.RatePerSecond, &l.Burst
+	}
+	if c.Limits.MaxConcurrent > 0 {
+		e.Limits.MaxConcurrent = &c.Limits.MaxConcurrent
+	}
+	for _, t := range c.Tokens {
+		dbs := t.Databases
+		if len(dbs) == 0 {
+			dbs = sortedKeys(c.Databases)
+		}
+		e.Tokens = append(e.Tokens, token{Name: t.Name, Token: redacted, Scopes: t.Scopes, Databases: dbs, Source: orDefault(t.Origin, "config")})
+	}
+	for name, d := range c.Databases {
+		summary, err := DescribeDSN(d.URL, d.Password)
+		if err != nil {
+			return nil, err
+		}
+		p := d.Policy.WithDefaults()
+		maxConns := d.MaxConns
+		if maxConns <= 0 {
+			maxConns = 10
+		}
+		e.Databases[name] = database{URL: redacted, Connection: summary, Source: orDefault(d.Origin, "config"), MaxConns: maxConns,
+			Policy: policy{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: orEmpty(p.AllowedSchemas),
+				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), DefaultLimit: p.DefaultLimit,
+				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
+				LockTimeoutMS: p.LockTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds(), MaxAffectedRows: p.MaxAffectedRows,
+				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: !p.ShowErrorValues}}
+	}
+	return json.MarshalIndent(e, "", "  ")
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
