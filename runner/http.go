@@ -48,44 +48,85 @@ type handler struct {
 	auth     *authenticator
 	log      zerolog.Logger
 	maxBody  int64
-	ready    func(ctx context.Context) error
+	health   *Health
+	metrics  *Metrics
+	limiter  *limiter
 	idPrefix string
 	idSeq    atomic.Uint64
 }
 
-// NewHandler returns the HTTP API: /healthz, /readyz, /v1/tools, POST /v1/tools/{name},
-// /openapi.json, and MCP (Streamable HTTP) at /mcp behind the same tokens. Access logs go to log,
-// one line per request, without query strings, headers or bodies.
+// HandlerOptions configures NewHandlerWith. Zero fields take their defaults.
+type HandlerOptions struct {
+	// Tokens are the accepted API tokens; none means open access as principal "local".
+	Tokens []Token
+	// Log receives the access log, one line per request.
+	Log zerolog.Logger
+	// MaxBodyBytes caps a request body (default 1 MiB).
+	MaxBodyBytes int64
+	// Limits are the per-token call limits (default: none).
+	Limits Limits
+	// Metrics, when set, counts authentication failures and rate-limited calls, and is served at
+	// /metrics unless MetricsElsewhere is set. Tool calls are counted by the registry's observer
+	// (reg.SetObserver).
+	Metrics *Metrics
+	// MetricsElsewhere leaves /metrics to another listener (metrics_listen).
+	MetricsElsewhere bool
+	// Health answers /readyz (default: a Health over the registry, without metrics).
+	Health *Health
+}
+
+// NewHandler returns the HTTP API with default options: see NewHandlerWith.
 func NewHandler(reg *tools.Registry, tokens []Token, log zerolog.Logger, maxBody int64) http.Handler {
+	return NewHandlerWith(reg, HandlerOptions{Tokens: tokens, Log: log, MaxBodyBytes: maxBody})
+}
+
+// NewHandlerWith returns the HTTP API: /healthz, /readyz, /metrics, /v1/tools, POST
+// /v1/tools/{name}, /openapi.json, and MCP (Streamable HTTP) at /mcp behind the same tokens and
+// limits. Access logs go to opts.Log, one line per request, without query strings, headers or
+// bodies.
+func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	h := &handler{reg: reg, auth: newAuthenticator(tokens), log: log, maxBody: maxBody, idPrefix: hex.EncodeToString(b[:])}
+	h := &handler{reg: reg, auth: newAuthenticator(opts.Tokens), log: opts.Log, maxBody: opts.MaxBodyBytes,
+		health: opts.Health, metrics: opts.Metrics, idPrefix: hex.EncodeToString(b[:])}
 	if h.maxBody <= 0 {
 		h.maxBody = 1 << 20
 	}
-	h.ready = func(ctx context.Context) error {
-		for _, name := range reg.Databases() {
-			db, _ := reg.Database(name)
-			if err := db.Ping(ctx); err != nil {
-				return fmt.Errorf("database %q is not reachable", name)
-			}
-		}
-		return nil
+	if h.health == nil {
+		h.health = NewHealth(reg, opts.Log, opts.Metrics)
 	}
+	h.limiter = newLimiter(opts.Limits, h.auth.principalNames(), opts.Metrics)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
-	})
-	mux.HandleFunc("GET /readyz", h.readyz)
+	h.probes(mux)
+	if opts.Metrics != nil && !opts.MetricsElsewhere {
+		mux.Handle("GET /metrics", opts.Metrics.Handler())
+	}
 	mux.HandleFunc("GET /v1/tools", h.authed(h.listTools))
 	mux.HandleFunc("POST /v1/tools/{name}", h.authed(h.callTool))
 	mux.HandleFunc("GET /openapi.json", h.openapi)
-	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg, log, h.maxBody).serve))
+	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg, opts.Log, h.maxBody, h.limiter).serve))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
 			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})
 	})
 	return h.logged(mux)
+}
+
+// NewMetricsHandler returns what a separate metrics listener serves: /metrics, /healthz and
+// /readyz, without tokens and without an access log.
+func NewMetricsHandler(m *Metrics, health *Health) http.Handler {
+	h := &handler{health: health}
+	mux := http.NewServeMux()
+	h.probes(mux)
+	mux.Handle("GET /metrics", m.Handler())
+	return mux
+}
+
+func (h *handler) probes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("GET /readyz", h.readyz)
 }
 
 type ctxKey int
@@ -165,8 +206,10 @@ func (h *handler) authed(next principalHandler) http.HandlerFunc {
 		p, ok := h.auth.authenticate(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pgtools"`)
+			missing := r.Header.Get("Authorization") == ""
+			h.metrics.authFailed(missing)
 			msg := "Missing or invalid API token"
-			if r.Header.Get("Authorization") == "" {
+			if missing {
 				msg = "Missing API token"
 			}
 			writeErrorStatus(w, http.StatusUnauthorized, &tools.Error{Type: tools.ErrAuthentication, Message: msg,
@@ -186,6 +229,16 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Princ
 	if info != nil {
 		info.tool = name
 	}
+	pl, wait, lerr := h.limiter.admit(p)
+	if lerr != nil {
+		if info != nil {
+			info.errorType = lerr.Type
+		}
+		w.Header().Set("Retry-After", retryAfterSeconds(wait))
+		writeError(w, lerr)
+		return
+	}
+	defer h.limiter.done(pl)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -219,11 +272,15 @@ func (h *handler) listTools(w http.ResponseWriter, r *http.Request, p tools.Prin
 	writeJSON(w, http.StatusOK, out)
 }
 
+// readyz answers 200 when the runner can serve calls, and 503 while it drains for shutdown or
+// while a database does not answer.
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-	defer cancel()
-	if err := h.ready(ctx); err != nil {
-		out, _ := json.Marshal(map[string]string{"status": "unavailable", "reason": err.Error()})
+	if h.health.Draining() {
+		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"status":"draining","reason":"shutting down"}`))
+		return
+	}
+	if down := h.health.Check(r.Context()); len(down) > 0 {
+		out, _ := json.Marshal(map[string]string{"status": "unavailable", "reason": readyReason(down, len(h.reg.Databases()))})
 		writeJSON(w, http.StatusServiceUnavailable, out)
 		return
 	}

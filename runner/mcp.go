@@ -25,10 +25,15 @@ const mcpInstructions = "PostgreSQL tools. Call describe_schema to learn the tab
 // the registry's own (name, description, raw input schema, hints); see mcpTool. Logs, one line
 // per tool call without argument values, go to log. The server is safe for concurrent use.
 func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger) *mcp.Server {
+	return newMCPServer(reg, p, log, nil)
+}
+
+// newMCPServer is NewMCPServer with the per-token limits of the HTTP API (nil: none).
+func newMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, lim *limiter) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "pgtools", Title: "pgtools: PostgreSQL tools", Version: Version},
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log)})
 	for _, info := range reg.Tools() {
-		s.AddTool(mcpTool(reg, info, p, log))
+		s.AddTool(mcpTool(reg, info, p, log, lim))
 	}
 	return s
 }
@@ -41,7 +46,7 @@ func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger) *m
 // object. Tool failures are results with isError set, carrying the same JSON object the HTTP API
 // sends, as structured content and as text (for clients that only show text). Only the SDK's own
 // failures (an unknown tool name, a malformed JSON-RPC request) are protocol errors.
-func mcpTool(reg *tools.Registry, info tools.ToolInfo, p tools.Principal, log zerolog.Logger) (*mcp.Tool, mcp.ToolHandler) {
+func mcpTool(reg *tools.Registry, info tools.ToolInfo, p tools.Principal, log zerolog.Logger, lim *limiter) (*mcp.Tool, mcp.ToolHandler) {
 	destructive, openWorld := info.Destructive, false
 	t := &mcp.Tool{
 		Name:        info.Name,
@@ -62,7 +67,14 @@ func mcpTool(reg *tools.Registry, info tools.ToolInfo, p tools.Principal, log ze
 			// "arguments" is optional in MCP; some clients spell its absence as null.
 			args = nil
 		}
-		res, terr := reg.Call(ctx, p, info.Name, args)
+		// A rate-limited call is a tool result like any refused call; MCP has no Retry-After, so the
+		// wait is in the suggestion.
+		pl, _, terr := lim.admit(p)
+		var res *tools.Result
+		if terr == nil {
+			res, terr = reg.Call(ctx, p, info.Name, args)
+			lim.done(pl)
+		}
 		var body []byte
 		if terr == nil {
 			var err error

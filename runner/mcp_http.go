@@ -23,6 +23,7 @@ import (
 type mcpHTTP struct {
 	reg    *tools.Registry
 	log    zerolog.Logger
+	lim    *limiter
 	stream *mcp.StreamableHTTPHandler
 
 	mu      sync.Mutex
@@ -32,9 +33,9 @@ type mcpHTTP struct {
 type mcpPrincipalKey struct{}
 
 // newMCPHTTP returns the /mcp handler. maxBody caps a JSON-RPC message, like a POST body of the
-// HTTP API.
-func newMCPHTTP(reg *tools.Registry, log zerolog.Logger, maxBody int64) *mcpHTTP {
-	m := &mcpHTTP{reg: reg, log: log, servers: map[string]*mcp.Server{}}
+// HTTP API; lim applies the API's per-token limits to tool calls (nil: none).
+func newMCPHTTP(reg *tools.Registry, log zerolog.Logger, maxBody int64, lim *limiter) *mcpHTTP {
+	m := &mcpHTTP{reg: reg, log: log, lim: lim, servers: map[string]*mcp.Server{}}
 	m.stream = mcp.NewStreamableHTTPHandler(m.server, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
@@ -64,7 +65,7 @@ func (m *mcpHTTP) server(r *http.Request) *mcp.Server {
 	defer m.mu.Unlock()
 	s, ok := m.servers[key]
 	if !ok {
-		s = NewMCPServer(m.reg, p, m.log)
+		s = newMCPServer(m.reg, p, m.log, m.lim)
 		m.servers[key] = s
 	}
 	return s

@@ -1,5 +1,6 @@
-// Package runner hosts the pgtools tools: configuration, the HTTP API, authentication, access
-// logs and the server's lifecycle. Every transport is a thin adapter over tools.Registry.Call.
+// Package runner hosts the pgtools tools: configuration, the HTTP API, authentication, limits,
+// metrics, access logs and the server's lifecycle. Every transport is a thin adapter over
+// tools.Registry.Call.
 package runner
 
 import (
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,20 +18,15 @@ import (
 )
 
 // OpenDatabases builds a pool per configured database. Pools connect lazily, so the runner starts
-// even when a database is down. close releases them all.
+// even when a database is down. closeAll releases them all.
 func OpenDatabases(ctx context.Context, cfg *Config) (dbs []*tools.Database, closeAll func(), err error) {
-	names := make([]string, 0, len(cfg.Databases))
-	for n := range cfg.Databases {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var pools []*pgxpool.Pool
 	closeAll = func() {
 		for _, p := range pools {
 			p.Close()
 		}
 	}
-	for _, name := range names {
+	for _, name := range sortedKeys(cfg.Databases) {
 		d := cfg.Databases[name]
 		maxConns := d.MaxConns
 		if maxConns <= 0 {
@@ -41,6 +36,9 @@ func OpenDatabases(ctx context.Context, cfg *Config) (dbs []*tools.Database, clo
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("database %q: %w", name, err)
+		}
+		if d.Password != "" {
+			pcfg.ConnConfig.Password = d.Password
 		}
 		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
@@ -53,9 +51,75 @@ func OpenDatabases(ctx context.Context, cfg *Config) (dbs []*tools.Database, clo
 	return dbs, closeAll, nil
 }
 
-// Serve runs the HTTP API on ln until ctx is cancelled, then shuts down gracefully: it stops
-// accepting, lets in-flight calls finish for up to grace, then cancels them.
+// Server is the network side of pgtools serve: the HTTP API and MCP endpoint, metrics,
+// readiness and graceful shutdown, over a registry whose databases and sessions the caller owns.
+type Server struct {
+	cfg     *Config
+	log     zerolog.Logger
+	health  *Health
+	metrics *Metrics
+	api     http.Handler
+}
+
+// NewServer wires the HTTP API for cfg (validated) over reg: metrics (registered as reg's
+// observer), readiness and the per-token limits. sessions feeds the session metrics and may be
+// nil.
+func NewServer(cfg *Config, reg *tools.Registry, sessions SessionStats, log zerolog.Logger) *Server {
+	m := NewMetrics(reg, sessions)
+	reg.SetObserver(m)
+	health := NewHealth(reg, log, m)
+	api := NewHandlerWith(reg, HandlerOptions{Tokens: cfg.Tokens, Log: log, MaxBodyBytes: cfg.MaxBodyBytes,
+		Limits: cfg.Limits, Metrics: m, MetricsElsewhere: cfg.MetricsListen != "", Health: health})
+	return &Server{cfg: cfg, log: log, health: health, metrics: m, api: api}
+}
+
+// Handler is the HTTP API (what Run serves on the main listener).
+func (s *Server) Handler() http.Handler { return s.api }
+
+// Health is the server's readiness state.
+func (s *Server) Health() *Health { return s.health }
+
+// Metrics are the server's metrics.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// healthInterval is how often Run checks the databases in the background.
+const healthInterval = 2 * time.Second
+
+// Run serves the API on ln (and, if metricsLn is not nil, /metrics, /healthz and /readyz on it)
+// until ctx ends, then shuts down gracefully: /readyz answers 503 at once, requests are still
+// served for the configured drain delay, then the listeners close and in-flight calls get the
+// grace period to finish before they are cancelled (a cancelled call's statement is cancelled on
+// the server). Run returns once every request has ended; the caller then rolls back sessions and
+// closes the pools.
+func (s *Server) Run(ctx context.Context, ln, metricsLn net.Listener) error {
+	hctx, stopHealth := context.WithCancel(context.Background())
+	defer stopHealth()
+	go s.health.Run(hctx, healthInterval)
+
+	var extra []*http.Server
+	if metricsLn != nil {
+		ms := &http.Server{Handler: NewMetricsHandler(s.metrics, s.health), ReadHeaderTimeout: 10 * time.Second}
+		extra = append(extra, ms)
+		go func() { _ = ms.Serve(metricsLn) }()
+	}
+	drain := func() {
+		s.health.SetDraining()
+		if d := s.cfg.DrainDelay; d > 0 {
+			s.log.Info().Dur("drain_delay", d).Msg("shutting down: /readyz answers 503; still serving during the drain delay")
+			time.Sleep(d)
+		}
+	}
+	return serve(ctx, ln, s.api, s.log, s.cfg.ShutdownGrace, drain, extra)
+}
+
+// Serve runs the HTTP handler h on ln until ctx is cancelled, then shuts down gracefully: it stops
+// accepting, lets in-flight calls finish for up to grace, then cancels them. Server.Run adds
+// draining, metrics and readiness.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, log zerolog.Logger, grace time.Duration) error {
+	return serve(ctx, ln, h, log, grace, nil, nil)
+}
+
+func serve(ctx context.Context, ln net.Listener, h http.Handler, log zerolog.Logger, grace time.Duration, drain func(), extra []*http.Server) error {
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	srv := &http.Server{
@@ -63,16 +127,21 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, log zerolog.Log
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		ErrorLog:          nil,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
+		for _, e := range extra {
+			_ = e.Close()
+		}
 		return err
 	case <-ctx.Done():
 	}
-	log.Info().Msg("shutting down: no new requests; waiting for in-flight calls")
+	if drain != nil {
+		drain()
+	}
+	log.Info().Dur("grace", grace).Msg("shutting down: no new requests; waiting for in-flight calls")
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := srv.Shutdown(sctx)
@@ -81,6 +150,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, log zerolog.Log
 		cancelBase()
 		_ = srv.Close()
 		err = nil
+	}
+	for _, e := range extra {
+		_ = e.Close()
 	}
 	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) {
 		return e
