@@ -151,7 +151,10 @@ func TestDrainingAndMetricsListener(t *testing.T) {
 	var wg sync.WaitGroup
 	var short, long result
 	wg.Add(2)
-	go func() { defer wg.Done(); short = r.call(allToken, "execute_sql", `{"sql":"select pg_sleep(0.9), 1 as one"}`) }()
+	go func() {
+		defer wg.Done()
+		short = r.call(allToken, "execute_sql", `{"sql":"select pg_sleep(0.9), 1 as one"}`)
+	}()
 	go func() { defer wg.Done(); long = r.call(allToken, "execute_sql", `{"sql":"select pg_sleep(20)"}`) }()
 	waitFor(t, 5*time.Second, "both calls running", func() bool {
 		return db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1 and query like '%pg_sleep%'", role) == 2

@@ -1,6 +1,6 @@
 // Command pgtools serves safe PostgreSQL tools for AI agents over HTTP/JSON and MCP.
 //
-// Subcommands: serve, demo, call, mcp, version. Run "pgtools help" or "pgtools <command> --help".
+// Subcommands: serve, check-config, healthcheck, demo, call, mcp, version. Run "pgtools help" or "pgtools <command> --help".
 package main
 
 import (
@@ -18,11 +18,13 @@ Usage:
   pgtools <command> [flags]
 
 Commands:
-  serve     run the tool server (HTTP API on 127.0.0.1:8080 by default)
-  demo      start a throwaway PostgreSQL with sample data and a server, print curl examples
-  call      call a tool on a running server: pgtools call select_query '{"table":"orders"}'
-  mcp       serve the tools over MCP on stdio, for a client that starts pgtools itself
-  version   print the version
+  serve         run the tool server (HTTP API on 127.0.0.1:8080 by default)
+  check-config  validate the configuration serve would use and print it, secrets redacted
+  healthcheck   ask a running server whether it is alive or ready (for container health checks)
+  demo          start a throwaway PostgreSQL with sample data and a server, print curl examples
+  call          call a tool on a running server: pgtools call select_query '{"table":"orders"}'
+  mcp           serve the tools over MCP on stdio, for a client that starts pgtools itself
+  version       print the version
 
 Run "pgtools <command> --help" for a command's flags.
 `
@@ -43,6 +45,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return cmdServe(ctx, args[1:], stdout, stderr)
+	case "check-config":
+		return cmdCheckConfig(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		return cmdHealthcheck(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, args[1:], stdout, stderr)
 	case "call":

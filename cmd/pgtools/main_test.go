@@ -37,7 +37,7 @@ func (l *lockedBuffer) String() string {
 
 func TestHelpOnEveryCommand(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"serve", "demo", "call", "mcp", "version"} {
+	for _, cmd := range []string{"serve", "check-config", "healthcheck", "demo", "call", "mcp", "version"} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), []string{cmd, "--help"}, &out, &errOut)
 		if code != 0 || !strings.Contains(errOut.String(), "Usage: pgtools "+cmd) {

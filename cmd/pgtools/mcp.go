@@ -61,7 +61,7 @@ Flags:
 		return 2
 	}
 	log := newLogger(stderr, cfg.LogLevel)
-	reg, closeReg, err := openRegistry(ctx, cfg, log)
+	reg, _, closeReg, err := openRegistry(ctx, cfg, log)
 	if err != nil {
 		log.Error().Err(err).Msg("mcp failed")
 		return 1

@@ -50,10 +50,22 @@ func (f *dbFlags) load() (*runner.Config, error) {
 		}
 		cfg = c
 	}
-	url := firstNonEmpty(f.databaseURL, os.Getenv("DATABASE_URL"))
+	url, origin := f.databaseURL, "--database-url"
+	if url == "" {
+		url, origin = os.Getenv("DATABASE_URL"), "env DATABASE_URL"
+	}
+	if url == "" {
+		if file := os.Getenv("DATABASE_URL_FILE"); file != "" {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("DATABASE_URL_FILE: cannot read %s: %w", file, errors.Unwrap(err))
+			}
+			url, origin = strings.TrimSpace(string(b)), "env DATABASE_URL_FILE"
+		}
+	}
 	if url != "" {
 		d := cfg.Databases["default"]
-		d.URL = url
+		d.URL, d.Origin = url, origin
 		cfg.Databases["default"] = d
 	}
 	if lvl := firstNonEmpty(f.logLevel, os.Getenv("PGTOOLS_LOG_LEVEL")); lvl != "" {
@@ -68,19 +80,22 @@ func (f *dbFlags) load() (*runner.Config, error) {
 // serveFlags are serve's flags: the shared ones plus where and to whom the HTTP API listens.
 type serveFlags struct {
 	dbFlags
-	brokers brokerFlags
-	listen  string
-	tokens  multiFlag
+	brokers       brokerFlags
+	listen        string
+	metricsListen string
+	tokens        multiFlag
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.dbFlags.register(fs)
 	f.brokers.register(fs)
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "separate address for /metrics, /healthz and /readyz only (default: /metrics on --listen); env PGTOOLS_METRICS_LISTEN")
 	fs.Var(&f.tokens, "token", "API token as SECRET:SCOPES, e.g. s3cret-value-0123456:read,write (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write\"")
 }
 
 // config merges file, environment and flags: flags win over environment, which wins over the file.
+// Tokens add up: the file's, then --token, then PGTOOLS_TOKENS and PGTOOLS_TOKENS_FILE.
 func (f *serveFlags) config() (*runner.Config, error) {
 	cfg, err := f.load()
 	if err != nil {
@@ -89,15 +104,35 @@ func (f *serveFlags) config() (*runner.Config, error) {
 	if l := firstNonEmpty(f.listen, os.Getenv("PGTOOLS_LISTEN")); l != "" {
 		cfg.Listen = l
 	}
-	specs := []string(f.tokens)
+	if l := firstNonEmpty(f.metricsListen, os.Getenv("PGTOOLS_METRICS_LISTEN")); l != "" {
+		cfg.MetricsListen = l
+	}
+	sources := []struct{ origin, spec string }{}
+	for _, spec := range f.tokens {
+		sources = append(sources, struct{ origin, spec string }{"--token", spec})
+	}
 	if env := os.Getenv("PGTOOLS_TOKENS"); env != "" {
-		specs = append(specs, env)
+		sources = append(sources, struct{ origin, spec string }{"env PGTOOLS_TOKENS", env})
 	}
-	toks, err := runner.ParseTokens(specs, len(cfg.Tokens))
-	if err != nil {
-		return nil, err
+	if file := os.Getenv("PGTOOLS_TOKENS_FILE"); file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("PGTOOLS_TOKENS_FILE: cannot read %s: %w", file, errors.Unwrap(err))
+		}
+		// One token per line or separated by ";", as in PGTOOLS_TOKENS.
+		spec := strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", ";")
+		sources = append(sources, struct{ origin, spec string }{"env PGTOOLS_TOKENS_FILE", spec})
 	}
-	cfg.Tokens = append(cfg.Tokens, toks...)
+	for _, src := range sources {
+		toks, err := runner.ParseTokens([]string{src.spec}, len(cfg.Tokens))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src.origin, err)
+		}
+		for i := range toks {
+			toks[i].Origin = src.origin
+		}
+		cfg.Tokens = append(cfg.Tokens, toks...)
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -151,8 +186,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // serve opens the databases and runs the HTTP API, and beside it a task-runner client per n8n
 // broker, until ctx ends. When ready is set, it receives the bound address once the listener is
 // up.
+//
+// The databases need not be up: pools connect on first use, /readyz answers 503 until every
+// database answers, and calls meanwhile fail with connection_error.
 func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log zerolog.Logger, ready chan<- string) error {
-	reg, closeReg, err := openRegistry(ctx, cfg, log)
+	reg, sessions, closeReg, err := openRegistry(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -167,40 +205,51 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	log.Info().Str("listen", ln.Addr().String()).Strs("databases", reg.Databases()).Int("tokens", len(cfg.Tokens)).
-		Str("version", runner.Version).Msg("pgtools serving")
+	var metricsLn net.Listener
+	if cfg.MetricsListen != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("listening on %s (metrics_listen): %w", cfg.MetricsListen, err)
+		}
+	}
+	ev := log.Info().Str("listen", ln.Addr().String()).Strs("databases", reg.Databases()).Int("tokens", len(cfg.Tokens)).
+		Str("version", runner.Version)
+	if metricsLn != nil {
+		ev = ev.Str("metrics_listen", metricsLn.Addr().String())
+	}
+	ev.Msg("pgtools serving")
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	return runner.Serve(ctx, ln, runner.NewHandler(reg, cfg.Tokens, log, cfg.MaxBodyBytes), log, 10*time.Second)
+	return runner.NewServer(cfg, reg, sessions, log).Run(ctx, ln, metricsLn)
 }
 
 // openRegistry opens the configured databases, the session manager and the audit log and builds
 // the registry over them. closeAll rolls back every open session, then releases the rest, the
 // pools last.
-func openRegistry(ctx context.Context, cfg *runner.Config, log zerolog.Logger) (reg *tools.Registry, closeAll func(), err error) {
+func openRegistry(ctx context.Context, cfg *runner.Config, log zerolog.Logger) (reg *tools.Registry, sessions *session.Manager, closeAll func(), err error) {
 	dbs, closeDBs, err := runner.OpenDatabases(ctx, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	reg, err = tools.NewRegistry(dbs)
 	if err != nil {
 		closeDBs()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	audit, closeAudit, err := runner.OpenAuditLog(cfg.AuditLog)
 	if err != nil {
 		closeDBs()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if audit != nil {
 		reg.SetAuditor(audit)
 	}
-	sessions := session.New(session.Config{MaxSessions: cfg.MaxSessions, TTL: cfg.SessionTTL, Log: log})
+	sessions = session.New(session.Config{MaxSessions: cfg.MaxSessions, TTL: cfg.SessionTTL, Log: log})
 	reg.SetSessions(sessions)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	go sessions.Run(sweepCtx, 0)
-	return reg, func() {
+	return reg, sessions, func() {
 		stopSweep()
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -98,5 +100,98 @@ func TestSIGTERMRollsBackSessions(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "rolling back open sessions") {
 		t.Errorf("shutdown did not log the rollback:\n%s", stderr.String())
+	}
+}
+
+// TestSIGTERMDrainsThenCancels runs serve from a config file with a drain delay and a short grace
+// period: after SIGTERM /readyz answers 503 while calls are still served, then a call that outlives
+// the grace period is cancelled on the server, its session rolled back, and the process exits 0
+// with no backend left.
+func TestSIGTERMDrainsThenCancels(t *testing.T) {
+	t.Parallel()
+	bin := buildPgtools(t)
+	db := pgtest.New(t)
+	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text)`)
+	dsn := db.RoleDSN(t, "drain")
+	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("drain")+`"`)
+	const token = "drain-test-token-0123456789"
+	cfgFile := filepath.Join(t.TempDir(), "pgtools.json")
+	os.WriteFile(cfgFile, []byte(`{"listen": "127.0.0.1:0", "tokens": [{"name": "agent", "token": "`+token+`", "scopes": ["read", "write"]}],
+	  "databases": {"default": {"url": "`+dsn+`"}}, "shutdown": {"drain_delay_seconds": 1, "grace_seconds": 0.5}}`), 0o600)
+	cmd := exec.Command(bin, "serve", "--config", cfgFile)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	base := "http://" + waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
+	call := func(tool, body string) map[string]any {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/"+tool, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return map[string]any{"transport_error": err.Error()}
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var out map[string]any
+		_ = json.Unmarshal(raw, &out)
+		return out
+	}
+	id := call("pg_tx", `{"action":"begin"}`)["session_id"].(string)
+	if out := call("insert_data", `{"table":"notes","row":{"id":1,"body":"uncommitted"},"session_id":"`+id+`"}`); out["success"] != true {
+		t.Fatalf("insert in session: %v", out)
+	}
+	long := make(chan map[string]any, 1)
+	go func() { long <- call("execute_sql", `{"sql":"select pg_sleep(30)"}`) }()
+	role := db.RoleName("drain")
+	for i := 0; db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1 and query like '%pg_sleep(30)%'", role) == 0; i++ {
+		if i > 250 {
+			t.Fatal("the long call never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	signalled := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	resp, err := http.Get(base + "/readyz")
+	if err != nil || resp.StatusCode != 503 {
+		t.Fatalf("/readyz during the drain delay: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	if out := call("select_query", `{"table":"notes"}`); out["success"] != true {
+		t.Fatalf("call during the drain delay: %v", out)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exited with %v:\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not exit after SIGTERM:\n%s", stderr.String())
+	}
+	if took := time.Since(signalled); took > 8*time.Second {
+		t.Errorf("exit took %s after SIGTERM with drain 1s and grace 0.5s", took)
+	}
+	if out := <-long; out["transport_error"] == nil && out["errorType"] != "timeout" {
+		t.Errorf("call past the grace period ended with %v, want a cancel (timeout) or a closed connection", out)
+	}
+	if !strings.Contains(stderr.String(), "cancelling them") {
+		t.Errorf("the log does not say calls were cancelled:\n%s", stderr.String())
+	}
+	for i := 0; i < 100 && db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1", role) > 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1", role); n != 0 {
+		t.Fatalf("%d backends of the runner's role left after exit", n)
+	}
+	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
+		t.Fatalf("the session's insert survived shutdown")
 	}
 }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// cmdCheckConfig validates what serve would run with (config file, environment and flags) and
+// prints the effective configuration with every secret redacted.
+func cmdCheckConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f serveFlags
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: pgtools check-config [--config FILE] [serve flags]
+
+Checks the configuration pgtools serve would run with — the config file, environment
+(DATABASE_URL, PGTOOLS_TOKENS, …) and flags — and prints it with every default filled in.
+Secrets are never printed: tokens show as [REDACTED], connection strings as host, port,
+database, user and TLS mode. Every problem is reported on its own line; the exit code is
+1 when there is one, so it fits in CI and container entrypoints. It does not connect to
+the databases.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	cfg, err := f.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+		return 1
+	}
+	out, err := cfg.EffectiveJSON()
+	if err != nil {
+		fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "pgtools check-config: the configuration is valid (%d database(s), %d token(s))\n", len(cfg.Databases), len(cfg.Tokens))
+	fmt.Fprintf(stdout, "%s\n", out)
+	return 0
+}
+
+// cmdHealthcheck asks a running server whether it is alive (or ready), for container health
+// checks in images that have no curl.
+func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "", "host:port of the server (default: PGTOOLS_LISTEN with a wildcard host as 127.0.0.1, else 127.0.0.1:8080)")
+	ready := fs.Bool("ready", false, "check /readyz (databases reachable, not draining) instead of /healthz (process alive)")
+	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: pgtools healthcheck [--ready] [--addr host:port]
+
+Exits 0 when the server at addr answers /healthz (or /readyz with --ready) with 200, else 1.
+For container health checks, e.g. in a Dockerfile: HEALTHCHECK CMD ["pgtools", "healthcheck"].
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	target := *addr
+	if target == "" {
+		target = localAddr(firstNonEmpty(os.Getenv("PGTOOLS_LISTEN"), "127.0.0.1:8080"))
+	}
+	path := "/healthz"
+	if *ready {
+		path = "/readyz"
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+target+path, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "pgtools healthcheck: %v\n", err)
+		return 2
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "pgtools healthcheck: %s%s: %v\n", target, path, errors.Unwrap(err))
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	fmt.Fprintf(stdout, "%s%s: %d %s\n", target, path, resp.StatusCode, strings.TrimSpace(string(body)))
+	if resp.StatusCode != http.StatusOK {
+		return 1
+	}
+	return 0
+}
+
+// localAddr turns a listen address into one to dial from the same host: a wildcard host (":8080",
+// "0.0.0.0:8080", "[::]:8080") becomes 127.0.0.1.
+func localAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
