@@ -107,7 +107,9 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	}
 	sctx, stopServer := context.WithCancel(ctx)
 	defer stopServer()
-	go runner.Serve(sctx, ln, runner.NewHandler(reg, cfg.Tokens, zerolog.New(io.Discard).Level(zerolog.InfoLevel), 0), zerolog.Nop(), time.Second)
+	// As pgtools serve runs it: metrics observe every call, the access log is written (to nowhere).
+	srv := runner.NewServer(cfg, reg, nil, zerolog.New(io.Discard).Level(zerolog.InfoLevel))
+	go srv.Run(sctx, ln, nil)
 	base := "http://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
 	httpCall := func(tool string, body func(id int) []byte) caller {
