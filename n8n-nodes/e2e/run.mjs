@@ -1,0 +1,356 @@
+// make e2e: the packed n8n-nodes-pgtools in a real n8n (2.41.1, on Node 24), driven by a
+// scripted OpenAI-compatible model, against a real runner and PostgreSQL (pgtools demo).
+//
+// n8n and Node 24 are installed once into a cache outside the repository (.ci/install-n8n.sh).
+// Each run: npm pack the package and install the tarball into a fresh n8n user folder the way
+// n8n's community-package installer does, import the credentials and the workflows of
+// examples/n8n/, run each workflow with `n8n execute`, and check what happened in PostgreSQL
+// and what the model was sent (the tool schemas with the schema descriptions, the tool results
+// with errorType and suggestion). Everything listens on 127.0.0.1.
+// Environment: PGTOOLS_E2E_CACHE (default ~/.cache/pgtools-e2e), PGTOOLS_E2E_KEEP=1 keeps the
+// user folder, PGTOOLS_BIN uses a prebuilt runner.
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { examples } from '../scripts/examples.mjs';
+import { pkg, root, schemaOf } from '../test/helpers.mjs';
+import { buildRunner, call, startDemo } from '../test/runner.mjs';
+import { startFakeLLM, toolResults } from './fake-llm.mjs';
+
+const started = Date.now();
+const log = (msg) => console.log(`e2e [${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
+
+const wireNames = ['select_query', 'insert_data', 'update_data', 'delete_data', 'execute_sql', 'describe_schema', 'pg_tx', 'pg_transaction'];
+const notForModel = { pg_transaction: ['action'] };
+const example = Object.fromEntries(examples.map((e) => [e.file.replace(/^pgtools-|\.json$/g, ''), e]));
+
+let n8n; // { node, bin, env }
+let runner;
+let proxy;
+let llm;
+let work;
+
+before(async () => {
+	log('installing or reusing n8n and Node 24 (first run: 6-9 minutes)...');
+	const [nodeDir, n8nDir] = execFileSync('bash', [join(root, '.ci', 'install-n8n.sh')], {
+		encoding: 'utf8',
+		stdio: ['ignore', 'pipe', 'inherit'],
+	})
+		.trim()
+		.split(' ');
+	work = mkdtempSync(join(tmpdir(), 'pgtools-e2e-'));
+	const userFolder = join(work, 'user');
+
+	log('packing n8n-nodes-pgtools and installing it as a community package...');
+	const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8' }))[0];
+	const files = packed.files.map((f) => f.path);
+	const stray = files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(f));
+	assert.deepEqual(stray, [], 'the tarball holds only what n8n needs');
+	for (const f of [...pkg.n8n.nodes, ...pkg.n8n.credentials]) assert.ok(files.includes(f), `${f} is packed`);
+	installLikeN8n(join(work, packed.filename), join(userFolder, '.n8n', 'nodes'));
+
+	log('building the runner and starting pgtools demo (throwaway PostgreSQL)...');
+	runner = await startDemo(buildRunner());
+	proxy = await startRecordingProxy(runner.url);
+	llm = await startFakeLLM();
+
+	n8n = {
+		node: join(nodeDir, 'bin', 'node'),
+		bin: join(n8nDir, 'node_modules', 'n8n', 'bin', 'n8n'),
+		env: {
+			...process.env,
+			PATH: `${join(nodeDir, 'bin')}:${process.env.PATH}`,
+			N8N_USER_FOLDER: userFolder,
+			N8N_ENCRYPTION_KEY: 'pgtools-e2e-only-not-a-secret',
+			N8N_RUNNERS_AUTH_TOKEN: randomBytes(16).toString('hex'),
+			N8N_LISTEN_ADDRESS: '127.0.0.1',
+			N8N_RUNNERS_BROKER_LISTEN_ADDRESS: '127.0.0.1',
+			N8N_DIAGNOSTICS_ENABLED: 'false',
+			N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+			N8N_TEMPLATES_ENABLED: 'false',
+			N8N_PERSONALIZATION_ENABLED: 'false',
+			N8N_DISABLED_MODULES: 'mcp-registry',
+			N8N_VERIFIED_PACKAGES_ENABLED: 'false',
+			N8N_REINSTALL_MISSING_PACKAGES: 'false',
+		},
+	};
+	log(`n8n ${(await n8nRun(['--version'])).stdout.trim()}; importing credentials and ${examples.length} workflows...`);
+	writeFileSync(
+		join(work, 'credentials.json'),
+		JSON.stringify([
+			// n8n reaches the runner through a recording proxy, to check the headers the nodes send.
+			{ id: 'pgtoolsApiCred01', name: 'pgtools API', type: 'pgToolsApi', data: { url: proxy.url, token: runner.token } },
+			{ id: 'openAiApiCred001', name: 'OpenAI', type: 'openAiApi', data: { apiKey: 'sk-e2e', url: llm.url } },
+		]),
+	);
+	const workflows = examples.map((e) => JSON.parse(readFileSync(join(root, 'examples', 'n8n', e.file), 'utf8')));
+	writeFileSync(join(work, 'workflows.json'), JSON.stringify(workflows));
+	await n8nRun(['import:credentials', `--input=${join(work, 'credentials.json')}`]);
+	await n8nRun(['import:workflow', `--input=${join(work, 'workflows.json')}`]);
+	log('ready');
+});
+
+after(async () => {
+	await proxy?.close();
+	await runner?.stop();
+	await llm?.close();
+	if (work && !process.env.PGTOOLS_E2E_KEEP) rmSync(work, { recursive: true, force: true });
+	else if (work) log(`kept ${work}`);
+	log('done');
+});
+
+// installLikeN8n does what n8n's community-package installer does (CommunityPackagesService
+// .downloadPackage): unpack into nodes/node_modules/<name>, drop dev, peer and optional
+// dependencies, npm install there, and record the package in nodes/package.json.
+function installLikeN8n(tarball, nodesDir) {
+	const dir = join(nodesDir, 'node_modules', pkg.name);
+	mkdirSync(dir, { recursive: true });
+	execFileSync('tar', ['-xzf', tarball, '-C', dir, '--strip-components=1']);
+	const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+	delete manifest.devDependencies;
+	delete manifest.peerDependencies;
+	delete manifest.optionalDependencies;
+	writeFileSync(join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
+	execFileSync(
+		'npm',
+		['install', '--audit=false', '--fund=false', '--bin-links=false', '--install-strategy=shallow', '--ignore-scripts=true', '--package-lock=false', '--loglevel=error'],
+		{ cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] },
+	);
+	writeFileSync(join(nodesDir, 'package.json'), JSON.stringify({ name: 'installed-nodes', private: true, dependencies: { [pkg.name]: manifest.version } }, null, 2));
+}
+
+// startRecordingProxy forwards HTTP requests to target and records each request's method,
+// path and headers.
+async function startRecordingProxy(target) {
+	const seen = [];
+	const server = createHttpServer((req, res) => {
+		seen.push({ method: req.method, path: req.url, headers: req.headers });
+		const upstream = httpRequest(`${target}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+			res.writeHead(answer.statusCode, answer.headers);
+			answer.pipe(res);
+		});
+		upstream.on('error', (error) => {
+			res.writeHead(502);
+			res.end(String(error));
+		});
+		req.pipe(upstream);
+	});
+	await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+	return {
+		url: `http://127.0.0.1:${server.address().port}`,
+		seen,
+		take: () => seen.splice(0),
+		close: () => new Promise((resolve) => server.close(resolve)),
+	};
+}
+
+async function freePort() {
+	const server = createServer();
+	await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+	const { port } = server.address();
+	await new Promise((resolve) => server.close(resolve));
+	return port;
+}
+
+// n8nRun runs one n8n CLI command, each with its own task-broker port.
+async function n8nRun(args, { timeoutMs = 240_000, logLevel = 'warn' } = {}) {
+	const env = {
+		...n8n.env,
+		N8N_LOG_LEVEL: logLevel,
+		N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+		N8N_PORT: String(await freePort()),
+	};
+	const child = spawn(n8n.node, [n8n.bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+	let stdout = '';
+	let stderr = '';
+	child.stdout.on('data', (c) => (stdout += c));
+	child.stderr.on('data', (c) => (stderr += c));
+	const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+	const code = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? s)));
+	clearTimeout(timer);
+	if (code !== 0) throw new Error(`n8n ${args.join(' ')} exited ${code}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`);
+	return { stdout, stderr };
+}
+
+let runs = 0;
+
+// execute runs a workflow with the given model script and returns the agent's answer and
+// what the model was sent.
+async function execute(workflowId, script) {
+	llm.use(script);
+	proxy.take();
+	const t = Date.now();
+	// The run data is logged at level info.
+	const { stdout } = await n8nRun(['execute', `--id=${workflowId}`, '--rawOutput'], { logLevel: 'info' });
+	log(`  n8n execute --id=${workflowId}: ${((Date.now() - t) / 1000).toFixed(1)}s, ${llm.state.requests.length} model calls`);
+	assert.deepEqual(llm.state.errors, [], 'the fake model had no trouble');
+	const output = agentOutput(stdout);
+	const requests = llm.state.requests;
+	const calls = proxy.take().filter((r) => r.path.startsWith('/v1/tools/'));
+	writeFileSync(join(work, `${workflowId}-${++runs}.json`), JSON.stringify({ output, requests, calls }, null, 2));
+	for (const c of calls) assert.equal(c.headers.authorization, `Bearer ${runner.token}`, 'the credential authenticates every call');
+	return { output, requests, calls, results: toolResults(requests.at(-1).messages) };
+}
+
+// agentOutput finds the AI Agent's answer in the run data `n8n execute --rawOutput` prints.
+function agentOutput(stdout) {
+	const lines = stdout.split('\n');
+	const start = lines.indexOf('{');
+	const end = lines.lastIndexOf('}');
+	assert.ok(start >= 0 && end > start, `n8n printed run data:\n${stdout}`);
+	const run = JSON.parse(lines.slice(start, end + 1).join('\n'));
+	const agent = run.data?.resultData?.runData?.['AI Agent'];
+	assert.ok(agent, `the AI Agent ran:\n${stdout.slice(0, 2000)}`);
+	assert.equal(agent[0].error, undefined, `the AI Agent did not fail: ${JSON.stringify(agent[0].error)}`);
+	return agent[0].data.main[0][0].json.output;
+}
+
+// turn counts the tool answers so far: the script's position in the conversation.
+const turn = (messages) => messages.filter((m) => m.role === 'tool').length;
+const lastResult = (messages) => toolResults(messages).at(-1);
+const toolCall = (name, args) => ({ toolCalls: [{ name, arguments: args }] });
+
+// checkToolSchemas: the model was offered the eight tools, each with the schema's description
+// and arguments (less those pinned by the workflow), in the schema's words.
+function checkToolSchemas(request, pinned = {}) {
+	const offered = Object.fromEntries(request.tools.map((t) => [t.function.name, t.function]));
+	assert.deepEqual(Object.keys(offered).sort(), [...wireNames].sort());
+	for (const name of wireNames) {
+		const schema = schemaOf(name);
+		const fn = offered[name];
+		const hidden = [...(notForModel[name] ?? []), ...Object.keys(pinned[name] ?? {})];
+		assert.equal(fn.description, schema.description, `${name}: tool description`);
+		const keys = Object.keys(schema.properties).filter((k) => !hidden.includes(k));
+		assert.deepEqual(Object.keys(fn.parameters.properties).sort(), [...keys].sort(), `${name}: arguments`);
+		for (const key of keys) {
+			assert.equal(fn.parameters.properties[key].description, schema.properties[key].description, `${name}.${key}: description`);
+		}
+		const required = (schema.required ?? []).filter((k) => !hidden.includes(k));
+		assert.deepEqual([...(fn.parameters.required ?? [])].sort(), [...required].sort(), `${name}: required arguments`);
+	}
+}
+
+async function customers(email) {
+	const r = await call(runner, 'select_query', { table: 'customers', columns: 'id,name,email', where: 'email = $1', params: [email] });
+	assert.equal(r.success, true, JSON.stringify(r));
+	return r.data;
+}
+
+describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
+	test('reads with Select Query and answers with the rows', async () => {
+		const { output, requests, results } = await execute(example.read.id, (messages) => {
+			if (turn(messages) === 0) {
+				// table is pinned to orders by the workflow: the model does not pass it.
+				return toolCall('select_query', { columns: 'id,total', where: 'status = $1', params: '["paid"]', order_by: 'placed_at desc, id desc', limit: 3 });
+			}
+			const r = lastResult(messages);
+			return { content: `The three most recent paid orders: ${r.data.map((o) => `#${o.id} (${o.total} EUR)`).join(', ')}.` };
+		});
+		checkToolSchemas(requests[0], example.read.pinned);
+		assert.equal(results[0].success, true, JSON.stringify(results[0]));
+		assert.equal(results[0].table, 'orders', 'the pinned table was used');
+		const truth = await call(runner, 'select_query', { table: 'orders', columns: 'id,total', where: "status = 'paid'", order_by: 'placed_at desc, id desc', limit: 3 });
+		assert.equal(output, `The three most recent paid orders: ${truth.data.map((o) => `#${o.id} (${o.total} EUR)`).join(', ')}.`);
+	});
+
+	test('inserts with autocommit: the row is in the table afterwards', async () => {
+		assert.equal((await customers('ada@example.com')).length, 0);
+		const { output, requests, results } = await execute(example.insert.id, (messages) =>
+			turn(messages) === 0
+				? toolCall('insert_data', { table: 'customers', row: '{"name": "Ada Lovelace", "email": "ada@example.com"}', autocommit: true })
+				: { content: `Added customer #${lastResult(messages).data[0].id}.` },
+		);
+		checkToolSchemas(requests[0]);
+		assert.equal(results[0].success, true, JSON.stringify(results[0]));
+		const rows = await customers('ada@example.com');
+		assert.equal(rows.length, 1);
+		assert.equal(rows[0].name, 'Ada Lovelace');
+		assert.equal(output, `Added customer #${rows[0].id}.`);
+	});
+
+	// The same workflow twice: the model commits once and rolls back once.
+	for (const end of ['commit', 'rollback']) {
+		test(`opens a session, inserts, reads inside it, and ${end}s`, async () => {
+			const email = end === 'commit' ? 'grace@example.com' : 'grace.rollback@example.com';
+			let session;
+			const { output, requests, results, calls } = await execute(example.session.id, (messages) => {
+				switch (turn(messages)) {
+					case 0:
+						return toolCall('pg_tx', { action: 'begin' });
+					case 1:
+						session = lastResult(messages).session_id;
+						return toolCall('insert_data', { table: 'customers', row: JSON.stringify({ name: 'Grace Hopper', email }), session_id: session });
+					case 2:
+						return toolCall('select_query', { table: 'customers', where: 'email = $1', params: JSON.stringify([email]), session_id: session });
+					case 3:
+						return toolCall('pg_tx', { action: end, session_id: session });
+					default:
+						return { content: end === 'commit' ? 'Grace Hopper is added.' : 'I rolled the change back.' };
+				}
+			});
+			checkToolSchemas(requests[0]);
+			const [begin, insert, inside, done] = results;
+			assert.equal(begin.success, true, JSON.stringify(begin));
+			assert.match(begin.session_id, /^[0-9a-f-]{36}$/);
+			assert.equal(insert.success, true, JSON.stringify(insert));
+			assert.equal(inside.rowCount, 1, 'the session sees its own insert');
+			assert.equal(done.success, true, JSON.stringify(done));
+			assert.equal((await customers(email)).length, end === 'commit' ? 1 : 0, `after ${end}`);
+			// Every call in the session names it in X-PgTools-Session too (for session-aware routing).
+			assert.deepEqual(
+				calls.map((c) => [c.path, c.headers['x-pgtools-session']]),
+				[
+					['/v1/tools/pg_tx', undefined],
+					['/v1/tools/insert_data', session],
+					['/v1/tools/select_query', session],
+					['/v1/tools/pg_tx', session],
+				],
+			);
+			assert.ok(output.length > 0);
+		});
+	}
+
+	test('makes a mistake, reads the suggestion, and succeeds on the second call', async () => {
+		const { output, results } = await execute(example['fix-mistake'].id, (messages) => {
+			switch (turn(messages)) {
+				case 0:
+					return toolCall('select_query', { table: 'customers', columns: 'id,nmae', order_by: 'id', limit: 2 });
+				case 1: {
+					// What a model does with the answer: take the column the suggestion names.
+					const fixed = /Did you mean "([^"]+)"/.exec(lastResult(messages).suggestion)[1];
+					return toolCall('select_query', { table: 'customers', columns: `id,${fixed}`, order_by: 'id', limit: 2 });
+				}
+				default:
+					return { content: `Two customers: ${lastResult(messages).data.map((c) => c.name).join(' and ')}.` };
+			}
+		});
+		const [mistake, fixed] = results;
+		assert.equal(mistake.success, false);
+		assert.equal(mistake.errorType, 'invalid_column');
+		assert.match(mistake.suggestion, /Did you mean "name"\?/);
+		assert.equal(fixed.success, true, JSON.stringify(fixed));
+		const truth = await call(runner, 'select_query', { table: 'customers', columns: 'name', order_by: 'id', limit: 2 });
+		assert.equal(output, `Two customers: ${truth.data.map((c) => c.name).join(' and ')}.`);
+	});
+
+	test('calls Update Data without intent and gets write_intent_required as the tool result', async () => {
+		const { output, results } = await execute(example['update-intent'].id, (messages) =>
+			turn(messages) === 0
+				? toolCall('update_data', { table: 'orders', set: { note: 'gift wrap' }, where: 'id = $1', params: '[5]' })
+				: { content: `Not done: ${lastResult(messages).errorType}.` },
+		);
+		assert.equal(results[0].success, false);
+		assert.equal(results[0].errorType, 'write_intent_required');
+		assert.match(results[0].suggestion, /autocommit/);
+		assert.equal(output, 'Not done: write_intent_required.');
+		const order = await call(runner, 'select_query', { table: 'orders', columns: 'note', where: 'id = 5' });
+		assert.notEqual(order.data[0].note, 'gift wrap', 'nothing was written');
+	});
+});
