@@ -1,7 +1,6 @@
 import type {
 	IAuthenticateGeneric,
 	Icon,
-	ICredentialTestRequest,
 	ICredentialType,
 	INodeProperties,
 } from 'n8n-workflow';
@@ -46,29 +45,6 @@ export class PgToolsApi implements ICredentialType {
 		},
 	};
 
-	// GET /v1/tools needs a valid token and answers only from a pgtools runner, so it checks
-	// the URL and the token at once.
-	test: ICredentialTestRequest = {
-		request: {
-			baseURL: '={{$credentials.url}}',
-			url: '/v1/tools',
-			method: 'GET',
-		},
-		rules: [
-			{
-				type: 'responseCode',
-				properties: {
-					value: 401,
-					message: 'The pgtools runner refused this token. Copy a token the runner was started with (pgtools serve --token or PGTOOLS_TOKENS).',
-				},
-			},
-			{
-				type: 'responseCode',
-				properties: {
-					value: 404,
-					message: 'No pgtools runner answers at this URL. Use the runner\'s base address without /v1, e.g. http://127.0.0.1:8080.',
-				},
-			},
-		],
-	};
+	// No declarative test request: every node names a test function (testedBy), which reports an
+	// unreachable runner in plain words (see shared/credentialTest.ts).
 }

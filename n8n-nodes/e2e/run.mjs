@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -62,6 +63,7 @@ before(async () => {
 	llm = await startFakeLLM();
 
 	n8n = {
+		dir: n8nDir,
 		node: join(nodeDir, 'bin', 'node'),
 		bin: join(n8nDir, 'node_modules', 'n8n', 'bin', 'n8n'),
 		env: {
@@ -160,6 +162,58 @@ async function freePort() {
 }
 
 // n8nRun runs one n8n CLI command, each with its own task-broker port.
+// n8nStart runs `n8n start` with an owner set up from the environment, waits until it
+// answers, logs in, and returns a REST client and a stop().
+async function n8nStart() {
+	const password = `e2e-${randomBytes(8).toString('hex')}`;
+	const bcrypt = createRequire(join(n8n.dir, 'package.json'))('bcryptjs');
+	const port = await freePort();
+	const env = {
+		...n8n.env,
+		N8N_PORT: String(port),
+		N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+		N8N_SECURE_COOKIE: 'false',
+		N8N_LOG_LEVEL: 'warn',
+		N8N_INSTANCE_OWNER_MANAGED_BY_ENV: 'true',
+		N8N_INSTANCE_OWNER_EMAIL: 'owner@example.com',
+		N8N_INSTANCE_OWNER_PASSWORD_HASH: bcrypt.hashSync(password, 10),
+	};
+	const child = spawn(n8n.node, [n8n.bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+	let output = '';
+	child.stdout.on('data', (c) => (output += c));
+	child.stderr.on('data', (c) => (output += c));
+	const exited = new Promise((resolve) => child.on('exit', resolve));
+	const base = `http://127.0.0.1:${port}`;
+	const stop = async () => {
+		if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+		await exited;
+	};
+	try {
+		const deadline = Date.now() + 120_000;
+		for (;;) {
+			const ok = await fetch(`${base}/healthz/readiness`).then((r) => r.ok, () => false);
+			if (ok) break;
+			if (Date.now() > deadline || child.exitCode !== null) throw new Error(`n8n start did not come up:\n${output}`);
+			await new Promise((resolve) => setTimeout(resolve, 500));
+		}
+		const login = await fetch(`${base}/rest/login`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json' },
+			body: JSON.stringify({ emailOrLdapLoginId: 'owner@example.com', password }),
+		});
+		assert.equal(login.status, 200, `login: ${await login.clone().text()}`);
+		const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+		const post = async (path, body) => {
+			const r = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify(body) });
+			return await r.json();
+		};
+		return { post, stop };
+	} catch (error) {
+		await stop();
+		throw error;
+	}
+}
+
 async function n8nRun(args, { timeoutMs = 240_000, logLevel = 'warn' } = {}) {
 	const env = {
 		...n8n.env,
@@ -352,5 +406,36 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 		assert.equal(output, 'Not done: write_intent_required.');
 		const order = await call(runner, 'select_query', { table: 'orders', columns: 'note', where: 'id = 5' });
 		assert.notEqual(order.data[0].note, 'gift wrap', 'nothing was written');
+	});
+
+	test('the credential test in the editor says what is wrong, in plain words', async () => {
+		const t = Date.now();
+		const server = await n8nStart();
+		try {
+			const check = async (data) => {
+				const r = await server.post('/rest/credentials/test', {
+					credentials: { id: 'pgtoolsApiCred01', name: 'pgtools API', type: 'pgToolsApi', data },
+				});
+				assert.ok(r.data, JSON.stringify(r));
+				return `${r.data.status}: ${r.data.message}`;
+			};
+			assert.equal(await check({ url: runner.url, token: runner.token }), 'OK: Connected to the pgtools runner: 8 tools available.');
+			assert.equal(
+				await check({ url: runner.url, token: 'not-the-token-0123456789' }),
+				'Error: The pgtools runner refused this token. Copy a token the runner was started with (pgtools serve --token or PGTOOLS_TOKENS).',
+			);
+			assert.equal(
+				await check({ url: `${runner.url}/v1`, token: runner.token }),
+				`Error: No pgtools runner answers at ${runner.url}/v1 (HTTP 404). Use the runner's base address without /v1, e.g. http://127.0.0.1:8080.`,
+			);
+			const closed = `http://127.0.0.1:${await freePort()}`;
+			assert.equal(
+				await check({ url: closed, token: 'x' }),
+				`Error: Cannot reach a pgtools runner at ${closed} (ECONNREFUSED). Check that pgtools serve is running there and that n8n can reach that address.`,
+			);
+		} finally {
+			await server.stop();
+		}
+		log(`  n8n start and four credential tests: ${((Date.now() - t) / 1000).toFixed(1)}s`);
 	});
 });

@@ -6,6 +6,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
+import { testPgToolsApi } from '../../shared/credentialTest';
 import { nodeProperties } from '../../shared/properties';
 import { executeTool } from '../../shared/runner';
 import { toolSchemas } from '../../shared/schemas';
@@ -27,9 +28,11 @@ export class TransactionSession implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		usableAsTool: true,
-		credentials: [{ name: 'pgToolsApi', required: true }],
+		credentials: [{ name: 'pgToolsApi', required: true, testedBy: 'pgToolsApiTest' }],
 		properties: nodeProperties(tools.pg_tx.args),
 	};
+
+	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		return await executeTool.call(this, tools.pg_tx);

@@ -198,6 +198,28 @@ describe('nodes against a real runner', { skip }, () => {
 		});
 	});
 
+	test('the credential test: right token, wrong token, wrong path, nobody listening', async () => {
+		const testFn = loadNode('SelectQuery').methods.credentialTest.pgToolsApiTest;
+		// The legacy request helper n8n gives a credential test, for the options the test uses.
+		const helpers = {
+			request: async (o) => {
+				const response = await fetch(o.uri, { method: o.method, headers: o.headers });
+				const text = await response.text();
+				let body = text;
+				try {
+					body = JSON.parse(text);
+				} catch {}
+				return { statusCode: response.status, body };
+			},
+		};
+		const check = async (data) => (await testFn.call({ helpers }, { id: 'x', name: 'pgtools API', type: 'pgToolsApi', data })).message;
+		assert.match(await check({ url: runner.url, token: runner.token }), /^Connected to the pgtools runner: 8 tools available\.$/);
+		assert.match(await check({ url: runner.url, token: 'not-a-token-0123456789' }), /refused this token/);
+		assert.match(await check({ url: `${runner.url}/v1`, token: runner.token }), /No pgtools runner answers at .*\(HTTP 404\)/);
+		const closed = await closedPort();
+		assert.match(await check({ url: `http://127.0.0.1:${closed}`, token: 'x' }), /^Cannot reach a pgtools runner at http:\/\/127\.0\.0\.1:\d+/);
+	});
+
 	test('a wrong token is answered as authentication_error; an unreachable runner fails in plain words', async () => {
 		const [denied] = await run('SelectQuery', [{ table: 'orders' }], { credentials: { url: runner.url, token: 'wrong-token-0123456789' } });
 		assert.equal(denied.errorType, 'authentication_error');
