@@ -26,6 +26,10 @@ export async function startDemo(bin, { timeoutMs = 120_000 } = {}) {
 	});
 	let output = '';
 	const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+	// Should the test process die without stop(), take the demo (and its cluster) with it.
+	const orphan = () => child.kill('SIGTERM');
+	process.once('exit', orphan);
+	exited.then(() => process.off('exit', orphan));
 	const ready = await new Promise((resolve, reject) => {
 		const timer = setTimeout(() => reject(new Error(`pgtools demo did not start in ${timeoutMs} ms:\n${output}`)), timeoutMs);
 		const onData = (chunk) => {
