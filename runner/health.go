@@ -53,13 +53,15 @@ func (h *Health) Check(ctx context.Context) (down []string) {
 	}
 	names := h.reg.Databases()
 	ok := make([]bool, len(names))
+	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
 		db, _ := h.reg.Database(name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok[i] = databaseAnswers(ctx, db)
+			errs[i] = databaseAnswers(ctx, db)
+			ok[i] = errs[i] == nil
 		}()
 	}
 	wg.Wait()
@@ -71,7 +73,10 @@ func (h *Health) Check(ctx context.Context) (down []string) {
 		case ok[i] && known && !was:
 			h.log.Info().Str("database", name).Msg("database is reachable again")
 		case !ok[i] && (!known || was):
-			h.log.Warn().Str("database", name).Msg("database is not reachable; /readyz answers 503 until it is")
+			// pgx's connect errors name host, user and database and the cause (refused, TLS
+			// verification, authentication), never the password: the operator needs the cause.
+			h.log.Warn().Str("database", name).Str("reason", errs[i].Error()).
+				Msg("database is not reachable; /readyz answers 503 until it is")
 		}
 		h.up[name] = ok[i]
 		if !ok[i] {
@@ -84,13 +89,13 @@ func (h *Health) Check(ctx context.Context) (down []string) {
 
 // databaseAnswers pings db, counting a pool busy to its limit as up: every connection is running
 // a call, which a dead database would not allow.
-func databaseAnswers(ctx context.Context, db *tools.Database) bool {
+func databaseAnswers(ctx context.Context, db *tools.Database) error {
 	if s := db.Pool.Stat(); s.AcquiredConns() >= s.MaxConns() {
-		return true
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return db.Ping(ctx) == nil
+	return db.Ping(ctx)
 }
 
 // Run checks the databases every interval until ctx ends, so pgtools_database_up and the logged

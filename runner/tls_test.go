@@ -149,7 +149,9 @@ func TestTLSModes(t *testing.T) {
 	if status, text := f.get(t, "/readyz"); status != 503 || !strings.Contains(text, "2 of 4 databases") {
 		t.Errorf("/readyz with two databases failing TLS verification: %d %s", status, text)
 	}
-	if !strings.Contains(f.log.String(), `"database":"wrong_ca"`) {
-		t.Errorf("the log does not name the database that fails: %s", f.log.String())
+	logs := f.log.String()
+	if !strings.Contains(logs, `"database":"wrong_ca"`) || !strings.Contains(logs, "certificate signed by unknown authority") ||
+		!strings.Contains(logs, `"database":"wrong_name"`) {
+		t.Errorf("the log does not name the databases that fail and why: %s", logs)
 	}
 }
