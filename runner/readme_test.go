@@ -1,0 +1,122 @@
+package runner
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pgtools/pgtools/schemas"
+)
+
+// readmeSection returns the README's text from heading to the next heading of the same level.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	i := strings.Index(s, "\n"+heading+"\n")
+	if i < 0 {
+		t.Fatalf("README has no %q section", heading)
+	}
+	s = s[i+len(heading)+2:]
+	level := heading[:strings.IndexByte(heading, ' ')+1]
+	if j := strings.Index(s, "\n"+level); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+// TestREADMEDocumentsEveryConfigKey keeps the README's configuration table in step with
+// schemas/config.schema.json: every key, at every level, has a row.
+func TestREADMEDocumentsEveryConfigKey(t *testing.T) {
+	t.Parallel()
+	section := readmeSection(t, "### Configuration")
+	var schema map[string]any
+	if err := json.Unmarshal(schemas.Config(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	defs, _ := schema["$defs"].(map[string]any)
+	seen := map[string]bool{}
+	var walk func(node map[string]any)
+	walk = func(node map[string]any) {
+		if ref, ok := node["$ref"].(string); ok {
+			walk(defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any))
+		}
+		for _, key := range []string{"items", "additionalProperties"} {
+			if sub, ok := node[key].(map[string]any); ok {
+				walk(sub)
+			}
+		}
+		props, _ := node["properties"].(map[string]any)
+		for name, sub := range props {
+			if name != "$schema" && !seen[name] {
+				seen[name] = true
+				if !documented(section, name) {
+					t.Errorf("README's configuration table lacks the key %q", name)
+				}
+			}
+			walk(sub.(map[string]any))
+		}
+	}
+	walk(schema)
+	if len(seen) < 30 {
+		t.Fatalf("walked only %d keys", len(seen))
+	}
+}
+
+// documented reports whether a key appears in a table cell as a key path: `name`, `a.name`,
+// `name.b`, `name[]` or `a / name`.
+func documented(section, name string) bool {
+	for _, before := range []string{"`", "."} {
+		for _, after := range []string{"`", ".", "["} {
+			if strings.Contains(section, before+name+after) {
+				return true
+			}
+		}
+	}
+	return strings.Contains(section, "/ `"+name+"`")
+}
+
+// TestREADMETroubleshootsEveryErrorType keeps the troubleshooting table in step with the error
+// types of package tools.
+func TestREADMETroubleshootsEveryErrorType(t *testing.T) {
+	t.Parallel()
+	section := readmeSection(t, "## Troubleshooting")
+	file, err := parser.ParseFile(token.NewFileSet(), "../tools/errors.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || vs.Type == nil {
+			return true
+		}
+		if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "ErrorType" {
+			for _, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok {
+					s, _ := strconv.Unquote(lit.Value)
+					types = append(types, s)
+				}
+			}
+		}
+		return true
+	})
+	sort.Strings(types)
+	if len(types) < 20 {
+		t.Fatalf("found only %v in tools/errors.go", types)
+	}
+	for _, et := range types {
+		if !strings.Contains(section, "| `"+et+"` |") {
+			t.Errorf("README's troubleshooting table has no row for %s", et)
+		}
+	}
+}
