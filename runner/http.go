@@ -166,7 +166,11 @@ func (h *handler) logged(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), logInfoKey, info)))
 		ev := h.log.Info()
-		if sw.status >= 500 {
+		switch {
+		case r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics"):
+			// Probes and scrapes arrive every few seconds; Health logs readiness changes itself.
+			ev = h.log.Debug()
+		case sw.status >= 500:
 			ev = h.log.Warn()
 		}
 		ev.Str("req_id", id).Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).

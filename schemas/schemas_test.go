@@ -463,21 +463,23 @@ func TestConfigDocuments(t *testing.T) {
 		{"full", `{
 			"$schema": "https://pgtools.dev/schemas/config.schema.json",
 			"listen": "0.0.0.0:8080",
+			"metrics_listen": "0.0.0.0:9187",
 			"tokens": [
 				{"name": "n8n", "token": "0123456789abcdef", "scopes": ["read", "write"], "databases": ["default"]},
 				{"name": "ops@example", "token_file": "/run/secrets/ops", "scopes": ["read", "write", "ddl"]}
 			],
 			"databases": {
-				"default": {"url_file": "/run/secrets/db", "max_conns": 20, "policy": {
+				"default": {"url_file": "/run/secrets/db", "password_file": "/run/secrets/db-password", "max_conns": 20, "policy": {
 					"read_only": false, "allow_ddl": true, "allowed_schemas": ["public", "sales"],
 					"allow_tables": ["orders", "sales.customers"], "deny_tables": ["secrets"],
 					"default_limit": 100, "max_limit": 5000, "max_response_bytes": 1048576,
-					"statement_timeout_ms": 10000, "lock_timeout_ms": 1000, "max_affected_rows": 50,
+					"statement_timeout_ms": 10000, "lock_timeout_ms": 1000, "pool_wait_ms": 2000, "max_affected_rows": 50,
 					"disabled_tools": ["execute_sql"], "mask_error_values": false}},
 				"analytics_2": {"url": "host=db dbname=analytics", "policy": {"read_only": true}}
 			},
 			"sessions": {"max_sessions": 5, "ttl_seconds": 600},
 			"limits": {"max_body_bytes": 2048, "rate_per_second": 0.5, "burst": 5, "max_concurrent_per_token": 4},
+			"shutdown": {"drain_delay_seconds": 2.5, "grace_seconds": 0},
 			"audit_log": "-",
 			"log_level": "debug"
 		}`, true},
@@ -505,5 +507,10 @@ func TestConfigDocuments(t *testing.T) {
 		{"unknown sessions key", `{` + db + `,"sessions":{"max":1}}`, false},
 		{"bad log level", `{` + db + `,"log_level":"trace"}`, false},
 		{"empty audit log", `{` + db + `,"audit_log":""}`, false},
+		{"negative drain delay", `{` + db + `,"shutdown":{"drain_delay_seconds":-1}}`, false},
+		{"unknown shutdown key", `{` + db + `,"shutdown":{"grace":5}}`, false},
+		{"empty password_file", `{"databases":{"default":{"url":"postgres://x","password_file":""}}}`, false},
+		{"pool_wait_ms 0", `{"databases":{"default":{"url":"postgres://x","policy":{"pool_wait_ms":0}}}}`, false},
+		{"empty metrics_listen", `{` + db + `,"metrics_listen":""}`, false},
 	})
 }
