@@ -403,7 +403,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if status, body, _ := f.call(t, allToken, "execute_sql", `{"sql":"select pg_sleep(0.6)"}`); status != 200 {
+		if status, body, _ := f.call(t, allToken, "execute_sql", `{"sql":"select pg_sleep(1.5)"}`); status != 200 {
 			t.Errorf("slow call: %d %v", status, body)
 		}
 	}()
@@ -434,7 +434,7 @@ func TestPoolWaitIsNotAStatementTimeout(t *testing.T) {
 	dsn := newRoleDB(t, "poolwait", `CREATE TABLE t (id int)`, "")
 	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]DatabaseConfig{"default": {URL: dsn, MaxConns: 1,
-			Policy: tools.Policy{PoolWait: 200 * time.Millisecond, StatementTimeout: 300 * time.Millisecond}}}}
+			Policy: tools.Policy{PoolWait: 200 * time.Millisecond, StatementTimeout: 2 * time.Second}}}}
 	f := newServerFixture(t, cfg)
 	// Load the catalog first: its query waits for the pool without pool_wait_ms (tools' catalog
 	// cache uses the pool directly), which would blur what this test measures.
