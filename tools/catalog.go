@@ -72,7 +72,12 @@ WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p')
   AND NOT c.relispartition`
 
 func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
-	rows, err := db.Pool.Query(ctx, catalogQuery)
+	conn, err := db.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, catalogQuery)
 	if err != nil {
 		return nil, fmt.Errorf("loading the catalog: %w", err)
 	}
@@ -91,7 +96,7 @@ func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("loading the catalog: %w", err)
 	}
-	if err := db.Pool.QueryRow(ctx, "SELECT current_schemas(false)::text[]").Scan(&snap.searchPath); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT current_schemas(false)::text[]").Scan(&snap.searchPath); err != nil {
 		return nil, fmt.Errorf("loading the search path: %w", err)
 	}
 	return snap, nil

@@ -132,7 +132,12 @@ WHERE x.indrelid = $1::regclass ORDER BY i.relname`
 )
 
 func (db *Database) describeTable(ctx context.Context, rel *relation) (*tableDetail, error) {
-	tx, err := db.Pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	conn, err := db.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, err
 	}

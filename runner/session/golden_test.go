@@ -25,7 +25,9 @@ func TestSessionErrorGolden(t *testing.T) {
 	f := newFixture(t, Config{MaxSessions: 1, TTL: time.Minute}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	cases := map[string]func() *tools.Error{
-		"session_limit_reached": func() *tools.Error { return f.fail(t, tools.ErrSessionLimitReached, alice, "pg_tx", `{"action":"begin"}`) },
+		"session_limit_reached": func() *tools.Error {
+			return f.fail(t, tools.ErrSessionLimitReached, alice, "pg_tx", `{"action":"begin"}`)
+		},
 		"session_not_found": func() *tools.Error {
 			return f.fail(t, tools.ErrSessionNotFound, bob, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id))
 		},

@@ -165,7 +165,9 @@ func (m *Manager) missing(p tools.Principal, id string) *tools.Error {
 		Suggestion: `Check the session_id (pg_tx {"action":"list"} shows your sessions), begin one with pg_tx {"action":"begin"}, or drop session_id (a write then needs autocommit: true). On a multi-replica deployment, send the id also as header X-PgTools-Session so the request reaches the replica holding it.` + m.describe(p)}
 }
 
-func humanTTL(d time.Duration) string { return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m") }
+func humanTTL(d time.Duration) string {
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+}
 
 // Release implements tools.SessionStore.
 func (m *Manager) Release(s *tools.Session) { s.Unlock() }
