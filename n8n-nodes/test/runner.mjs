@@ -2,7 +2,7 @@
 // PostgreSQL with the demo shop data, a least-privilege role, and the runner on a free loopback
 // port), built from this checkout.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -11,7 +11,9 @@ import { root } from './helpers.mjs';
 /** buildRunner builds cmd/pgtools into a temporary directory (or returns PGTOOLS_BIN). */
 export function buildRunner() {
 	if (process.env.PGTOOLS_BIN) return process.env.PGTOOLS_BIN;
-	const bin = join(mkdtempSync(join(tmpdir(), 'pgtools-n8n-')), 'pgtools');
+	const dir = mkdtempSync(join(tmpdir(), 'pgtools-n8n-'));
+	process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+	const bin = join(dir, 'pgtools');
 	execFileSync('go', ['build', '-o', bin, './cmd/pgtools'], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
 	return bin;
 }
