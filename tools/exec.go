@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -172,9 +171,7 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt, fr readFrame) (
 
 	// One cancel watch for the whole call: on cancellation, ask the server to cancel the statement
 	// and bound the wait for its answer by a read deadline.
-	var fired atomic.Bool
 	stop := context.AfterFunc(ctx, func() {
-		fired.Store(true)
 		_ = pc.Conn().SetDeadline(time.Now().Add(3 * time.Second))
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -199,9 +196,9 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt, fr readFrame) (
 		cache.evict(st.sql)
 		err = errRetry
 	}
-	if !stop() && fired.Load() {
-		// A cancel request may still be in flight and could hit the next statement on this
-		// connection; never reuse it.
+	if !stop() {
+		// The cancel ran or is running: it may still set a deadline on this connection or its
+		// request may hit the next statement. Never reuse the connection.
 		destroy = true
 	}
 	return rs, destroy, err

@@ -212,80 +212,109 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
-	say("latency at concurrency 1 (%d calls each) and throughput at concurrency %d (%.0fs each), GOMAXPROCS=%d",
-		o.latencyN, o.concurrency, o.duration, runtime.GOMAXPROCS(0))
-	res := map[string]figures{}
+	rounds := max(1, o.rounds)
+	d := time.Duration(o.duration * float64(time.Second))
+	say("%d interleaved rounds; each: %d calls at concurrency 1 and %s at concurrency %d per contender; medians over rounds; GOMAXPROCS=%d",
+		rounds, o.latencyN/rounds, d, o.concurrency, runtime.GOMAXPROCS(0))
+	_, wrkErr := exec.LookPath("wrk")
+	const wrkName = "pgtools select_query over HTTP, load from wrk"
+	names := make([]string, 0, len(contenders)+1)
 	for _, c := range contenders {
-		lat, err := latencies(ctx, c.fn, o.latencyN)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
+		names = append(names, c.name)
+	}
+	if wrkErr == nil {
+		names = append(names, wrkName)
+	}
+	samples := map[string]*[5][]float64{} // p50, p99, calls/s, server µs, bench µs
+	for _, n := range names {
+		samples[n] = &[5][]float64{}
+	}
+	add := func(name string, f figures) {
+		s := samples[name]
+		for i, v := range []float64{f.p50, f.p99, f.tput, f.serverUS, f.benchUS} {
+			s[i] = append(s[i], v)
 		}
-		var n atomic.Int64
-		d := time.Duration(o.duration * float64(time.Second))
-		if o.cpuProfile != "" && c.name == "pgtools select_query over HTTP" {
-			f, err := os.Create(o.cpuProfile)
-			if err != nil {
-				return err
+	}
+	for r := 0; r < rounds; r++ {
+		// Rotate the order each round so no contender always runs right after another.
+		for k := range names {
+			name := names[(k+r)%len(names)]
+			if name == wrkName {
+				w1, err := runWrk(ctx, base+"/v1/tools/select_query", token, 1, d)
+				if err != nil {
+					return err
+				}
+				srv0, self0 := backendCPU(ctx, dbAdmin), selfCPU()
+				w32, err := runWrk(ctx, base+"/v1/tools/select_query", token, o.concurrency, d)
+				if err != nil {
+					return err
+				}
+				if w1.errors != "" || w32.errors != "" {
+					return fmt.Errorf("wrk saw errors: %s %s", w1.errors, w32.errors)
+				}
+				add(name, figures{p50: w1.p50, p99: w1.p99, tput: w32.rps,
+					serverUS: (backendCPU(ctx, dbAdmin) - srv0) / float64(w32.requests) * 1e6,
+					benchUS:  (selfCPU() - self0) / float64(w32.requests) * 1e6})
+				continue
 			}
-			_ = pprof.StartCPUProfile(f)
-			defer func() { pprof.StopCPUProfile(); f.Close() }()
+			var fn caller
+			for _, c := range contenders {
+				if c.name == name {
+					fn = c.fn
+				}
+			}
+			lat, err := latencies(ctx, fn, o.latencyN/rounds)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			var n atomic.Int64
+			if o.cpuProfile != "" && name == "pgtools select_query over HTTP" && r == 0 {
+				f, err := os.Create(o.cpuProfile)
+				if err != nil {
+					return err
+				}
+				_ = pprof.StartCPUProfile(f)
+				defer func() { pprof.StopCPUProfile(); f.Close() }()
+			}
+			start := time.Now()
+			srv0, self0 := backendCPU(ctx, dbAdmin), selfCPU()
+			if err := driveCount(ctx, fn, o.concurrency, d, &n); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if o.cpuProfile != "" && name == "pgtools select_query over HTTP" && r == 0 {
+				pprof.StopCPUProfile()
+			}
+			add(name, figures{p50: pct(lat, 50), p99: pct(lat, 99), tput: float64(n.Load()) / time.Since(start).Seconds(),
+				serverUS: (backendCPU(ctx, dbAdmin) - srv0) / float64(n.Load()) * 1e6,
+				benchUS:  (selfCPU() - self0) / float64(n.Load()) * 1e6})
 		}
-		start := time.Now()
-		srv0, self0 := backendCPU(ctx, dbAdmin), selfCPU()
-		if err := driveCount(ctx, c.fn, o.concurrency, d, &n); err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
-		}
-		if o.cpuProfile != "" && c.name == "pgtools select_query over HTTP" {
-			pprof.StopCPUProfile()
-		}
-		tput := float64(n.Load()) / time.Since(start).Seconds()
-		srvUS := float64(backendCPU(ctx, dbAdmin)-srv0) / float64(n.Load()) * 1e6
-		selfUS := float64(selfCPU()-self0) / float64(n.Load()) * 1e6
-		res[c.name] = figures{p50: pct(lat, 50), p99: pct(lat, 99), tput: tput, serverUS: srvUS, benchUS: selfUS}
+	}
+	res := map[string]figures{}
+	for _, n := range names {
+		s := samples[n]
+		res[n] = figures{p50: pct(s[0], 50), p99: pct(s[1], 50), tput: pct(s[2], 50), serverUS: pct(s[3], 50), benchUS: pct(s[4], 50)}
 	}
 	fmt.Fprintf(out, "\n%-58s %9s %9s %13s %13s %13s\n", "primary-key read", "p50 ms", "p99 ms", "calls/s @c"+strconv.Itoa(o.concurrency), "server µs/call", "bench µs/call")
-	for _, c := range contenders {
-		f := res[c.name]
-		fmt.Fprintf(out, "%-58s %9.3f %9.3f %13.0f %13.1f %13.1f\n", c.name, f.p50, f.p99, f.tput, f.serverUS, f.benchUS)
+	for _, n := range names {
+		f := res[n]
+		fmt.Fprintf(out, "%-58s %9.3f %9.3f %13.0f %13.1f %13.1f\n", n, f.p50, f.p99, f.tput, f.serverUS, f.benchUS)
 	}
-	pg := res["pgtools select_query over HTTP"]
-	pgName := "pgtools (Go HTTP client in this process)"
-	if _, err := exec.LookPath("wrk"); err == nil {
+	if wrkErr != nil {
+		fmt.Fprintln(out, "(wrk not found: apt-get install wrk for the separate-process HTTP load; make bench installs it)")
+	}
+	pgLat := res["pgtools select_query over HTTP"]
+	pgTput, tputName := pgLat, "pgtools (Go HTTP client in this process)"
+	if wrkErr == nil {
 		// The Go HTTP client in this process costs about as much CPU as the runner itself; wrk,
 		// a separate C process, is how HTTP servers are usually loaded.
-		d := time.Duration(o.duration * float64(time.Second))
-		w1, err := runWrk(ctx, base+"/v1/tools/select_query", token, 1, d)
-		if err != nil {
-			return err
-		}
-		if o.cpuProfile != "" {
-			f, err := os.Create(o.cpuProfile + ".wrk")
-			if err != nil {
-				return err
-			}
-			_ = pprof.StartCPUProfile(f)
-			defer func() { pprof.StopCPUProfile(); f.Close() }()
-		}
-		srv0, self0 := backendCPU(ctx, dbAdmin), selfCPU()
-		w32, err := runWrk(ctx, base+"/v1/tools/select_query", token, o.concurrency, d)
-		if err != nil {
-			return err
-		}
-		srvUS := (backendCPU(ctx, dbAdmin) - srv0) / float64(w32.requests) * 1e6
-		selfUS := (selfCPU() - self0) / float64(w32.requests) * 1e6
-		fmt.Fprintf(out, "%-58s %9.3f %9.3f %13.0f %13.1f %13.1f\n", "pgtools select_query over HTTP, load from wrk", w1.p50, w1.p99, w32.rps, srvUS, selfUS)
-		if w1.errors != "" || w32.errors != "" {
-			return fmt.Errorf("wrk saw errors: %s %s", w1.errors, w32.errors)
-		}
-		pg = figures{p50: w1.p50, p99: w1.p99, tput: w32.rps}
-		pgName = "pgtools (wrk)"
-	} else {
-		fmt.Fprintln(out, "(wrk not found: apt-get install wrk for the separate-process HTTP load; make bench installs it)")
+		pgTput, tputName = res[wrkName], "pgtools (load from wrk)"
 	}
 	tx := res["raw pgx, BEGIN READ ONLY/query/COMMIT (3 round trips)"]
 	pp := res["raw pgx, BEGIN READ ONLY/query/COMMIT pipelined"]
-	fmt.Fprintf(out, "\nratio p50 %s / raw 3-round-trip READ ONLY:   %.2f  (target ≤ 1.50)\n", pgName, pg.p50/tx.p50)
-	fmt.Fprintf(out, "ratio throughput %s / raw pipelined READ ONLY: %.2f  (target ≥ 0.65)\n", pgName, pg.tput/pp.tput)
+	fmt.Fprintf(out, "\nratio p50 pgtools over HTTP (in-process Go client, like raw pgx) / raw 3-round-trip READ ONLY: %.2f  (target ≤ 1.50)\n", pgLat.p50/tx.p50)
+	fmt.Fprintf(out, "ratio throughput %s / raw pipelined READ ONLY: %.2f  (target ≥ 0.65)\n", tputName, pgTput.tput/pp.tput)
+	fmt.Fprintf(out, "CPU per call, PostgreSQL + client/runner process: pgtools %.0f µs vs raw pipelined %.0f µs\n",
+		pgTput.serverUS+pgTput.benchUS, pp.serverUS+pp.benchUS)
 
 	// The capped read of a large table.
 	fmt.Fprintf(out, "\n%-58s %10s %14s %16s\n", "capped read (default limit 1000)", "ms/call", "runner KB/call", "backend peak MB")

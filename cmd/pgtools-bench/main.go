@@ -32,6 +32,7 @@ type options struct {
 	events      int
 	bigN        int
 	cpuProfile  string
+	rounds      int
 	only        string
 }
 
@@ -40,8 +41,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var o options
 	fs.StringVar(&o.adminDSN, "admin-dsn", os.Getenv("PG_TEST_DSN"), "superuser DSN of an existing server to use instead of a throwaway cluster; env PG_TEST_DSN")
-	fs.IntVar(&o.latencyN, "n", 3000, "calls per latency measurement at concurrency 1")
-	fs.Float64Var(&o.duration, "seconds", 3, "seconds per throughput measurement")
+	fs.IntVar(&o.latencyN, "n", 5000, "calls per contender at concurrency 1, spread over the rounds")
+	fs.Float64Var(&o.duration, "seconds", 1, "seconds per throughput measurement (one per contender and round)")
+	fs.IntVar(&o.rounds, "rounds", 5, "interleaved rounds; figures are medians over rounds")
 	fs.IntVar(&o.concurrency, "c", 32, "concurrency of the throughput measurement")
 	fs.IntVar(&o.events, "events", 1_000_000, "rows of the large table")
 	fs.IntVar(&o.bigN, "big-n", 20, "calls per large-table measurement")
