@@ -82,7 +82,7 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	}
 	out, keep, err := execChecked(ctx, pc, st)
 	if err != nil || !keep {
-		if rbErr := simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK"); rbErr == nil && safeTags[tagOf(out)] {
+		if rbErr := simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK"); rbErr == nil && ctx.Err() == nil && safeTags[tagOf(out)] {
 			destroy = false
 		}
 		return out, err
