@@ -159,7 +159,7 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt, fr readFrame) (
 	for _, sql := range fr.pre {
 		cache.sendExec(fe, sql, nil, false, 0)
 	}
-	userCached := cache.sendExec(fe, st.sql, values, true, st.maxRows)
+	userStmt, userCached := cache.sendExec(fe, st.sql, values, true, st.maxRows)
 	for _, sql := range fr.post {
 		cache.sendExec(fe, sql, nil, false, 0)
 	}
@@ -177,7 +177,7 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt, fr readFrame) (
 		defer cancel()
 		_ = pc.CancelRequest(cctx)
 	})
-	rs, destroy, err = readResults(pc, st, len(fr.pre))
+	rs, destroy, err = readResults(pc, st, len(fr.pre), &userStmt.enc)
 	// Settle the cache first: statements parsed in a group that failed may not exist, and the
 	// recovery below must not bind to them.
 	cache.settle(err != nil && !errors.Is(err, errTxEscaped))
@@ -238,13 +238,12 @@ func endRead(pc *pgconn.PgConn, cache *stmtCache, fr readFrame) error {
 // readResults reads the answers to the group sent by readOn, up to its ReadyForQuery. Only the
 // agent's statement is described, so only it sends a RowDescription; its rows are the DataRows
 // that arrive while it is the current execution.
-func readResults(pc *pgconn.PgConn, st readStmt, execUser int) (*rowSet, bool, error) {
+func readResults(pc *pgconn.PgConn, st readStmt, execUser int, enc *rowEncoder) (*rowSet, bool, error) {
 	execRollback := execUser + 1
 	var (
 		rs      = &rowSet{}
 		userErr error
 		sysErr  error
-		enc     rowEncoder
 		done    int // executions finished
 		escaped bool
 		full    bool
@@ -293,7 +292,9 @@ func readResults(pc *pgconn.PgConn, st readStmt, execUser int) (*rowSet, bool, e
 			}
 		case *pgproto3.RowDescription:
 			if done == execUser {
-				enc.init(m.Fields)
+				if !enc.matches(m.Fields) {
+					enc.init(m.Fields)
+				}
 			}
 		case *pgproto3.DataRow:
 			if done != execUser || full {
@@ -347,11 +348,32 @@ func commandVerb(tag []byte) string {
 
 // rowEncoder writes rows as JSON objects keyed by column name.
 type rowEncoder struct {
-	keys []string // `"name":` ready to append
-	encs []valueEncoder
+	keys  []string // `"name":` ready to append
+	encs  []valueEncoder
+	names []string // the fields it was built for
+	oids  []uint32
+}
+
+// matches reports whether the encoder was built for these fields (same names and types), so a
+// cached statement's encoder can be reused.
+func (e *rowEncoder) matches(fields []pgproto3.FieldDescription) bool {
+	if len(e.oids) != len(fields) || e.oids == nil {
+		return false
+	}
+	for i, f := range fields {
+		if e.oids[i] != f.DataTypeOID || e.names[i] != string(f.Name) {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *rowEncoder) init(fields []pgproto3.FieldDescription) {
+	e.oids = make([]uint32, len(fields))
+	e.names = make([]string, len(fields))
+	for i, f := range fields {
+		e.oids[i], e.names[i] = f.DataTypeOID, string(f.Name)
+	}
 	e.keys = make([]string, len(fields))
 	e.encs = make([]valueEncoder, len(fields))
 	used := make(map[string]bool, len(fields))

@@ -30,6 +30,7 @@ type stmtCache struct {
 type cachedStmt struct {
 	name    string
 	lastUse uint64
+	enc     rowEncoder // built from the statement's first RowDescription, reused while cached
 }
 
 const stmtCacheKey = "pgtools.stmtcache"
@@ -46,8 +47,9 @@ func stmtCacheOf(pc *pgconn.PgConn) *stmtCache {
 }
 
 // sendExec queues Parse (when sql is not cached yet), Bind, an optional Describe of the portal,
-// and Execute with a row limit (0 = all). It reports whether the statement was already cached.
-func (c *stmtCache) sendExec(fe *pgproto3.Frontend, sql string, params [][]byte, describe bool, maxRows int) bool {
+// and Execute with a row limit (0 = all). It returns the cache entry and whether the statement
+// was already cached.
+func (c *stmtCache) sendExec(fe *pgproto3.Frontend, sql string, params [][]byte, describe bool, maxRows int) (*cachedStmt, bool) {
 	c.tick++
 	st, hit := c.names[sql]
 	if !hit {
@@ -66,7 +68,7 @@ func (c *stmtCache) sendExec(fe *pgproto3.Frontend, sql string, params [][]byte,
 		fe.SendDescribe(&pgproto3.Describe{ObjectType: 'P'})
 	}
 	fe.SendExecute(&pgproto3.Execute{MaxRows: uint32(maxRows)})
-	return hit
+	return st, hit
 }
 
 // sendCloses queues Close for statements evicted earlier. Closing a statement that does not exist
