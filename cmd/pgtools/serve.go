@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/runner/session"
+	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -30,13 +31,96 @@ type dbFlags struct {
 	databaseURL string
 	logLevel    string
 	auditLog    string
+	policy      policyFlags
+	fs          *flag.FlagSet // to tell which policy flags were given
+}
+
+// policyFlags set the "default" database's policy from the command line; set flags override the
+// config file's values.
+type policyFlags struct {
+	readOnly, allowDDL       bool
+	maxAffectedRows          int
+	allowTables, denyTables  string
+	disabledTools            string
+	statementTimeout, locked time.Duration
 }
 
 func (f *dbFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.configFile, "config", os.Getenv("PGTOOLS_CONFIG"), "JSON config file (schemas/config.schema.json); env PGTOOLS_CONFIG")
 	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL URL of the \"default\" database; env DATABASE_URL")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info (default), warn or error; env PGTOOLS_LOG_LEVEL")
 	fs.StringVar(&f.auditLog, "audit-log", "", "audit log of write attempts: a file (appended) or - for stderr; env PGTOOLS_AUDIT_LOG")
+	fs.BoolVar(&f.policy.readOnly, "read-only", false, "policy of the default database: refuse every write")
+	fs.BoolVar(&f.policy.allowDDL, "allow-ddl", false, "policy of the default database: let execute_sql write run DDL for tokens with the ddl scope")
+	fs.IntVar(&f.policy.maxAffectedRows, "max-affected-rows", 0, "policy of the default database: most rows one update/delete may change (default 1000)")
+	fs.StringVar(&f.policy.allowTables, "allow-tables", "", "policy of the default database: the only tables agents may name, comma-separated (name or schema.name)")
+	fs.StringVar(&f.policy.denyTables, "deny-tables", "", "policy of the default database: tables agents may not name, comma-separated")
+	fs.StringVar(&f.policy.disabledTools, "disable-tools", "", "policy of the default database: tools to refuse, comma-separated wire names (e.g. execute_sql)")
+	fs.DurationVar(&f.policy.statementTimeout, "statement-timeout", 0, "policy of the default database: statement timeout (default 30s)")
+	fs.DurationVar(&f.policy.locked, "lock-timeout", 0, "policy of the default database: lock wait timeout (default 5s)")
+}
+
+// apply sets the flags that were given on the default database's policy.
+func (p policyFlags) apply(fs *flag.FlagSet, cfg *runner.Config) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	names := []string{"read-only", "allow-ddl", "max-affected-rows", "allow-tables", "deny-tables", "disable-tools", "statement-timeout", "lock-timeout"}
+	any := false
+	for _, n := range names {
+		any = any || set[n]
+	}
+	if !any {
+		return nil
+	}
+	d, ok := cfg.Databases["default"]
+	if !ok {
+		return errors.New("policy flags (--read-only, --deny-tables, …) apply to the \"default\" database: configure it with --database-url, DATABASE_URL or the config file")
+	}
+	pol := &d.Policy
+	list := func(s string) []string {
+		var out []string
+		for _, x := range strings.Split(s, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	if set["read-only"] {
+		pol.ReadOnly = p.readOnly
+	}
+	if set["allow-ddl"] {
+		pol.AllowDDL = p.allowDDL
+	}
+	if set["max-affected-rows"] {
+		if p.maxAffectedRows < 1 {
+			return errors.New("--max-affected-rows must be at least 1")
+		}
+		pol.MaxAffectedRows = p.maxAffectedRows
+	}
+	if set["allow-tables"] {
+		pol.AllowTables = list(p.allowTables)
+	}
+	if set["deny-tables"] {
+		pol.DenyTables = list(p.denyTables)
+	}
+	if set["disable-tools"] {
+		pol.DisabledTools = list(p.disabledTools)
+		for _, t := range pol.DisabledTools {
+			if _, ok := schemas.Tool(t); !ok {
+				return fmt.Errorf("--disable-tools: unknown tool %q; tools are %s", t, strings.Join(schemas.ToolNames(), ", "))
+			}
+		}
+	}
+	if set["statement-timeout"] {
+		pol.StatementTimeout = p.statementTimeout
+	}
+	if set["lock-timeout"] {
+		pol.LockTimeout = p.locked
+	}
+	cfg.Databases["default"] = d
+	return nil
 }
 
 // load merges file, environment and flags: flags win over environment, which wins over the file.
@@ -73,6 +157,11 @@ func (f *dbFlags) load() (*runner.Config, error) {
 	}
 	if a := firstNonEmpty(f.auditLog, os.Getenv("PGTOOLS_AUDIT_LOG")); a != "" {
 		cfg.AuditLog = a
+	}
+	if f.fs != nil {
+		if err := f.policy.apply(f.fs, cfg); err != nil {
+			return nil, err
+		}
 	}
 	return cfg, nil
 }
