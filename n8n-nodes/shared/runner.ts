@@ -1,6 +1,7 @@
-// The runner client shared by every node: arguments from node parameters, one POST
-// /v1/tools/{tool} per input item, and the runner's JSON answer as the item. A node is thin on
-// purpose: validation, safety and the wording of errors live in the runner.
+// The runner client shared by every node: arguments from node parameters, one tool call per
+// input item — POST /v1/tools/{tool}, or a task on n8n's task broker — and the runner's JSON
+// answer as the item. A node is thin on purpose: validation, safety and the wording of errors
+// live in the runner.
 import type {
 	IDataObject,
 	IExecuteFunctions,
@@ -12,6 +13,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
+import { brokerCommand, type Connection, taskType } from './connection';
 import type { ToolArg } from './properties';
 import type { ToolName } from './schemas';
 
@@ -131,8 +133,7 @@ export async function executeTool(
 	definition: ToolDefinition,
 ): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
-	const credentials = await this.getCredentials(credentialType);
-	const baseUrl = String(credentials.url ?? '').replace(/\/+$/, '');
+	const send = await sender.call(this, definition.tool);
 	const asTool = isToolNode(this.getNode());
 	const returnData: INodeExecutionData[] = [];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
@@ -144,7 +145,7 @@ export async function executeTool(
 			result =
 				'invalid' in built
 					? built.invalid
-					: await callRunner.call(this, baseUrl, definition.tool, built.body, itemIndex);
+					: await send(built.body, itemIndex);
 		} catch (error) {
 			if (this.continueOnFail()) {
 				returnData.push({ json: { error: (error as Error).message }, pairedItem: { item: itemIndex } });
@@ -164,6 +165,20 @@ export async function executeTool(
 		returnData.push({ json: result, pairedItem: { item: itemIndex } });
 	}
 	return [returnData];
+}
+
+type Send = (body: IDataObject, itemIndex: number) => Promise<RunnerResult>;
+
+// sender picks the transport the node's Connection names. Only the HTTP connection reads the
+// credential: with the task runner the node has none.
+async function sender(this: IExecuteFunctions, tool: ToolName): Promise<Send> {
+	const connection = this.getNodeParameter('connection', 0, 'http') as Connection;
+	if (connection === 'taskRunner') {
+		return async (body, itemIndex) => await callTaskRunner.call(this, tool, body, itemIndex);
+	}
+	const credentials = await this.getCredentials(credentialType);
+	const baseUrl = String(credentials.url ?? '').replace(/\/+$/, '');
+	return async (body, itemIndex) => await callRunner.call(this, baseUrl, tool, body, itemIndex);
 }
 
 /** callRunner posts one tool call and returns the runner's answer, success or error. */
@@ -219,6 +234,81 @@ export async function callRunner(
 		});
 	}
 	return answer;
+}
+
+/**
+ * callTaskRunner runs one tool call as a task of type pgtools on n8n's task broker, served by
+ * `pgtools serve --n8n-broker`, and returns the runner's answer, success or error: the same
+ * JSON as over HTTP (the runner sends a failed call as the task's error, with errorType). n8n's
+ * own failures fail the node: no pgtools runner connected (startJob throws once
+ * N8N_RUNNERS_TASK_REQUEST_TIMEOUT has passed), or the task ended without an answer (the runner
+ * disconnected, the task timed out or was cancelled), which come as errors without errorType.
+ */
+export async function callTaskRunner(
+	this: IExecuteFunctions,
+	tool: ToolName,
+	body: IDataObject,
+	itemIndex: number,
+): Promise<RunnerResult> {
+	const node = this.getNode();
+	if (typeof this.startJob !== 'function') {
+		throw new NodeOperationError(node, 'This n8n cannot send tasks to task runners', {
+			description:
+				'The n8n task runner connection needs a self-hosted n8n with task runners (tested with 2.41.1). Set Connection to Runner HTTP API and pick a pgtools API credential instead.',
+			itemIndex,
+		});
+	}
+	// The settings pgtools expects: the tool's wire name, its arguments, and the database apart.
+	const { database, ...args } = body;
+	const settings: IDataObject = { tool, args };
+	if (typeof database === 'string') settings.database = database;
+	let outcome: Awaited<ReturnType<IExecuteFunctions['startJob']>>;
+	try {
+		outcome = await this.startJob(taskType, settings, itemIndex);
+	} catch (error) {
+		throw noTaskRunner(node, error, itemIndex);
+	}
+	if (outcome.ok) {
+		const answer = parseAnswer(outcome.result);
+		if (answer !== undefined) return answer;
+		throw new NodeOperationError(node, 'The task runner of type pgtools answered without a pgtools result', {
+			description: 'Only pgtools serve --n8n-broker should register for the task type pgtools with n8n.',
+			itemIndex,
+		});
+	}
+	const answer = parseAnswer(outcome.error);
+	if (answer !== undefined && typeof answer.errorType === 'string') return answer;
+	const reason = (outcome.error as { message?: unknown } | undefined)?.message;
+	throw new NodeOperationError(
+		node,
+		`The pgtools task runner did not finish the call: ${typeof reason === 'string' ? reason : String(outcome.error)}`,
+		{
+			description:
+				'n8n reported this, not pgtools: the runner disconnected, or the task ran past N8N_RUNNERS_TASK_TIMEOUT or was cancelled. The pgtools serve log tells more. A write may or may not have been committed: check before repeating it.',
+			itemIndex,
+		},
+	);
+}
+
+// noTaskRunner explains a task n8n could not hand to a pgtools runner. startJob throws n8n's
+// TaskRequestTimeoutError when no runner of the type took the task in time, which (with
+// nothing else registering for pgtools) means none is connected.
+function noTaskRunner(node: INode, error: unknown, itemIndex: number): NodeOperationError {
+	const e = error as { message?: unknown; extra?: { elapsedSeconds?: unknown } } | undefined;
+	const timedOut = (error as object | undefined)?.constructor?.name === 'TaskRequestTimeoutError';
+	const waited = typeof e?.extra?.elapsedSeconds === 'number' ? ` (waited ${e.extra.elapsedSeconds} s)` : '';
+	const what = timedOut
+		? `No pgtools task runner is connected to n8n${waited}`
+		: `n8n could not hand the call to a pgtools task runner (${typeof e?.message === 'string' ? e.message : String(error)})`;
+	return new NodeOperationError(
+		node,
+		`${what}. Start one beside n8n: ${brokerCommand}, with N8N_RUNNERS_AUTH_TOKEN set to the value n8n runs with.`,
+		{
+			description:
+				'n8n waits N8N_RUNNERS_TASK_REQUEST_TIMEOUT seconds (60 by default) for a runner of task type pgtools. n8n must run with N8N_RUNNERS_AUTH_TOKEN set, and pgtools must reach n8n\'s task broker (port 5679, N8N_RUNNERS_BROKER_PORT); pgtools logs "registered with the n8n task broker" once it has. Or set Connection to Runner HTTP API and pick a pgtools API credential.',
+			itemIndex,
+		},
+	);
 }
 
 function parseAnswer(body: unknown): RunnerResult | undefined {

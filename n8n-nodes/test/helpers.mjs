@@ -44,22 +44,34 @@ export function fromAICall(value) {
 	return calls[0];
 }
 
+/** toolParameters are a node's parameters that are tool arguments (a $fromAI default), without Connection. */
+export function toolParameters(description) {
+	return description.properties.filter((p) => String(p.default).includes('$fromAI('));
+}
+
 /**
  * context builds a fake IExecuteFunctions for node.execute.
  * - args: the model's tool-call arguments per item (an array), or pinned: fixed parameter values
  * - request: async (options) => response, standing in for httpRequestWithAuthentication
  * - asTool: run as the generated <node>Tool type (default true)
+ * - startJob: async (type, settings, itemIndex) => result, standing in for n8n's startJob (the
+ *   task-runner connection); jobs records its calls, credentialsRead the credentials read
  */
-export function context(node, { args = [{}], pinned = {}, request, asTool = true, continueOnFail = false, credentials }) {
+export function context(node, { args = [{}], pinned = {}, request, startJob, asTool = true, continueOnFail = false, credentials }) {
 	const calls = [];
+	const jobs = [];
+	const credentialsRead = [];
 	const type = `n8n-nodes-pgtools.${node.description.name}${asTool ? 'Tool' : ''}`;
 	const properties = Object.fromEntries(node.description.properties.map((p) => [p.name, p]));
 	return {
 		calls,
+		jobs,
+		credentialsRead,
 		getInputData: () => args.map((json) => ({ json })),
 		getNode: () => ({ name: node.description.defaults.name, type, typeVersion: 1, parameters: {}, id: 'x', position: [0, 0] }),
 		continueOnFail: () => continueOnFail,
 		getCredentials: async (name) => {
+			credentialsRead.push(name);
 			if (name !== 'pgToolsApi') throw new Error(`unexpected credential ${name}`);
 			return credentials ?? { url: 'http://runner.test:8080/', token: 'tok' };
 		},
@@ -67,10 +79,18 @@ export function context(node, { args = [{}], pinned = {}, request, asTool = true
 			if (name in pinned) return pinned[name];
 			const property = properties[name];
 			if (!property) return fallback;
+			// Parameters that are not tool arguments (Connection) hold plain values.
+			if (!String(property.default).includes('$fromAI(')) return property.default;
 			const call = fromAICall(property.default);
 			const given = args[itemIndex]?.[call.key];
 			return given ?? call.defaultValue;
 		},
+		...(startJob && {
+			startJob: async (type, settings, itemIndex) => {
+				jobs.push({ type, settings: structuredClone(settings), itemIndex });
+				return await startJob(type, settings, itemIndex);
+			},
+		}),
 		helpers: {
 			httpRequestWithAuthentication: async function (credentialType, options) {
 				calls.push({ credentialType, options: structuredClone(options) });

@@ -6,6 +6,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
+import { connectionProperties } from '../../shared/connection';
 import { testPgToolsApi } from '../../shared/credentialTest';
 import { nodeProperties } from '../../shared/properties';
 import { executeTool } from '../../shared/runner';
@@ -28,8 +29,16 @@ export class SelectQuery implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		usableAsTool: true,
-		credentials: [{ name: 'pgToolsApi', required: true, testedBy: 'pgToolsApiTest' }],
-		properties: nodeProperties(tools.select_query.args),
+		// The credential is asked for only with the HTTP connection.
+		credentials: [
+			{
+				name: 'pgToolsApi',
+				required: true,
+				testedBy: 'pgToolsApiTest',
+				displayOptions: { show: { connection: ['http'] } },
+			},
+		],
+		properties: [...connectionProperties, ...nodeProperties(tools.select_query.args)],
 	};
 
 	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };

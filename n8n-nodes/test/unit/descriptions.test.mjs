@@ -20,6 +20,8 @@ const expected = {
 	AtomicTransaction: { tool: 'pg_transaction', displayName: 'Atomic Transaction', skip: ['action'] },
 };
 
+const connectionParams = ['connection', 'taskRunnerNotice'];
+
 test('package.json registers one node per tool and the credential, all built', () => {
 	assert.deepEqual(Object.keys(nodeFiles).sort(), Object.keys(expected).sort());
 	for (const file of [...pkg.n8n.nodes, ...pkg.n8n.credentials]) {
@@ -38,13 +40,17 @@ for (const [className, want] of Object.entries(expected)) {
 		const d = node.description;
 		const schema = schemaOf(want.tool);
 		const keys = Object.keys(schema.properties).filter((k) => !(want.skip ?? []).includes(k));
+		// The Connection choice and its notice come first; the tool's arguments follow.
+		const args = d.properties.filter((p) => !connectionParams.includes(p.name));
 
 		test('is an AI tool with the schema description and the pgtools API credential', () => {
 			assert.equal(d.displayName, want.displayName);
 			assert.equal(d.usableAsTool, true);
 			assert.equal(d.description, schema.description);
 			assert.equal(d.defaults.name, want.tool, 'the default node name is the tool name the model sees');
-			assert.deepEqual(d.credentials, [{ name: 'pgToolsApi', required: true, testedBy: 'pgToolsApiTest' }]);
+			assert.deepEqual(d.credentials, [
+				{ name: 'pgToolsApi', required: true, testedBy: 'pgToolsApiTest', displayOptions: { show: { connection: ['http'] } } },
+			]);
 			assert.deepEqual(d.inputs, ['main']);
 			assert.deepEqual(d.outputs, ['main']);
 			assert.equal(typeof node.execute, 'function');
@@ -56,12 +62,41 @@ for (const [className, want] of Object.entries(expected)) {
 			assert.equal(codex.node, `n8n-nodes-pgtools.${d.name}`);
 		});
 
+		test('starts with the Connection choice: the runner HTTP API by default, or the n8n task runner', () => {
+			assert.deepEqual(d.properties.slice(0, 2).map((p) => p.name), connectionParams);
+			const [connection, notice] = d.properties;
+			assert.equal(connection.type, 'options');
+			assert.equal(connection.default, 'http', 'existing workflows keep the HTTP connection');
+			assert.equal(connection.noDataExpression, true);
+			assert.deepEqual(
+				connection.options.map((o) => [o.name, o.value]),
+				[
+					['Runner HTTP API', 'http'],
+					['n8n Task Runner', 'taskRunner'],
+				],
+			);
+			assert.equal(notice.type, 'notice');
+			assert.deepEqual(notice.displayOptions, { show: { connection: ['taskRunner'] } });
+			assert.match(notice.displayName, /pgtools serve --n8n-broker http:\/\/127\.0\.0\.1:5679/);
+			assert.match(notice.displayName, /N8N_RUNNERS_AUTH_TOKEN/);
+			// n8n asks for the credentials whose displayOptions match the node's parameters (with
+			// defaults filled in, as the editor does): a node saved without Connection keeps it.
+			const active = (parameters) => {
+				const n = { id: 'x', name: 'x', type: `n8n-nodes-pgtools.${d.name}Tool`, typeVersion: 1, position: [0, 0], parameters };
+				n.parameters = workflow.NodeHelpers.getNodeParameters(d.properties, parameters, true, false, n, d);
+				return [...workflow.NodeHelpers.getActiveCredentialTypes(n, d)];
+			};
+			assert.deepEqual(active({}), ['pgToolsApi']);
+			assert.deepEqual(active({ connection: 'http' }), ['pgToolsApi']);
+			assert.deepEqual(active({ connection: 'taskRunner' }), []);
+		});
+
 		test('has one parameter per schema argument, AI-filled with the schema words', () => {
 			assert.deepEqual(
-				d.properties.map((p) => fromAICall(p.default).key),
+				args.map((p) => fromAICall(p.default).key),
 				keys,
 			);
-			for (const p of d.properties) {
+			for (const p of args) {
 				const call = fromAICall(p.default);
 				const prop = schema.properties[call.key];
 				assert.equal(call.description, prop.description, `${call.key}: description`);
@@ -87,7 +122,7 @@ for (const [className, want] of Object.entries(expected)) {
 		test('gives the model a tool schema whose required arguments are the schema\'s', () => {
 			// The same construction as n8n-core's createNodeAsTool.
 			const shape = {};
-			for (const p of d.properties) {
+			for (const p of args) {
 				const call = fromAICall(p.default);
 				shape[call.key] = workflow.generateZodSchema(call);
 			}
@@ -102,7 +137,7 @@ for (const [className, want] of Object.entries(expected)) {
 		});
 
 		test('evaluates as an n8n expression to the $fromAI default', () => {
-			for (const p of d.properties) {
+			for (const p of args) {
 				assert.match(p.default, /^=\{\{ \$fromAI\(.*\) \}\}$/s);
 				assert.ok(!p.default.slice(3, -2).includes('}}'), 'no closing braces inside the expression');
 			}

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { fromAICall, loadNode, nodeFiles, root } from '../helpers.mjs';
+import { fromAICall, loadNode, nodeFiles, root, toolParameters } from '../helpers.mjs';
 
 const golden = join(root, 'n8n-nodes', 'test', 'testdata', 'tool-arguments.json');
 
@@ -15,7 +15,7 @@ test('tool arguments as the model sees them match testdata/tool-arguments.json',
 	for (const className of Object.keys(nodeFiles)) {
 		const d = loadNode(className).description;
 		actual[d.defaults.name] = Object.fromEntries(
-			d.properties.map((p) => {
+			toolParameters(d).map((p) => {
 				const call = fromAICall(p.default);
 				const arg = { type: call.type, required: call.defaultValue === undefined };
 				if (call.defaultValue !== undefined) arg.default = call.defaultValue;

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { answer, context, loadNode } from '../helpers.mjs';
+import { answer, context, loadNode, toolParameters } from '../helpers.mjs';
 
 const ok = async () => answer(200, { success: true, operation: 'x' });
 
@@ -117,7 +117,7 @@ test('pg_tx commit carries the session in the body and the header', async () => 
 
 test('pg_transaction sends operations as JSON and has no action parameter', async () => {
 	const node = loadNode('AtomicTransaction');
-	assert.deepEqual(node.description.properties.map((p) => p.name), ['database', 'operations']);
+	assert.deepEqual(toolParameters(node.description).map((p) => p.name), ['database', 'operations']);
 	const { calls } = await run('AtomicTransaction', {
 		args: [{ operations: [{ sql: 'update t set x = $1', params: [1] }, { sql: 'select 1' }] }],
 	});
@@ -214,4 +214,165 @@ test('several input items make several calls, each paired with its item', async 
 	const { calls, items } = await run('DescribeSchema', { args: [{}, { table: 'orders' }, { schema: 'public' }] });
 	assert.deepEqual(calls.map((c) => c.options.body), [{}, { table: 'orders' }, { schema: 'public' }]);
 	assert.deepEqual(items.map((i) => i.pairedItem), [{ item: 0 }, { item: 1 }, { item: 2 }]);
+});
+
+// The n8n task runner connection: startJob('pgtools', {tool, args, database}, itemIndex) in place
+// of the HTTP request; n8n answers {ok: true, result} or {ok: false, error}.
+const taskRunner = { connection: 'taskRunner' };
+const done = (result) => async () => ({ ok: true, result });
+
+test('with the n8n task runner, a call is a pgtools task: tool, args, database apart; no credential, no HTTP', async () => {
+	const session = '9ffcaa13-4488-4720-bcdb-020aab9b510d';
+	const { ctx, items } = await run('SelectQuery', {
+		pinned: taskRunner,
+		args: [
+			{ table: 'orders', columns: 'id,total', params: '["paid"]', where: 'status = $1', limit: 1000, session_id: session },
+			{ table: 'orders', database: 'analytics' },
+		],
+		request: async () => assert.fail('no HTTP request with the task runner'),
+		startJob: done({ success: true, operation: 'select', rowCount: 0, data: [] }),
+	});
+	assert.deepEqual(ctx.jobs, [
+		{
+			type: 'pgtools',
+			settings: { tool: 'select_query', args: { table: 'orders', columns: 'id,total', where: 'status = $1', params: ['paid'], session_id: session } },
+			itemIndex: 0,
+		},
+		{ type: 'pgtools', settings: { tool: 'select_query', args: { table: 'orders' }, database: 'analytics' }, itemIndex: 1 },
+	]);
+	assert.deepEqual(ctx.credentialsRead, [], 'the task runner needs no credential');
+	assert.deepEqual(items.map((i) => i.pairedItem), [{ item: 0 }, { item: 1 }]);
+});
+
+test('every tool goes by its wire name', async () => {
+	for (const [className, tool] of [
+		['InsertData', 'insert_data'],
+		['UpdateData', 'update_data'],
+		['DeleteData', 'delete_data'],
+		['ExecuteSql', 'execute_sql'],
+		['DescribeSchema', 'describe_schema'],
+		['TransactionSession', 'pg_tx'],
+		['AtomicTransaction', 'pg_transaction'],
+	]) {
+		const { ctx } = await run(className, { pinned: taskRunner, startJob: done({ success: true }) });
+		assert.equal(ctx.jobs[0].settings.tool, tool, className);
+	}
+});
+
+test('the answer is the same JSON over HTTP and through the task runner, success or error', async () => {
+	const found = { success: true, operation: 'select', table: 'orders', rowCount: 1, data: [{ id: 1, total: '19.90' }], truncated: false };
+	for (const body of [found, refused]) {
+		const args = [{ table: 'orders', set: '{"note": "x"}', where: 'id = 1' }];
+		const viaHttp = await run('UpdateData', { args, request: async () => answer(body.success ? 200 : 400, body) });
+		// pgtools sends a failed call as the task's error: exactly the HTTP error object.
+		const viaTask = await run('UpdateData', {
+			args,
+			pinned: taskRunner,
+			startJob: async () => (body.success ? { ok: true, result: body } : { ok: false, error: body }),
+		});
+		assert.deepEqual(viaTask.items, viaHttp.items);
+		assert.deepEqual(viaTask.items[0].json, body);
+		assert.deepEqual(viaTask.ctx.jobs[0].settings.args, viaHttp.calls[0].options.body, 'the same arguments');
+	}
+});
+
+test('as a workflow node, an error answer from the task runner fails the node with the runner\'s words', async () => {
+	const node = loadNode('UpdateData');
+	const ctx = context(node, {
+		args: [{ table: 'orders', set: { status: 'paid' }, where: 'id = 1' }],
+		pinned: taskRunner,
+		startJob: async () => ({ ok: false, error: refused }),
+		asTool: false,
+	});
+	await assert.rejects(node.execute.call(ctx), (error) => {
+		assert.equal(error.constructor.name, 'NodeApiError');
+		assert.equal(error.message, refused.error);
+		assert.equal(error.description, `write_intent_required: ${refused.suggestion}`);
+		return true;
+	});
+});
+
+// TaskRequestTimeoutError is n8n's (packages/cli/src/task-runners/errors): what startJob throws
+// when no runner of the task type took the task within N8N_RUNNERS_TASK_REQUEST_TIMEOUT.
+class TaskRequestTimeoutError extends Error {
+	constructor(elapsedSeconds) {
+		super('Task request timed out');
+		this.extra = { elapsedSeconds };
+		this.description = 'Your Code node task was not matched to a runner within the timeout period…';
+	}
+}
+
+test('no pgtools runner connected: the task request timeout becomes an error that names the fix', async () => {
+	const node = loadNode('SelectQuery');
+	const ctx = context(node, {
+		args: [{ table: 'orders' }],
+		pinned: taskRunner,
+		startJob: async () => {
+			throw new TaskRequestTimeoutError(60);
+		},
+	});
+	await assert.rejects(node.execute.call(ctx), (error) => {
+		assert.equal(error.constructor.name, 'NodeOperationError');
+		assert.equal(
+			error.message,
+			'No pgtools task runner is connected to n8n (waited 60 s). Start one beside n8n: pgtools serve --n8n-broker http://127.0.0.1:5679, with N8N_RUNNERS_AUTH_TOKEN set to the value n8n runs with.',
+		);
+		assert.match(error.description, /N8N_RUNNERS_TASK_REQUEST_TIMEOUT/);
+		assert.match(error.description, /Connection to Runner HTTP API/);
+		return true;
+	});
+	// With "continue on fail" the message becomes the item, as for an unreachable HTTP runner.
+	const lenient = context(node, {
+		args: [{ table: 'orders' }],
+		pinned: taskRunner,
+		continueOnFail: true,
+		startJob: async () => {
+			throw new TaskRequestTimeoutError(5);
+		},
+	});
+	const out = await node.execute.call(lenient);
+	assert.match(out[0][0].json.error, /^No pgtools task runner is connected to n8n \(waited 5 s\)\. Start one beside n8n: pgtools serve --n8n-broker/);
+});
+
+test('another failure to hand over the task names the fix too, with n8n\'s reason', async () => {
+	const node = loadNode('SelectQuery');
+	const ctx = context(node, {
+		args: [{ table: 'orders' }],
+		pinned: taskRunner,
+		startJob: async () => {
+			throw new Error('the broker is gone');
+		},
+	});
+	await assert.rejects(
+		node.execute.call(ctx),
+		/^NodeOperationError: n8n could not hand the call to a pgtools task runner \(the broker is gone\)\. Start one beside n8n: pgtools serve --n8n-broker/,
+	);
+});
+
+test('a task n8n ends without an answer (runner gone, timeout, cancel) fails the node; so does an answer not from pgtools', async () => {
+	const node = loadNode('InsertData');
+	const lost = context(node, {
+		args: [{ table: 'customers', row: '{"name": "Ann"}', autocommit: true }],
+		pinned: taskRunner,
+		startJob: async () => ({ ok: false, error: new Error('Node execution failed because the task runner disconnected') }),
+	});
+	await assert.rejects(node.execute.call(lost), (error) => {
+		assert.equal(error.message, 'The pgtools task runner did not finish the call: Node execution failed because the task runner disconnected');
+		assert.match(error.description, /A write may or may not have been committed/);
+		return true;
+	});
+	for (const result of ['ok', null, { rows: [] }]) {
+		const odd = context(node, { args: [{ table: 'customers' }], pinned: taskRunner, startJob: done(result) });
+		await assert.rejects(node.execute.call(odd), /answered without a pgtools result/);
+	}
+});
+
+test('an n8n without task runners (no startJob) is told to use the HTTP connection', async () => {
+	const node = loadNode('SelectQuery');
+	const ctx = context(node, { args: [{ table: 'orders' }], pinned: taskRunner });
+	await assert.rejects(node.execute.call(ctx), (error) => {
+		assert.equal(error.message, 'This n8n cannot send tasks to task runners');
+		assert.match(error.description, /Set Connection to Runner HTTP API/);
+		return true;
+	});
 });
