@@ -30,26 +30,7 @@ func TestSIGTERMRollsBackSessions(t *testing.T) {
 	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("term")+`"`)
 	const token = "sigterm-test-token-0123456789"
 	cmd := exec.Command(bin, "serve", "--database-url", dsn, "--listen", "127.0.0.1:0", "--token", token+":read,write")
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	base := "http://" + waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
-	call := func(tool, body string) map[string]any {
-		req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/"+tool, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return map[string]any{"transport_error": err.Error()}
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var out map[string]any
-		_ = json.Unmarshal(raw, &out)
-		return out
-	}
+	stderr, _, call := startServe(t, cmd, token)
 	for i := 0; i < 3; i++ {
 		id := call("pg_tx", `{"action":"begin"}`)["session_id"].(string)
 		if out := call("insert_data", fmt.Sprintf(`{"table":"notes","row":{"id":%d,"body":"uncommitted"},"session_id":%q}`, i, id)); out["success"] != true {
@@ -120,26 +101,7 @@ func TestSIGTERMDrainsThenCancels(t *testing.T) {
 	  "databases": {"default": {"url": "`+dsn+`"}}, "shutdown": {"drain_delay_seconds": 1, "grace_seconds": 0.5}}`), 0o600)
 	cmd := exec.Command(bin, "serve", "--config", cfgFile)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	base := "http://" + waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
-	call := func(tool, body string) map[string]any {
-		req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/"+tool, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return map[string]any{"transport_error": err.Error()}
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var out map[string]any
-		_ = json.Unmarshal(raw, &out)
-		return out
-	}
+	stderr, base, call := startServe(t, cmd, token)
 	id := call("pg_tx", `{"action":"begin"}`)["session_id"].(string)
 	if out := call("insert_data", `{"table":"notes","row":{"id":1,"body":"uncommitted"},"session_id":"`+id+`"}`); out["success"] != true {
 		t.Fatalf("insert in session: %v", out)
@@ -193,5 +155,32 @@ func TestSIGTERMDrainsThenCancels(t *testing.T) {
 	}
 	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
 		t.Fatalf("the session's insert survived shutdown")
+	}
+}
+
+// startServe starts a pgtools serve process, waits until it listens, and returns its stderr, its
+// base URL and a function that calls a tool on it with token (a transport failure comes back as
+// {"transport_error": …}).
+func startServe(t *testing.T, cmd *exec.Cmd, token string) (*lockedBuffer, string, func(tool, body string) map[string]any) {
+	t.Helper()
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	base := "http://" + waitFor(t, stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
+	return stderr, base, func(tool, body string) map[string]any {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/"+tool, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return map[string]any{"transport_error": err.Error()}
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var out map[string]any
+		_ = json.Unmarshal(raw, &out)
+		return out
 	}
 }
