@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,11 +10,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -51,19 +50,7 @@ type apiFixture struct {
 
 func newAPI(t *testing.T, dsn string, tokens []Token) *apiFixture {
 	t.Helper()
-	cfg, err := tools.PoolConfig(dsn, tools.Policy{}, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	reg, err := tools.NewRegistry([]*tools.Database{tools.NewDatabase("default", pool, tools.Policy{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := toolstest.Registry(t, dsn, tools.Policy{}, 4)
 	logs := &syncBuffer{}
 	srv := httptest.NewServer(NewHandler(reg, tokens, zerolog.New(logs), 4096))
 	t.Cleanup(srv.Close)

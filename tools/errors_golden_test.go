@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -158,18 +156,6 @@ func closedPortRegistry(t testing.TB) *Registry {
 	}
 	dsn := "postgres://pgtools_user:hunter2-password@127.0.0.1:" + strconv.Itoa(port) + "/appdb?sslmode=disable&connect_timeout=2"
 	policy := Policy{PoolWait: 3 * time.Second}
-	cfg, err := PoolConfig(dsn, policy, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	reg, err := NewRegistry([]*Database{NewDatabase("default", pool, policy)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, _ := registryOver(t, dsn, policy, 1)
 	return reg
 }

@@ -43,7 +43,15 @@ func newBundle(t testing.TB, policy Policy) *bundle {
 	dsn := db.RoleDSN(t, "agent")
 	role := db.RoleName("agent")
 	db.Exec(t, "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "+quoteIdent(role))
-	cfg, err := PoolConfig(dsn, policy, 4)
+	reg, tdb := registryOver(t, dsn, policy, 4)
+	return &bundle{db: db, reg: reg, tdb: tdb}
+}
+
+// registryOver is a registry over a pool of maxConns connections to dsn, configured as pgtools
+// configures it and closed when the test ends.
+func registryOver(t testing.TB, dsn string, policy Policy, maxConns int32) (*Registry, *Database) {
+	t.Helper()
+	cfg, err := PoolConfig(dsn, policy, maxConns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +65,7 @@ func newBundle(t testing.TB, policy Policy) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{db: db, reg: reg, tdb: tdb}
+	return reg, tdb
 }
 
 func quoteIdent(s string) string { return `"` + s + `"` }

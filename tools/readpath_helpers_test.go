@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // newBundleConns is newBundle with a pool of maxConns connections. With one connection every
@@ -17,20 +15,7 @@ import (
 func newBundleConns(t testing.TB, policy Policy, maxConns int32) *bundle {
 	t.Helper()
 	b := newBundle(t, policy)
-	cfg, err := PoolConfig(b.db.RoleDSN(t, "agent"), policy, maxConns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	tdb := NewDatabase("default", pool, policy)
-	reg, err := NewRegistry([]*Database{tdb})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, tdb := registryOver(t, b.db.RoleDSN(t, "agent"), policy, maxConns)
 	return &bundle{db: b.db, reg: reg, tdb: tdb}
 }
 

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -52,19 +51,7 @@ func newFixture(t *testing.T, cfg Config, policy tools.Policy) *fixture {
 	dsn := db.RoleDSN(t, "sess")
 	role := db.RoleName("sess")
 	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON accounts TO "`+role+`"`)
-	pcfg, err := tools.PoolConfig(dsn, policy, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	reg, err := tools.NewRegistry([]*tools.Database{tools.NewDatabase("default", pool, policy)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := toolstest.Registry(t, dsn, policy, 4)
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	cfg.Clock = clock.Now
 	mgr := New(cfg)

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner"
@@ -21,6 +20,7 @@ import (
 	"github.com/pgtools/pgtools/runner/taskbroker/brokertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -65,19 +65,7 @@ func newFixture(t *testing.T, opt func(*taskbroker.Options)) *fixture {
 	db.Exec(t, `CREATE TABLE orders (id int PRIMARY KEY, status text); INSERT INTO orders SELECT i, 'paid' FROM generate_series(1, 5) i`)
 	dsn := db.RoleDSN(t, "tb")
 	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON orders TO "`+db.RoleName("tb")+`"`)
-	cfg, err := tools.PoolConfig(dsn, tools.Policy{}, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	reg, err := tools.NewRegistry([]*tools.Database{tools.NewDatabase("default", pool, tools.Policy{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := toolstest.Registry(t, dsn, tools.Policy{}, 8)
 	f := &fixture{db: db, role: db.RoleName("tb"), reg: reg, broker: brokertest.New(t, authToken), logs: &syncBuffer{}, done: make(chan struct{})}
 	opts := taskbroker.Options{
 		URL: f.broker.URL, AuthToken: authToken, Caller: reg,
