@@ -6,7 +6,9 @@
 // n8n's community-package installer does, import the credentials and the workflows of
 // examples/n8n/, run each workflow with `n8n execute`, and check what happened in PostgreSQL
 // and what the model was sent (the tool schemas with the schema descriptions, the tool results
-// with errorType and suggestion). Everything listens on 127.0.0.1.
+// with errorType and suggestion). The task-runner workflow runs against `pgtools serve
+// --n8n-broker` joined to each n8n's task broker; the MCP workflow uses n8n's own MCP Client
+// Tool on the runner's /mcp. Everything listens on 127.0.0.1.
 // Environment: PGTOOLS_E2E_CACHE (default ~/.cache/pgtools-e2e), PGTOOLS_E2E_KEEP=1 keeps the
 // user folder, PGTOOLS_BIN uses a prebuilt runner.
 import assert from 'node:assert/strict';
@@ -20,9 +22,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { examples } from '../scripts/examples.mjs';
+import { credentials as exampleCredentials, examples, mcpNodeName } from '../scripts/examples.mjs';
 import { pkg, root, schemaOf } from '../test/helpers.mjs';
-import { buildRunner, call, startDemo } from '../test/runner.mjs';
+import { buildRunner, call, startDemo, startServe } from '../test/runner.mjs';
 import { startFakeLLM, toolResults } from './fake-llm.mjs';
 
 const started = Date.now();
@@ -33,6 +35,7 @@ const notForModel = { pg_transaction: ['action'] };
 const example = Object.fromEntries(examples.map((e) => [e.file.replace(/^pgtools-|\.json$/g, ''), e]));
 
 let n8n; // { node, bin, env }
+let bin;
 let runner;
 let proxy;
 let llm;
@@ -58,7 +61,8 @@ before(async () => {
 	installLikeN8n(join(work, packed.filename), join(userFolder, '.n8n', 'nodes'));
 
 	log('building the runner and starting pgtools demo (throwaway PostgreSQL)...');
-	runner = await startDemo(buildRunner());
+	bin = buildRunner();
+	runner = await startDemo(bin);
 	proxy = await startRecordingProxy(runner.url);
 	llm = await startFakeLLM();
 
@@ -90,9 +94,14 @@ before(async () => {
 			// n8n reaches the runner through a recording proxy, to check the headers the nodes send.
 			{ id: 'pgtoolsApiCred01', name: 'pgtools API', type: 'pgToolsApi', data: { url: proxy.url, token: runner.token } },
 			{ id: 'openAiApiCred001', name: 'OpenAI', type: 'openAiApi', data: { apiKey: 'sk-e2e', url: llm.url } },
+			{ ...exampleCredentials.bearer, type: 'httpBearerAuth', data: { token: runner.token } },
 		]),
 	);
 	const workflows = examples.map((e) => JSON.parse(readFileSync(join(root, 'examples', 'n8n', e.file), 'utf8')));
+	// The MCP Client Tool's endpoint is a node parameter, not a credential: point it at this runner.
+	for (const node of workflows.flatMap((w) => w.nodes)) {
+		if (node.type === '@n8n/n8n-nodes-langchain.mcpClientTool') node.parameters.endpointUrl = `${proxy.url}/mcp`;
+	}
 	writeFileSync(join(work, 'workflows.json'), JSON.stringify(workflows));
 	await n8nRun(['import:credentials', `--input=${join(work, 'credentials.json')}`]);
 	await n8nRun(['import:workflow', `--input=${join(work, 'workflows.json')}`]);
@@ -214,12 +223,13 @@ async function n8nStart() {
 	}
 }
 
-async function n8nRun(args, { timeoutMs = 240_000, logLevel = 'warn' } = {}) {
+async function n8nRun(args, { timeoutMs = 240_000, logLevel = 'warn', env: extra = {} } = {}) {
 	const env = {
 		...n8n.env,
 		N8N_LOG_LEVEL: logLevel,
 		N8N_RUNNERS_BROKER_PORT: String(await freePort()),
 		N8N_PORT: String(await freePort()),
+		...extra,
 	};
 	const child = spawn(n8n.node, [n8n.bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
 	let stdout = '';
@@ -235,25 +245,27 @@ async function n8nRun(args, { timeoutMs = 240_000, logLevel = 'warn' } = {}) {
 
 let runs = 0;
 
-// execute runs a workflow with the given model script and returns the agent's answer and
-// what the model was sent.
-async function execute(workflow, script) {
+// execute runs a workflow with the given model script and returns the agent's answer, what the
+// model was sent, and the runner calls the proxy saw (calls: the HTTP API's; seen: all). env
+// adds to n8n's environment.
+async function execute(workflow, script, { env } = {}) {
 	const workflowId = workflow.id;
 	llm.use(script);
 	proxy.take();
 	const t = Date.now();
 	// The run data is logged at level info.
-	const { stdout } = await n8nRun(['execute', `--id=${workflowId}`, '--rawOutput'], { logLevel: 'info' });
+	const { stdout } = await n8nRun(['execute', `--id=${workflowId}`, '--rawOutput'], { logLevel: 'info', env });
 	log(`  n8n execute --id=${workflowId}: ${((Date.now() - t) / 1000).toFixed(1)}s, ${llm.state.requests.length} model calls`);
 	assert.deepEqual(llm.state.errors, [], 'the fake model had no trouble');
 	const output = agentOutput(stdout);
 	const requests = llm.state.requests;
 	const prompt = requests[0].messages.find((m) => m.role === 'user');
 	assert.equal(prompt?.content, workflow.prompt, 'the model got the workflow\'s prompt');
-	const calls = proxy.take().filter((r) => r.path.startsWith('/v1/tools/'));
-	writeFileSync(join(work, `${workflowId}-${++runs}.json`), JSON.stringify({ output, requests, calls }, null, 2));
-	for (const c of calls) assert.equal(c.headers.authorization, `Bearer ${runner.token}`, 'the credential authenticates every call');
-	return { output, requests, calls, results: toolResults(requests.at(-1).messages) };
+	const seen = proxy.take();
+	const calls = seen.filter((r) => r.path.startsWith('/v1/tools/'));
+	writeFileSync(join(work, `${workflowId}-${++runs}.json`), JSON.stringify({ output, requests, seen }, null, 2));
+	for (const c of seen) assert.equal(c.headers.authorization, `Bearer ${runner.token}`, 'the credential authenticates every call');
+	return { output, requests, calls, seen, results: toolResults(requests.at(-1).messages) };
 }
 
 // agentOutput finds the AI Agent's answer in the run data `n8n execute --rawOutput` prints.
@@ -440,5 +452,146 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 			await server.stop();
 		}
 		log(`  n8n start and four credential tests: ${((Date.now() - t) / 1000).toFixed(1)}s`);
+	});
+});
+
+// The task runner: pgtools serve --n8n-broker beside n8n, joined to the task broker of each
+// `n8n execute` on one fixed port. Every n8n execute is a new n8n process with a new broker, so
+// each run after the first is an n8n restart the runner must notice and recover from by itself.
+describe('through the n8n task runner (pgtools serve --n8n-broker)', () => {
+	const workflow = example['task-runner'];
+	let brokerPort;
+	let broker; // the pgtools serve joined to the broker
+	const registrations = () => broker.logs.filter((l) => l.message === 'registered with the n8n task broker').length;
+	const tasks = () => broker.logs.filter((l) => l.message === 'n8n task').map((l) => [l.tool, l.principal, l.error_type ?? 'ok']);
+	const alan = { name: 'Alan Turing', email: 'alan@example.com' };
+
+	before(async () => {
+		brokerPort = await freePort();
+		// Started here rather than with the demo, so its reconnect backoff is short when these
+		// runs begin. A runner of its own: the demo's serves HTTP only.
+		broker = await startServe(bin, ['--database-url', runner.databaseUrl, '--n8n-broker', `http://127.0.0.1:${brokerPort}`], {
+			env: { N8N_RUNNERS_AUTH_TOKEN: n8n.env.N8N_RUNNERS_AUTH_TOKEN, PGTOOLS_LOG_LEVEL: 'info' },
+		});
+	});
+	after(async () => await broker?.stop());
+
+	const run = (script) => execute(workflow, script, { env: { N8N_RUNNERS_BROKER_PORT: String(brokerPort) } });
+
+	test('an agent whose tools have no credential writes with autocommit and reads', async () => {
+		assert.equal((await customers(alan.email)).length, 0);
+		const { output, requests, results, seen } = await run((messages) => {
+			switch (turn(messages)) {
+				case 0:
+					return toolCall('insert_data', { table: 'customers', row: JSON.stringify(alan), autocommit: true });
+				case 1:
+					return toolCall('select_query', { table: 'customers', columns: 'id,name,email', where: 'email = $1', params: JSON.stringify([alan.email]) });
+				default:
+					return { content: `Added: ${JSON.stringify(lastResult(messages).data)}` };
+			}
+		});
+		checkToolSchemas(requests[0]);
+		const [inserted, read] = results;
+		assert.equal(inserted.success, true, JSON.stringify(inserted));
+		assert.equal(read.success, true, JSON.stringify(read));
+		const rows = await customers(alan.email);
+		assert.equal(rows.length, 1, 'the row is in PostgreSQL');
+		assert.deepEqual(read.data, rows, 'the model read it through the task runner');
+		assert.equal(inserted.data[0].id, rows[0].id);
+		assert.equal(output, `Added: ${JSON.stringify(rows)}`);
+		assert.deepEqual(seen, [], 'nothing went over the HTTP API');
+		assert.deepEqual(tasks(), [
+			['insert_data', 'n8n-broker', 'ok'],
+			['select_query', 'n8n-broker', 'ok'],
+		]);
+	});
+
+	test('n8n restarted: the runner reconnects by itself, and an error answer is the tool result', async () => {
+		const before = registrations();
+		const { output, results } = await run((messages) => {
+			switch (turn(messages)) {
+				case 0:
+					// The same customer again: the e-mail is unique.
+					return toolCall('insert_data', { table: 'customers', row: JSON.stringify(alan), autocommit: true });
+				case 1:
+					return toolCall('select_query', { table: 'customers', columns: 'id,name', where: 'email = $1', params: JSON.stringify([alan.email]) });
+				default:
+					return { content: `${toolResults(messages)[0].errorType}; still ${lastResult(messages).rowCount} row.` };
+			}
+		});
+		assert.ok(broker.running(), 'the same runner process');
+		assert.ok(registrations() > before, `registered with the new n8n's broker (${before} → ${registrations()})`);
+		const [refused, read] = results;
+		// The runner's error object, as the HTTP API answers it, reached the model whole.
+		assert.equal(refused.success, false);
+		assert.equal(refused.errorType, 'constraint_violation', JSON.stringify(refused));
+		assert.equal(refused.sqlState, '23505');
+		assert.ok(refused.suggestion);
+		assert.equal(read.success, true, JSON.stringify(read));
+		assert.equal(output, 'constraint_violation; still 1 row.');
+		assert.deepEqual(tasks().slice(-2), [
+			['insert_data', 'n8n-broker', 'constraint_violation'],
+			['select_query', 'n8n-broker', 'ok'],
+		]);
+	});
+
+	test('with no pgtools runner connected, the tool result names the fix', async () => {
+		const calls = tasks().length;
+		// A broker no runner joins, and a short wait for one.
+		const { output, results } = await execute(
+			workflow,
+			(messages) =>
+				turn(messages) === 0 ? toolCall('select_query', { table: 'customers', limit: 1 }) : { content: lastResult(messages).error },
+			{ env: { N8N_RUNNERS_TASK_REQUEST_TIMEOUT: '2' } },
+		);
+		assert.match(
+			results[0].error,
+			/^No pgtools task runner is connected to n8n \(waited \d+ s\)\. Start one beside n8n: pgtools serve --n8n-broker http:\/\/127\.0\.0\.1:5679, with N8N_RUNNERS_AUTH_TOKEN set to the value n8n runs with\.$/,
+		);
+		assert.equal(output, results[0].error);
+		assert.equal(tasks().length, calls);
+	});
+});
+
+// n8n's own MCP Client Tool (Streamable HTTP, Bearer Auth credential) on the runner's /mcp.
+describe('n8n\'s MCP Client Tool on /mcp', () => {
+	test('the agent reads with select_query through MCP', async () => {
+		const name = (tool) => `${mcpNodeName}_${tool}`;
+		const { output, requests, results, seen } = await execute(example['mcp-client'], (messages) =>
+			turn(messages) === 0
+				? toolCall(name('select_query'), { table: 'customers', columns: 'id,name', order_by: 'id', limit: 2 })
+				: { content: `Two customers: ${lastResult(messages).structuredContent.data.map((c) => c.name).join(' and ')}.` },
+		);
+		// The model is offered every tool under the MCP node's prefix, with the schema descriptions.
+		const offered = Object.fromEntries(requests[0].tools.map((t) => [t.function.name, t.function]));
+		assert.deepEqual(Object.keys(offered).sort(), wireNames.map(name).sort());
+		// n8n 2.41.1 turns a schema that combines alternatives at its top level (oneOf, allOf) into
+		// one argument "value" holding the real ones; pgtools reads only flat arguments, which a
+		// model that follows that schema does not send (README: "The MCP Client Tool").
+		const wrappedByN8n = ['insert_data', 'pg_tx'];
+		for (const tool of wireNames) {
+			const schema = schemaOf(tool);
+			const fn = offered[name(tool)];
+			assert.equal(fn.description, schema.description, `${tool}: description`);
+			if (wrappedByN8n.includes(tool)) {
+				assert.deepEqual(Object.keys(fn.parameters.properties), ['value'], `${tool}: still wrapped by n8n? If not, drop it from wrappedByN8n and the README`);
+				continue;
+			}
+			assert.deepEqual(Object.keys(fn.parameters.properties), Object.keys(schema.properties), `${tool}: arguments`);
+			assert.deepEqual(fn.parameters.required ?? [], schema.required ?? [], `${tool}: required arguments`);
+			for (const [key, prop] of Object.entries(schema.properties)) {
+				assert.equal(fn.parameters.properties[key].description, prop.description, `${tool}.${key}: description`);
+			}
+		}
+		const truth = await call(runner, 'select_query', { table: 'customers', columns: 'id,name', order_by: 'id', limit: 2 });
+		// n8n hands the model the MCP result: the text item and the structured content, both the HTTP API's answer.
+		const [result] = results;
+		assert.equal(result.structuredContent.success, true, JSON.stringify(result));
+		assert.deepEqual(result.structuredContent.data, truth.data);
+		assert.deepEqual(JSON.parse(result.response[0].text), result.structuredContent);
+		assert.equal(output, `Two customers: ${truth.data.map((c) => c.name).join(' and ')}.`);
+		// Every request went to /mcp with the Bearer credential (execute checks the header).
+		assert.ok(seen.length > 0 && seen.every((r) => r.path === '/mcp'), JSON.stringify(seen.map((r) => `${r.method} ${r.path}`)));
+		assert.ok(seen.some((r) => r.method === 'POST'));
 	});
 });

@@ -1,7 +1,9 @@
 // Writes the importable example workflows in examples/n8n/ (the files users import and the
 // end-to-end test runs). Each is a Manual Trigger feeding an AI Agent with an OpenAI chat model
-// and all eight pgtools tools; edit the prompt and run. `node examples.mjs --check` fails when
-// the files differ from what this script writes (the unit tests run it).
+// and the pgtools tools: all eight tool nodes (over the runner's HTTP API with the pgtools API
+// credential, or through n8n's task runner with none), or n8n's own MCP Client Tool on the
+// runner's /mcp. Edit the prompt and run. `node examples.mjs --check` fails when the files
+// differ from what this script writes (the unit tests run it).
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -14,7 +16,15 @@ const out = join(root, 'examples', 'n8n');
 export const credentials = {
 	pgtools: { id: 'pgtoolsApiCred01', name: 'pgtools API' },
 	openai: { id: 'openAiApiCred001', name: 'OpenAI' },
+	/** A Bearer Auth credential holding a pgtools token, for the MCP Client Tool. */
+	bearer: { id: 'pgtoolsBearer001', name: 'pgtools token' },
 };
+
+/** mcpEndpoint is the runner's MCP address in the MCP example; change it to where yours runs. */
+export const mcpEndpoint = 'http://127.0.0.1:8080/mcp';
+
+/** mcpNodeName names the MCP Client Tool node; n8n prefixes each MCP tool name with it (pgtools_select_query). */
+export const mcpNodeName = 'pgtools';
 
 const tools = [
 	['selectQuery', 'select_query'],
@@ -32,7 +42,15 @@ const system =
 	'Call describe_schema when you do not know a table. When a tool answers success: false, read errorType and ' +
 	'suggestion and correct your next call. Writes need autocommit: true, or a session from pg_tx that you commit.';
 
-/** examples lists every workflow: file name, id, name, prompt, and parameters pinned per tool. */
+// Through MCP the tool names carry the MCP node's name, while the tool descriptions use the
+// plain names.
+const mcpSystem = `The tools come from the pgtools MCP server, so their names start with ${mcpNodeName}_ (${mcpNodeName}_select_query is select_query).`;
+
+/**
+ * examples lists every workflow: file name, id, name, prompt, parameters pinned per tool, and how
+ * the agent reaches pgtools (connection of the tool nodes: http by default or taskRunner; or mcp,
+ * n8n's MCP Client Tool in place of the tool nodes).
+ */
 export const examples = [
 	{
 		file: 'pgtools-read.json',
@@ -67,6 +85,21 @@ export const examples = [
 		name: 'pgtools: writes need stated intent',
 		prompt: 'Set the note of order 5 to "gift wrap".',
 	},
+	{
+		file: 'pgtools-task-runner.json',
+		id: 'pgtoolsExTaskRun',
+		name: 'pgtools: through the n8n task runner (no credential)',
+		prompt: 'Add a customer named Alan Turing with the e-mail alan@example.com, then show me his row.',
+		// Needs pgtools serve --n8n-broker beside n8n (README: "n8n task runner").
+		connection: 'taskRunner',
+	},
+	{
+		file: 'pgtools-mcp-client.json',
+		id: 'pgtoolsExMcpCli1',
+		name: 'pgtools: n8n\'s MCP Client Tool on /mcp',
+		prompt: 'Show the names of the first two customers.',
+		connection: 'mcp',
+	},
 ];
 
 export function workflow(example) {
@@ -85,7 +118,11 @@ export function workflow(example) {
 			type: '@n8n/n8n-nodes-langchain.agent',
 			typeVersion: 3.1,
 			position: [260, 0],
-			parameters: { promptType: 'define', text: example.prompt, options: { systemMessage: system } },
+			parameters: {
+				promptType: 'define',
+				text: example.prompt,
+				options: { systemMessage: example.connection === 'mcp' ? `${system} ${mcpSystem}` : system },
+			},
 		},
 		{
 			id: uuid(example.id, 3),
@@ -106,18 +143,39 @@ export function workflow(example) {
 		[nodes[0].name]: { main: [[{ node: 'AI Agent', type: 'main', index: 0 }]] },
 		'OpenAI Chat Model': { ai_languageModel: [[{ node: 'AI Agent', type: 'ai_languageModel', index: 0 }]] },
 	};
-	tools.forEach(([type, name], i) => {
+	if (example.connection === 'mcp') {
 		nodes.push({
-			id: uuid(example.id, 10 + i),
-			name,
-			type: `n8n-nodes-pgtools.${type}Tool`,
-			typeVersion: 1,
-			position: [300 + 140 * i, 260],
-			parameters: { ...(example.pinned?.[name] ?? {}) },
-			credentials: { pgToolsApi: credentials.pgtools },
+			id: uuid(example.id, 10),
+			name: mcpNodeName,
+			type: '@n8n/n8n-nodes-langchain.mcpClientTool',
+			typeVersion: 1.4,
+			position: [300, 260],
+			parameters: {
+				endpointUrl: mcpEndpoint,
+				serverTransport: 'httpStreamable',
+				authentication: 'bearerAuth',
+				include: 'all',
+				options: {},
+			},
+			credentials: { httpBearerAuth: credentials.bearer },
 		});
-		connections[name] = { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] };
-	});
+		connections[mcpNodeName] = { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] };
+	} else {
+		const taskRunner = example.connection === 'taskRunner';
+		tools.forEach(([type, name], i) => {
+			nodes.push({
+				id: uuid(example.id, 10 + i),
+				name,
+				type: `n8n-nodes-pgtools.${type}Tool`,
+				typeVersion: 1,
+				position: [300 + 140 * i, 260],
+				// The task runner needs no credential: pgtools serve --n8n-broker dials out to n8n.
+				parameters: { ...(taskRunner && { connection: 'taskRunner' }), ...(example.pinned?.[name] ?? {}) },
+				...(!taskRunner && { credentials: { pgToolsApi: credentials.pgtools } }),
+			});
+			connections[name] = { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] };
+		});
+	}
 	return {
 		id: example.id,
 		name: example.name,
