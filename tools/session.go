@@ -304,6 +304,22 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 	}
 	action := strArg(req.args, "action")
 	id := strArg(req.args, "session_id")
+	// These rules live here rather than in the schema: a schema that combines alternatives at its
+	// top level (if/then, oneOf) is flattened or refused by several agent frameworks.
+	switch action {
+	case "commit", "rollback", "savepoint", "release", "rollback_to":
+		if id == "" {
+			return nil, errorf(ErrInvalidArguments, fmt.Sprintf(`Pass the session_id that pg_tx begin returned, e.g. {"action":"%s","session_id":"…"}; pg_tx {"action":"list"} shows your sessions.`, action),
+				"Invalid arguments: session_id is required for action %q", action)
+		}
+	}
+	switch action {
+	case "savepoint", "release", "rollback_to":
+		if strArg(req.args, "name") == "" {
+			return nil, errorf(ErrInvalidArguments, fmt.Sprintf(`Name the savepoint, e.g. {"action":"%s","session_id":"%s","name":"before_update"}.`, action, id),
+				"Invalid arguments: name is required for action %q", action)
+		}
+	}
 	switch action {
 	case "begin":
 		if req.db.Policy.ReadOnly && !boolArg(req.args, "read_only") {

@@ -121,6 +121,9 @@ func TestInsertData(t *testing.T) {
 	b.mustFail(t, ErrInvalidColumn, "insert_data", `{"table":"items","autocommit":true,"rows":[{"sku":"x"},{"skew":"y"}]}`)
 	b.mustFail(t, ErrSyntax, "insert_data", `{"table":"items","autocommit":true,"rows":[{"sku":"x1","qty":1},{"sku":"x2","qty":1.5}]}`)
 	b.mustFail(t, ErrInvalidArguments, "insert_data", `{"table":"items","autocommit":true,"row":{"sku":"x"},"rows":[{"sku":"y"}]}`)
+	if e := b.mustFail(t, ErrInvalidArguments, "insert_data", `{"table":"items","autocommit":true}`); !strings.Contains(e.Message, "neither row nor rows") {
+		t.Fatalf("insert without rows: %+v", e)
+	}
 	if got := b.db.QueryInt(t, "select count(*) from items"); got != before {
 		t.Fatalf("a refused insert wrote rows: %d → %d", before, got)
 	}

@@ -127,6 +127,18 @@ func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int)
 
 // insertData inserts one row or many in one statement.
 func insertData(ctx context.Context, req *request) (*Result, *Error) {
+	// Checked here rather than by a top-level oneOf in the schema, which several agent frameworks
+	// flatten or refuse.
+	_, hasRow := req.args["row"]
+	_, hasRows := req.args["rows"]
+	if hasRow == hasRows {
+		what := "neither row nor rows"
+		if hasRow {
+			what = "both row and rows"
+		}
+		return nil, &Error{Operation: "insert", Type: ErrInvalidArguments, Message: "Invalid arguments: give exactly one of row and rows, not " + what,
+			Suggestion: `Insert one row with "row": {"name": "Ann"}, or several with "rows": [{"name": "Ann"}, {"name": "Bob"}].`}
+	}
 	if e := writeGate(req, "insert_data"); e != nil {
 		return nil, e
 	}

@@ -566,17 +566,12 @@ describe('n8n\'s MCP Client Tool on /mcp', () => {
 		const offered = Object.fromEntries(requests[0].tools.map((t) => [t.function.name, t.function]));
 		assert.deepEqual(Object.keys(offered).sort(), wireNames.map(name).sort());
 		// n8n 2.41.1 turns a schema that combines alternatives at its top level (oneOf, allOf) into
-		// one argument "value" holding the real ones; pgtools reads only flat arguments, which a
-		// model that follows that schema does not send (README: "The MCP Client Tool").
-		const wrappedByN8n = ['insert_data', 'pg_tx'];
+		// one argument "value"; pgtools' schemas have none, so every tool arrives with its own
+		// arguments.
 		for (const tool of wireNames) {
 			const schema = schemaOf(tool);
 			const fn = offered[name(tool)];
 			assert.equal(fn.description, schema.description, `${tool}: description`);
-			if (wrappedByN8n.includes(tool)) {
-				assert.deepEqual(Object.keys(fn.parameters.properties), ['value'], `${tool}: still wrapped by n8n? If not, drop it from wrappedByN8n and the README`);
-				continue;
-			}
 			assert.deepEqual(Object.keys(fn.parameters.properties), Object.keys(schema.properties), `${tool}: arguments`);
 			assert.deepEqual(fn.parameters.required ?? [], schema.required ?? [], `${tool}: required arguments`);
 			for (const [key, prop] of Object.entries(schema.properties)) {

@@ -213,6 +213,12 @@ func TestSavepoints(t *testing.T) {
 	if _, e := tx("rollback_to", "nope"); e == nil || e.Type != tools.ErrInvalidArguments {
 		t.Fatalf("unknown savepoint: %+v", e)
 	}
+	if _, e := f.call(t, alice, "pg_tx", fmt.Sprintf(`{"action":"savepoint","session_id":%q}`, id)); e == nil || e.Type != tools.ErrInvalidArguments || !strings.Contains(e.Message, "name is required") {
+		t.Fatalf("savepoint without a name: %+v", e)
+	}
+	if _, e := f.call(t, alice, "pg_tx", `{"action":"commit"}`); e == nil || e.Type != tools.ErrInvalidArguments || !strings.Contains(e.Message, "session_id is required") {
+		t.Fatalf("commit without a session: %+v", e)
+	}
 	if _, e := tx("savepoint", "pgtools_stmt"); e == nil || e.Type != tools.ErrInvalidArguments {
 		t.Fatalf("reserved savepoint name: %+v", e)
 	}
