@@ -89,26 +89,11 @@ type fileConfig struct {
 		Databases []string `json:"databases"`
 	} `json:"tokens"`
 	Databases map[string]struct {
-		URL          string `json:"url"`
-		URLFile      string `json:"url_file"`
-		PasswordFile string `json:"password_file"`
-		MaxConns     int32  `json:"max_conns"`
-		Policy       struct {
-			ReadOnly           bool     `json:"read_only"`
-			AllowDDL           bool     `json:"allow_ddl"`
-			AllowedSchemas     []string `json:"allowed_schemas"`
-			AllowTables        []string `json:"allow_tables"`
-			DenyTables         []string `json:"deny_tables"`
-			DefaultLimit       int      `json:"default_limit"`
-			MaxLimit           int      `json:"max_limit"`
-			MaxResponseBytes   int      `json:"max_response_bytes"`
-			StatementTimeoutMS int64    `json:"statement_timeout_ms"`
-			LockTimeoutMS      int64    `json:"lock_timeout_ms"`
-			PoolWaitMS         int64    `json:"pool_wait_ms"`
-			MaxAffectedRows    int      `json:"max_affected_rows"`
-			DisabledTools      []string `json:"disabled_tools"`
-			MaskErrorValues    *bool    `json:"mask_error_values"`
-		} `json:"policy"`
+		URL          string     `json:"url"`
+		URLFile      string     `json:"url_file"`
+		PasswordFile string     `json:"password_file"`
+		MaxConns     int32      `json:"max_conns"`
+		Policy       policyFile `json:"policy"`
 	} `json:"databases"`
 	Limits struct {
 		MaxBodyBytes          int64   `json:"max_body_bytes"`
@@ -145,6 +130,25 @@ func (e *ConfigError) Error() string {
 		head = e.Source + " is invalid:"
 	}
 	return head + "\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// policyFile is a database's policy as the config file (and the effective config printed by
+// check-config) spells it.
+type policyFile struct {
+	ReadOnly           bool     `json:"read_only"`
+	AllowDDL           bool     `json:"allow_ddl"`
+	AllowedSchemas     []string `json:"allowed_schemas"`
+	AllowTables        []string `json:"allow_tables"`
+	DenyTables         []string `json:"deny_tables"`
+	DefaultLimit       int      `json:"default_limit"`
+	MaxLimit           int      `json:"max_limit"`
+	MaxResponseBytes   int      `json:"max_response_bytes"`
+	StatementTimeoutMS int64    `json:"statement_timeout_ms"`
+	LockTimeoutMS      int64    `json:"lock_timeout_ms"`
+	PoolWaitMS         int64    `json:"pool_wait_ms"`
+	MaxAffectedRows    int      `json:"max_affected_rows"`
+	DisabledTools      []string `json:"disabled_tools"`
+	MaskErrorValues    *bool    `json:"mask_error_values"`
 }
 
 // LoadConfigFile reads a JSON config file, validates it against the schema and reads the secrets

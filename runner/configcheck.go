@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/pgtools/pgtools/schemas"
+	"github.com/pgtools/pgtools/tools"
 )
 
 const configSchemaURL = "mem://config.schema.json"
@@ -355,7 +356,7 @@ func display(v any) string {
 func closest(key string, allowed []string) string {
 	best, bestD := "", 3
 	for _, a := range allowed {
-		dist := editDistance(strings.ToLower(key), a)
+		dist := tools.EditDistance(strings.ToLower(key), a)
 		if strings.HasPrefix(a, strings.ToLower(key)) || strings.HasPrefix(strings.ToLower(key), a) {
 			dist = min(dist, 1)
 		}
@@ -364,24 +365,4 @@ func closest(key string, allowed []string) string {
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -21,28 +21,12 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		Databases []string `json:"databases"`
 		Source    string   `json:"source"`
 	}
-	type policy struct {
-		ReadOnly           bool     `json:"read_only"`
-		AllowDDL           bool     `json:"allow_ddl"`
-		AllowedSchemas     []string `json:"allowed_schemas"`
-		AllowTables        []string `json:"allow_tables"`
-		DenyTables         []string `json:"deny_tables"`
-		DefaultLimit       int      `json:"default_limit"`
-		MaxLimit           int      `json:"max_limit"`
-		MaxResponseBytes   int      `json:"max_response_bytes"`
-		StatementTimeoutMS int64    `json:"statement_timeout_ms"`
-		LockTimeoutMS      int64    `json:"lock_timeout_ms"`
-		PoolWaitMS         int64    `json:"pool_wait_ms"`
-		MaxAffectedRows    int      `json:"max_affected_rows"`
-		DisabledTools      []string `json:"disabled_tools"`
-		MaskErrorValues    bool     `json:"mask_error_values"`
-	}
 	type database struct {
 		URL        string      `json:"url"`
 		Connection ConnSummary `json:"connection"`
 		Source     string      `json:"source"`
 		MaxConns   int32       `json:"max_conns"`
-		Policy     policy      `json:"policy"`
+		Policy     policyFile  `json:"policy"`
 	}
 	type limits struct {
 		MaxBodyBytes  int64    `json:"max_body_bytes"`
@@ -116,11 +100,11 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 			maxConns = 10
 		}
 		e.Databases[name] = database{URL: redacted, Connection: summary, Source: orDefault(d.Origin, "config"), MaxConns: maxConns,
-			Policy: policy{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: orEmpty(p.AllowedSchemas),
+			Policy: policyFile{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: orEmpty(p.AllowedSchemas),
 				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), DefaultLimit: p.DefaultLimit,
 				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
 				LockTimeoutMS: p.LockTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds(), MaxAffectedRows: p.MaxAffectedRows,
-				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: !p.ShowErrorValues}}
+				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: ptr(!p.ShowErrorValues)}}
 	}
 	return json.MarshalIndent(e, "", "  ")
 }
@@ -138,3 +122,5 @@ func orEmpty(s []string) []string {
 	}
 	return s
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -322,7 +322,7 @@ func closest(s string, names []string, n int) []string {
 	var out []scored
 	for _, name := range names {
 		ln := strings.ToLower(name)
-		d := levenshtein(ls, ln)
+		d := EditDistance(ls, ln)
 		limit := max(2, len([]rune(ls))/3)
 		if d <= limit || (len(ls) >= 3 && (strings.Contains(ln, ls) || strings.Contains(ls, ln))) {
 			out = append(out, scored{name, d})
@@ -339,7 +339,9 @@ func closest(s string, names []string, n int) []string {
 	return res
 }
 
-func levenshtein(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b in runes, for "did you mean"
+// suggestions.
+func EditDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
