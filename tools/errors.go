@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
@@ -122,13 +125,13 @@ func classify(ctx context.Context, err error, cc callContext, maskValues bool) *
 }
 
 func isNetworkError(err error) bool {
+	// pgconn marks its connection-level failures (closed or busy connection, failed send or
+	// receive) as safe to retry; the rest are the socket's own errors. Typed checks only: a
+	// message is never matched.
 	var safe interface{ SafeToRetry() bool }
-	if errors.As(err, &safe) {
-		return true
-	}
-	s := err.Error()
-	// Only used to tell a broken connection from a bug; never for SQL errors.
-	return strings.Contains(s, "conn closed") || strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe") || strings.Contains(s, "EOF")
+	var opErr *net.OpError
+	return errors.As(err, &safe) || errors.As(err, &opErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // classifyPg maps a PostgreSQL error by SQLSTATE (exact code first, then class).
