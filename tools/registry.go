@@ -131,8 +131,9 @@ type handler func(ctx context.Context, req *request) (*Result, *Error)
 
 type toolEntry struct {
 	info      ToolInfo
-	operation string // the operation name errors carry before the handler runs
-	scope     string // scope a principal needs to call the tool at all
+	operation string   // the operation name errors carry before the handler runs
+	scope     string   // scope a principal needs to call the tool at all
+	props     []string // the schema's property names, sorted, for invalid_arguments suggestions
 	schema    *jsonschema.Schema
 	run       handler
 }
@@ -178,7 +179,7 @@ func NewRegistry(dbs []*Database) (*Registry, error) {
 		r.tools[name] = &toolEntry{
 			info: ToolInfo{Name: name, Description: meta.Description, InputSchema: raw,
 				ReadOnly: spec.readOnly, Destructive: spec.destructive, Idempotent: spec.idempotent},
-			operation: spec.operation, scope: spec.scope, schema: sch, run: spec.run,
+			operation: spec.operation, scope: spec.scope, props: schemaProperties(raw), schema: sch, run: spec.run,
 		}
 		r.order = append(r.order, name)
 	}
@@ -337,7 +338,7 @@ func validationError(err error, t *toolEntry) *Error {
 	}
 	suggestion := "Fix each listed argument and call again."
 	if len(unknown) > 0 {
-		suggestion = "Remove the unknown properties " + strings.Join(quoteAll(unknown), ", ") + ". Allowed: " + strings.Join(schemaProperties(t.info.InputSchema), ", ") + "."
+		suggestion = "Remove the unknown properties " + strings.Join(quoteAll(unknown), ", ") + ". Allowed: " + strings.Join(t.props, ", ") + "."
 	}
 	return &Error{Type: ErrInvalidArguments, Message: "Invalid arguments: " + strings.Join(lines, "; "), Suggestion: suggestion}
 }
