@@ -231,23 +231,7 @@ func insertOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 		}
 		sb.WriteString(clause)
 	}
-	ret, rerr := returningClause(rel, req.args["returning"])
-	if rerr != nil {
-		return nil, withOp(rerr, op, table)
-	}
-	sb.WriteString(ret)
-
-	dry := boolArg(req.args, "dry_run")
-	st := writeStmt{op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
-		keepRows: req.db.Policy.MaxLimit, maxBytes: req.db.Policy.MaxResponseBytes, dryRun: dry}
-	if dry {
-		st.keepRows = previewRows
-	}
-	out, werr := runWriteOn(ctx, req.db, sess, st)
-	if werr != nil {
-		return nil, withOp(classify(ctx, werr, cc, mask), op, table)
-	}
-	return writeResult(op, table, out, dry, req.db.Policy.MaxResponseBytes), nil
+	return runDML(ctx, req, sess, op, rel, &sb, params, oids, 0)
 }
 
 // onConflict builds ON CONFLICT (cols) DO NOTHING | DO UPDATE SET c = EXCLUDED.c, ….
@@ -380,26 +364,33 @@ func changeRowsOn(ctx context.Context, req *request, op string, sess *Session) (
 	sb.WriteString(" WHERE (\n")
 	sb.WriteString(where)
 	sb.WriteString("\n)")
+	return runDML(ctx, req, sess, op, rel, &sb, params, oids, affectedCap(req))
+}
+
+// runDML finishes a generated INSERT, UPDATE or DELETE in sb with its RETURNING clause, runs it
+// (in the session, if any, else in its own transaction) and answers. maxAffected caps the rows
+// it may change (0: no cap); a dry run reports the count, previews rows and rolls back.
+func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, maxAffected int) (*Result, *Error) {
+	table := rel.display()
 	ret, rerr := returningClause(rel, req.args["returning"])
 	if rerr != nil {
 		return nil, withOp(rerr, op, table)
 	}
 	sb.WriteString(ret)
-
 	dry := boolArg(req.args, "dry_run")
 	st := writeStmt{op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
-		keepRows: req.db.Policy.MaxLimit, maxBytes: req.db.Policy.MaxResponseBytes, dryRun: dry, maxAffected: affectedCap(req)}
+		keepRows: req.db.Policy.MaxLimit, maxBytes: req.db.Policy.MaxResponseBytes, dryRun: dry, maxAffected: maxAffected}
 	if dry {
 		st.keepRows = previewRows
 		st.maxAffected = 0 // a dry run reports the count; the cap applies when it is applied
 	}
 	out, werr := runWriteOn(ctx, req.db, sess, st)
 	if werr != nil {
-		return nil, withOp(classify(ctx, werr, cc, mask), op, table)
+		return nil, withOp(classify(ctx, werr, callContext{database: req.db.Name}, !req.db.Policy.ShowErrorValues), op, table)
 	}
 	res := writeResult(op, table, out, dry, req.db.Policy.MaxResponseBytes)
-	if dry && out.affected > int64(affectedCap(req)) {
-		res.Hint += fmt.Sprintf(" Note: %d rows is more than max_affected_rows (%d), so applying it as is would be refused.", out.affected, affectedCap(req))
+	if dry && maxAffected > 0 && out.affected > int64(maxAffected) {
+		res.Hint += fmt.Sprintf(" Note: %d rows is more than max_affected_rows (%d), so applying it as is would be refused.", out.affected, maxAffected)
 	}
 	return res, nil
 }
