@@ -165,7 +165,7 @@ func classifyPg(e *pgconn.PgError, cc callContext, maskValues bool) *Error {
 	case "25006": // read_only_sql_transaction
 		out.Type = ErrReadOnlyViolation
 		out.Suggestion = "This call runs in a READ ONLY transaction, so PostgreSQL refused the write. To change data use insert_data, update_data, delete_data or execute_sql with mode \"write\", and state your intent with session_id or autocommit: true."
-	case "25001", "25P01", "25P02", "25008", "25P04", "2D000", "0B000":
+	case "25001", "25P01", "25P02", "25008", "25P04", "2D000", "0B000", "3B000", "3B001":
 		// Transaction state: a statement tried to steer or escape the transaction.
 		if cc.readOnly {
 			out.Type = ErrReadOnlyViolation

@@ -36,10 +36,12 @@ type rowSet struct {
 	tag       string // PostgreSQL command tag
 }
 
-// The statements that frame every read. The SAVEPOINT puts the agent's statement in a
-// subtransaction, where PostgreSQL itself refuses SET TRANSACTION READ WRITE. A read always rolls
-// back (it has nothing to commit, and a rollback also undoes set_config(…, false), LISTEN and
-// held cursors), then drops session-level advisory locks, which survive a rollback.
+// The statements that frame every read. A read always rolls back (it has nothing to commit, and a
+// rollback also undoes set_config(…, false), LISTEN and held cursors), then drops session-level
+// advisory locks, which survive a rollback. Before the agent's statement runs, the read binds
+// sqlUnlockAll without executing it: binding a query takes the transaction's first snapshot, and
+// from then on PostgreSQL itself refuses SET TRANSACTION READ WRITE ("must be set before any
+// query"), at the cost of a Bind instead of a whole SAVEPOINT.
 const (
 	sqlBeginRead = "BEGIN READ ONLY"
 	sqlSavepoint = "SAVEPOINT pgtools_stmt"
@@ -52,12 +54,14 @@ const (
 // skipped the rest of the group. final is the transaction status the frame must leave.
 type readFrame struct {
 	pre, post, recover []string
+	snapshot           string // bound, not executed, after pre: takes the transaction's first snapshot
 	final              byte
 }
 
 // statelessRead frames a read on a pooled connection: its own READ ONLY transaction.
 var statelessRead = readFrame{
-	pre:     []string{sqlBeginRead, sqlSavepoint},
+	pre:      []string{sqlBeginRead},
+	snapshot: sqlUnlockAll,
 	post:    []string{sqlRollback, sqlUnlockAll},
 	recover: []string{sqlRollback, sqlUnlockAll},
 	final:   'I',
@@ -153,11 +157,14 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt, fr readFrame) (
 
 	cache := stmtCacheOf(pc)
 	fe := pc.Frontend()
-	// One group, one Sync, one round trip: BEGIN, SAVEPOINT, the agent's statement with its
+	// One group, one Sync, one round trip: BEGIN, the snapshot, the agent's statement with its
 	// portal's row limit, ROLLBACK and the advisory-lock release. If the statement fails, the rest
 	// of the group is skipped and endRead runs the ending in a second round trip.
 	for _, sql := range fr.pre {
 		cache.sendExec(fe, sql, nil, false, 0)
+	}
+	if fr.snapshot != "" {
+		cache.sendBind(fe, fr.snapshot)
 	}
 	userStmt, userCached := cache.sendExec(fe, st.sql, values, true, st.maxRows)
 	for _, sql := range fr.post {

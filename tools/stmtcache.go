@@ -50,6 +50,19 @@ func stmtCacheOf(pc *pgconn.PgConn) *stmtCache {
 // and Execute with a row limit (0 = all). It returns the cache entry and whether the statement
 // was already cached.
 func (c *stmtCache) sendExec(fe *pgproto3.Frontend, sql string, params [][]byte, describe bool, maxRows int) (*cachedStmt, bool) {
+	st, hit := c.sendBindParams(fe, sql, params)
+	if describe {
+		fe.SendDescribe(&pgproto3.Describe{ObjectType: 'P'})
+	}
+	fe.SendExecute(&pgproto3.Execute{MaxRows: uint32(maxRows)})
+	return st, hit
+}
+
+// sendBind queues Parse (when sql is not cached yet) and Bind of the unnamed portal, without
+// executing it.
+func (c *stmtCache) sendBind(fe *pgproto3.Frontend, sql string) { c.sendBindParams(fe, sql, nil) }
+
+func (c *stmtCache) sendBindParams(fe *pgproto3.Frontend, sql string, params [][]byte) (*cachedStmt, bool) {
 	c.tick++
 	st, hit := c.names[sql]
 	if !hit {
@@ -64,10 +77,6 @@ func (c *stmtCache) sendExec(fe *pgproto3.Frontend, sql string, params [][]byte,
 	}
 	st.lastUse = c.tick
 	fe.SendBind(&pgproto3.Bind{PreparedStatement: st.name, Parameters: params})
-	if describe {
-		fe.SendDescribe(&pgproto3.Describe{ObjectType: 'P'})
-	}
-	fe.SendExecute(&pgproto3.Execute{MaxRows: uint32(maxRows)})
 	return st, hit
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -112,9 +113,9 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	go srv.Run(sctx, ln, nil)
 	base := "http://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
-	httpCall := func(tool string, body func(id int) []byte) caller {
+	httpCallAt := func(url string, body func(id int) []byte) caller {
 		return func(ctx context.Context, id int) error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/tools/"+tool, bytes.NewReader(body(id)))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body(id)))
 			req.Header.Set("Authorization", "Bearer "+token)
 			resp, err := client.Do(req)
 			if err != nil {
@@ -128,9 +129,11 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 			return nil
 		}
 	}
-	selectPK := httpCall("select_query", func(id int) []byte {
+	httpCall := func(tool string, body func(id int) []byte) caller { return httpCallAt(base+"/v1/tools/"+tool, body) }
+	pkBody := func(id int) []byte {
 		return []byte(`{"table":"customers","where":"id = $1","params":[` + strconv.Itoa(id) + `]}`)
-	})
+	}
+	selectPK := httpCall("select_query", pkBody)
 
 	// Raw pgx on its own pool of the same size and role.
 	pcfg, err := pgxpool.ParseConfig(appDSN)
@@ -198,6 +201,17 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		return br.Close()
 	}
 
+	// The floor of any HTTP tool: the thinnest handler around the raw pipelined read (JSON in, rows
+	// out as JSON, no validation, no catalog, no safety checks), loaded by wrk like pgtools.
+	floorLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	floorSrv := &http.Server{Handler: floorHandler(raw, token)}
+	go floorSrv.Serve(floorLn)
+	defer floorSrv.Close()
+	floorURL := "http://" + floorLn.Addr().String() + "/v1/tools/select_query"
+
 	contenders := []struct {
 		name string
 		fn   caller
@@ -206,6 +220,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		{"raw pgx, BEGIN READ ONLY/query/COMMIT (3 round trips)", rawTx},
 		{"raw pgx, BEGIN READ ONLY/query/COMMIT pipelined", rawPipe},
 		{"pgtools select_query over HTTP", selectPK},
+		{"floor: bare net/http handler + raw pipelined", httpCallAt(floorURL, pkBody)},
 	}
 	for _, c := range contenders { // warm up pools, caches and plans
 		if err := drive(ctx, c.fn, 1, 300, 0); err != nil {
@@ -218,12 +233,13 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		rounds, o.latencyN/rounds, d, o.concurrency, runtime.GOMAXPROCS(0))
 	_, wrkErr := exec.LookPath("wrk")
 	const wrkName = "pgtools select_query over HTTP, load from wrk"
-	names := make([]string, 0, len(contenders)+1)
+	const floorName = "floor: bare net/http handler + raw pipelined, load from wrk"
+	names := make([]string, 0, len(contenders)+2)
 	for _, c := range contenders {
 		names = append(names, c.name)
 	}
 	if wrkErr == nil {
-		names = append(names, wrkName)
+		names = append(names, wrkName, floorName)
 	}
 	samples := map[string]*[5][]float64{} // p50, p99, calls/s, server µs, bench µs
 	for _, n := range names {
@@ -239,13 +255,17 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		// Rotate the order each round so no contender always runs right after another.
 		for k := range names {
 			name := names[(k+r)%len(names)]
-			if name == wrkName {
-				w1, err := runWrk(ctx, base+"/v1/tools/select_query", token, 1, d)
+			if name == wrkName || name == floorName {
+				url := base + "/v1/tools/select_query"
+				if name == floorName {
+					url = floorURL
+				}
+				w1, err := runWrk(ctx, url, token, 1, d)
 				if err != nil {
 					return err
 				}
 				srv0, self0 := backendCPU(ctx, dbAdmin), selfCPU()
-				w32, err := runWrk(ctx, base+"/v1/tools/select_query", token, o.concurrency, d)
+				w32, err := runWrk(ctx, url, token, o.concurrency, d)
 				if err != nil {
 					return err
 				}
@@ -312,7 +332,13 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	tx := res["raw pgx, BEGIN READ ONLY/query/COMMIT (3 round trips)"]
 	pp := res["raw pgx, BEGIN READ ONLY/query/COMMIT pipelined"]
 	fmt.Fprintf(out, "\nratio p50 pgtools over HTTP (in-process Go client, like raw pgx) / raw 3-round-trip READ ONLY: %.2f  (target ≤ 1.50)\n", pgLat.p50/tx.p50)
+	fmt.Fprintf(out, "ratio p50 floor over HTTP (in-process Go client) / raw 3-round-trip READ ONLY: %.2f  (what HTTP alone allows)\n", res["floor: bare net/http handler + raw pipelined"].p50/tx.p50)
 	fmt.Fprintf(out, "ratio throughput %s / raw pipelined READ ONLY: %.2f  (target ≥ 0.65)\n", tputName, pgTput.tput/pp.tput)
+	if wrkErr == nil {
+		fl := res[floorName]
+		fmt.Fprintf(out, "ratio throughput floor (bare net/http + raw pipelined, load from wrk) / raw pipelined READ ONLY: %.2f  (what HTTP alone allows)\n", fl.tput/pp.tput)
+		fmt.Fprintf(out, "ratio throughput pgtools (load from wrk) / floor: %.2f\n", pgTput.tput/fl.tput)
+	}
 	fmt.Fprintf(out, "CPU per call, PostgreSQL + client/runner process: pgtools %.0f µs vs raw pipelined %.0f µs\n",
 		pgTput.serverUS+pgTput.benchUS, pp.serverUS+pp.benchUS)
 
@@ -517,4 +543,49 @@ func withUser(dsn, user, password string) string {
 	}
 	u.User = url.UserPassword(user, password)
 	return u.String()
+}
+
+// floorHandler is the least an HTTP tool can do for the primary-key read: check the token, decode
+// {"params":[id]}, run BEGIN READ ONLY/query/COMMIT pipelined on raw pgx and answer the rows as
+// JSON. It has none of pgtools' checks; it shows what HTTP itself costs on this machine.
+func floorHandler(pool *pgxpool.Pool, token string) http.Handler {
+	want := "Bearer " + token
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != want {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		var in struct {
+			Params []int64 `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || len(in.Params) != 1 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		b := &pgx.Batch{}
+		b.Queue("BEGIN READ ONLY")
+		b.Queue(pkSQL, in.Params[0])
+		b.Queue("COMMIT")
+		br := pool.SendBatch(r.Context(), b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		rows, err := br.Query()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowToMap)
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"rows": out, "row_count": len(out)})
+	})
 }
