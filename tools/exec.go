@@ -62,9 +62,9 @@ type readFrame struct {
 var statelessRead = readFrame{
 	pre:      []string{sqlBeginRead},
 	snapshot: sqlUnlockAll,
-	post:    []string{sqlRollback, sqlUnlockAll},
-	recover: []string{sqlRollback, sqlUnlockAll},
-	final:   'I',
+	post:     []string{sqlRollback, sqlUnlockAll},
+	recover:  []string{sqlRollback, sqlUnlockAll},
+	final:    'I',
 }
 
 // sessionRead frames a read inside a session's open transaction: a savepoint made read-only, then
