@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // BenchmarkSelectByPK measures one primary-key select_query through Registry.Call (no HTTP), with
@@ -20,6 +22,28 @@ func BenchmarkSelectByPK(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, e := bn.reg.Call(ctx, testPrincipal, "select_query", args[i%50]); e != nil {
 			b.Fatal(e)
+		}
+	}
+}
+
+// BenchmarkRawPipelined runs the statement select_query generates for the same call as raw pgx,
+// BEGIN READ ONLY/query/COMMIT pipelined in one batch on the same pool: the floor for the tool
+// layer's overhead in BenchmarkSelectByPK.
+func BenchmarkRawPipelined(b *testing.B) {
+	bn := newBundleConns(b, Policy{}, 1)
+	ctx := context.Background()
+	const sql = `SELECT * FROM "public"."orders" WHERE (
+id = $1
+) LIMIT 101`
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		batch := &pgx.Batch{}
+		batch.Queue("BEGIN READ ONLY")
+		batch.Queue(sql, i%50+1)
+		batch.Queue("COMMIT")
+		if err := bn.tdb.Pool.SendBatch(ctx, batch).Close(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
