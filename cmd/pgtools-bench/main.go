@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.bigN, "big-n", 20, "calls per large-table measurement")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the pgtools throughput run to this file")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pgtools-bench [flags]\n\nCompares a primary-key select_query through HTTP with raw pgx (bare, BEGIN READ ONLY as three\nround trips, and pipelined), and a capped read of a large table with raw LIMIT 1001.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: pgtools-bench [flags]\n\nCompares a primary-key select_query through HTTP with raw pgx (bare, BEGIN READ ONLY as three\nround trips, and pipelined) and with the floor of any HTTP tool (a bare net/http handler around\nthe raw pipelined read), and a capped read of a large table with raw LIMIT 1001.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
