@@ -149,6 +149,7 @@ type policyFile struct {
 	MaxAffectedRows    int      `json:"max_affected_rows"`
 	DisabledTools      []string `json:"disabled_tools"`
 	MaskErrorValues    *bool    `json:"mask_error_values"`
+	PreparedStatements *bool    `json:"prepared_statements"`
 }
 
 // LoadConfigFile reads a JSON config file, validates it against the schema and reads the secrets
@@ -220,7 +221,8 @@ func LoadConfigFile(path string) (*Config, error) {
 			MaxResponseBytes: p.MaxResponseBytes, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
 			LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, PoolWait: time.Duration(p.PoolWaitMS) * time.Millisecond,
 			MaxAffectedRows: p.MaxAffectedRows, DisabledTools: p.DisabledTools,
-			ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues}
+			ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues,
+			DescribeExec:    p.PreparedStatements != nil && !*p.PreparedStatements}
 		cfg.Databases[name] = DatabaseConfig{URL: url, Password: password, MaxConns: d.MaxConns, Policy: pol, Origin: "config file"}
 	}
 	if len(problems) > 0 {

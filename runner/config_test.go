@@ -45,7 +45,7 @@ func TestLoadConfigFile(t *testing.T) {
 	password := writeFile(t, dir, "password", "s3cret-pw\n")
 	good := writeFile(t, dir, "good.json", `{"tokens":[{"name":"a","token_file":"`+secret+`","scopes":["read"]}],
 	  "databases":{"default":{"url":"postgres://u@127.0.0.1/db","password_file":"`+password+`",
-	    "policy":{"max_limit":50,"statement_timeout_ms":1500,"pool_wait_ms":250}}},
+	    "policy":{"max_limit":50,"statement_timeout_ms":1500,"pool_wait_ms":250,"prepared_statements":false}}},
 	  "limits":{"rate_per_second":2.5,"max_concurrent_per_token":3},
 	  "shutdown":{"drain_delay_seconds":1.5,"grace_seconds":0}}`)
 	cfg, err := LoadConfigFile(good)
@@ -57,7 +57,7 @@ func TestLoadConfigFile(t *testing.T) {
 	}
 	d := cfg.Databases["default"]
 	if cfg.Tokens[0].Secret != "file-token-0123456789abcdef" || d.Password != "s3cret-pw" || d.Policy.MaxLimit != 50 ||
-		d.Policy.StatementTimeout != 1500*time.Millisecond || d.Policy.PoolWait != 250*time.Millisecond {
+		d.Policy.StatementTimeout != 1500*time.Millisecond || d.Policy.PoolWait != 250*time.Millisecond || !d.Policy.DescribeExec {
 		t.Fatalf("config not loaded as written: %+v", cfg)
 	}
 	if cfg.Limits.RatePerSecond != 2.5 || cfg.Limits.Burst != 3 || cfg.Limits.MaxConcurrent != 3 {
@@ -112,10 +112,11 @@ func TestInvalidConfigFiles(t *testing.T) {
 				{`tokens[1]: missing "token" or "token_file"`},
 			}},
 		{"numbers out of range",
-			`{"databases": {"default": {"url": "postgres://x", "policy": {"max_limit": 0, "statement_timeout_ms": "1s"}}},
+			`{"databases": {"default": {"url": "postgres://x", "policy": {"max_limit": 0, "statement_timeout_ms": "1s", "prepared_statements": "off"}}},
 			  "limits": {"rate_per_second": 0}, "sessions": {"ttl": 3}}`,
 			[][]string{
 				{"databases.default.policy.max_limit: 0 is too small; the minimum is 1"},
+				{"databases.default.policy.prepared_statements: must be a boolean, not a string", "e.g. true"},
 				{"databases.default.policy.statement_timeout_ms: must be an integer, not a string", "e.g. 30000"},
 				{"limits.rate_per_second: must be more than 0", "remove the key for no limit"},
 				{"sessions.ttl: unknown key", `did you mean "ttl_seconds"?`},
@@ -233,7 +234,7 @@ func TestEffectiveJSONRedactsSecrets(t *testing.T) {
 		Tokens: []Token{{Secret: "token-secret-0123456789", Name: "n8n", Scopes: []string{"read"}, Origin: "env PGTOOLS_TOKENS"}},
 		Databases: map[string]DatabaseConfig{
 			"default": {URL: "postgres://app:url-password@db.internal:5432/app?sslmode=verify-full", Origin: "env DATABASE_URL"},
-			"reports": {URL: "postgres://ro@db.internal/reports?sslmode=disable", Password: "file-password", Policy: toolsPolicyReadOnly()},
+			"reports": {URL: "postgres://ro@db.internal/reports?sslmode=disable", Password: "file-password", Policy: tools.Policy{ReadOnly: true, DescribeExec: true}},
 		},
 	}
 	if err := cfg.Validate(); err != nil {
@@ -256,8 +257,9 @@ func TestEffectiveJSONRedactsSecrets(t *testing.T) {
 			Connection ConnSummary
 			Source     string
 			Policy     struct {
-				ReadOnly     bool `json:"read_only"`
-				DefaultLimit int  `json:"default_limit"`
+				ReadOnly           bool  `json:"read_only"`
+				DefaultLimit       int   `json:"default_limit"`
+				PreparedStatements *bool `json:"prepared_statements"`
 			}
 		}
 	}
@@ -267,9 +269,8 @@ func TestEffectiveJSONRedactsSecrets(t *testing.T) {
 	def, rep := got.Databases["default"], got.Databases["reports"]
 	if got.Listen != "127.0.0.1:8080" || got.Tokens[0].Token != "[REDACTED]" || got.Tokens[0].Source != "env PGTOOLS_TOKENS" ||
 		def.URL != "[REDACTED]" || def.Connection.Host != "db.internal" || def.Connection.Password != "[REDACTED]" ||
-		def.Source != "env DATABASE_URL" || rep.Connection.Password != "[REDACTED]" || !rep.Policy.ReadOnly || rep.Policy.DefaultLimit != 1000 {
+		def.Source != "env DATABASE_URL" || rep.Connection.Password != "[REDACTED]" || !rep.Policy.ReadOnly || rep.Policy.DefaultLimit != 1000 ||
+		def.Policy.PreparedStatements == nil || !*def.Policy.PreparedStatements || rep.Policy.PreparedStatements == nil || *rep.Policy.PreparedStatements {
 		t.Errorf("effective config not as configured:\n%s", out)
 	}
 }
-
-func toolsPolicyReadOnly() tools.Policy { return tools.Policy{ReadOnly: true} }

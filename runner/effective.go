@@ -104,7 +104,8 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), DefaultLimit: p.DefaultLimit,
 				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
 				LockTimeoutMS: p.LockTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds(), MaxAffectedRows: p.MaxAffectedRows,
-				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: ptr(!p.ShowErrorValues)}}
+				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: ptr(!p.ShowErrorValues),
+				PreparedStatements: ptr(!p.DescribeExec)}}
 	}
 	return json.MarshalIndent(e, "", "  ")
 }

@@ -477,7 +477,7 @@ func TestConfigDocuments(t *testing.T) {
 					"allow_tables": ["orders", "sales.customers"], "deny_tables": ["secrets"],
 					"default_limit": 100, "max_limit": 5000, "max_response_bytes": 1048576,
 					"statement_timeout_ms": 10000, "lock_timeout_ms": 1000, "pool_wait_ms": 2000, "max_affected_rows": 50,
-					"disabled_tools": ["execute_sql"], "mask_error_values": false}},
+					"disabled_tools": ["execute_sql"], "mask_error_values": false, "prepared_statements": false}},
 				"analytics_2": {"url": "host=db dbname=analytics", "policy": {"read_only": true}}
 			},
 			"sessions": {"max_sessions": 5, "ttl_seconds": 600},

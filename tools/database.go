@@ -44,6 +44,11 @@ type Policy struct {
 	DisabledTools []string
 	// ShowErrorValues keeps values PostgreSQL echoes in error details (default false: masked).
 	ShowErrorValues bool
+	// DescribeExec parses every read statement on each call as PostgreSQL's unnamed statement
+	// (pgx's describe-exec mode), still in one round trip, instead of preparing it once per
+	// connection under a name (default false). For poolers in transaction mode that cannot track
+	// named prepared statements.
+	DescribeExec bool
 }
 
 // withDefaults returns p with every zero field set to its default.

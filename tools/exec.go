@@ -23,8 +23,9 @@ var errTxEscaped = errors.New("statement ended the transaction")
 type readStmt struct {
 	sql      string
 	params   []any
-	maxRows  int // rows to fetch at most (limit+1); the portal stops there, so the server does too
-	maxBytes int // size at which the JSON of the rows is cut
+	maxRows  int  // rows to fetch at most (limit+1); the portal stops there, so the server does too
+	maxBytes int  // size at which the JSON of the rows is cut
+	unnamed  bool // parse every statement as the unnamed statement (Policy.DescribeExec)
 }
 
 // rowSet is the encoded result of a read.
@@ -126,6 +127,7 @@ func (db *Database) runRead(ctx context.Context, st readStmt) (*rowSet, error) {
 		return nil, err
 	}
 	pc := conn.Conn().PgConn()
+	st.unnamed = db.Policy.DescribeExec
 	rs, destroy, err := readOn(ctx, pc, st, statelessRead)
 	if errors.Is(err, errRetry) && !destroy {
 		// A cached plan went stale (the table changed shape); run it once more, freshly parsed.
@@ -156,6 +158,7 @@ func readOn(ctx context.Context, pc *pgconn.PgConn, st readStmt, fr readFrame) (
 	}
 
 	cache := stmtCacheOf(pc)
+	cache.unnamed = st.unnamed
 	fe := pc.Frontend()
 	// One group, one Sync, one round trip: BEGIN, the snapshot, the agent's statement with its
 	// portal's row limit, ROLLBACK and the advisory-lock release. If the statement fails, the rest

@@ -264,6 +264,7 @@ func readIn(ctx context.Context, s *Session, st readStmt) (*rowSet, error) {
 			Suggestion: "Use pg_tx with the session_id to commit, roll back or set savepoints."}
 	}
 	pc := s.conn.PgConn()
+	st.unnamed = s.DB.Policy.DescribeExec
 	rs, destroy, err := readOn(ctx, pc, st, sessionRead)
 	if errors.Is(err, errRetry) && !destroy {
 		rs, destroy, err = readOn(ctx, pc, st, sessionRead)

@@ -25,6 +25,12 @@ type stmtCache struct {
 	tick    uint64
 	added   []string // statements parsed in the pipeline being sent, by SQL
 	closing []string // statement names to close in the next pipeline
+
+	// unnamed bypasses the cache: every statement is parsed as the unnamed statement, which
+	// PostgreSQL replaces at the next Parse (Policy.DescribeExec). scratch carries the row
+	// encoder between such calls.
+	unnamed bool
+	scratch cachedStmt
 }
 
 type cachedStmt struct {
@@ -63,6 +69,11 @@ func (c *stmtCache) sendExec(fe *pgproto3.Frontend, sql string, params [][]byte,
 func (c *stmtCache) sendBind(fe *pgproto3.Frontend, sql string) { c.sendBindParams(fe, sql, nil) }
 
 func (c *stmtCache) sendBindParams(fe *pgproto3.Frontend, sql string, params [][]byte) (*cachedStmt, bool) {
+	if c.unnamed {
+		fe.SendParse(&pgproto3.Parse{Query: sql})
+		fe.SendBind(&pgproto3.Bind{Parameters: params})
+		return &c.scratch, false
+	}
 	c.tick++
 	st, hit := c.names[sql]
 	if !hit {

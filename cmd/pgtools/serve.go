@@ -39,6 +39,7 @@ type dbFlags struct {
 // config file's values.
 type policyFlags struct {
 	readOnly, allowDDL       bool
+	preparedStatements       bool
 	maxAffectedRows          int
 	allowTables, denyTables  string
 	disabledTools            string
@@ -59,13 +60,14 @@ func (f *dbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.policy.disabledTools, "disable-tools", "", "policy of the default database: tools to refuse, comma-separated wire names (e.g. execute_sql)")
 	fs.DurationVar(&f.policy.statementTimeout, "statement-timeout", 0, "policy of the default database: statement timeout (default 30s)")
 	fs.DurationVar(&f.policy.locked, "lock-timeout", 0, "policy of the default database: lock wait timeout (default 5s)")
+	fs.BoolVar(&f.policy.preparedStatements, "prepared-statements", true, "policy of the default database: prepare each read statement once per connection; --prepared-statements=false behind a transaction-mode pooler that cannot track named prepared statements")
 }
 
 // apply sets the flags that were given on the default database's policy.
 func (p policyFlags) apply(fs *flag.FlagSet, cfg *runner.Config) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	names := []string{"read-only", "allow-ddl", "max-affected-rows", "allow-tables", "deny-tables", "disable-tools", "statement-timeout", "lock-timeout"}
+	names := []string{"read-only", "allow-ddl", "max-affected-rows", "allow-tables", "deny-tables", "disable-tools", "statement-timeout", "lock-timeout", "prepared-statements"}
 	any := false
 	for _, n := range names {
 		any = any || set[n]
@@ -118,6 +120,9 @@ func (p policyFlags) apply(fs *flag.FlagSet, cfg *runner.Config) error {
 	}
 	if set["lock-timeout"] {
 		pol.LockTimeout = p.locked
+	}
+	if set["prepared-statements"] {
+		pol.DescribeExec = !p.preparedStatements
 	}
 	cfg.Databases["default"] = d
 	return nil
