@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need and a fresh machine may lack: PostgreSQL server
-# binaries (initdb, postgres), and Node.js with npm for the TypeScript MCP client test.
+# binaries (initdb, postgres), PgBouncer, and Node.js with npm for the TypeScript MCP client test.
 # Idempotent and quiet when everything is present.
 set -euo pipefail
 
@@ -18,6 +18,8 @@ fi
 
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# PgBouncer: the transaction-pooling test (tools/pgbouncer_test.go) fails under CI without it.
+{ command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; } || missing+=(pgbouncer)
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   echo "install-deps: installing ${missing[*]}..."
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||

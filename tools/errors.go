@@ -138,6 +138,14 @@ func isNetworkError(err error) bool {
 func classifyPg(e *pgconn.PgError, cc callContext, maskValues bool) *Error {
 	msg := pgMessage(e, maskValues)
 	out := &Error{SQLState: e.Code, Message: msg}
+	if (e.Code == "42P05" || e.Code == "26000") && strings.Contains(e.Message, `"`+stmtNamePrefix) {
+		// pgtools' own prepared statements are missing or doubled on the server connection: a
+		// pooler in transaction mode hands each transaction another server connection.
+		out.Type = ErrConnection
+		out.Message = "The database connection does not keep pgtools' prepared statements between transactions (a pooler in transaction mode, such as PgBouncer before 1.21 or Supavisor)"
+		out.Suggestion = "The operator must set prepared_statements: false for this database (--prepared-statements=false), or enable max_prepared_statements on PgBouncer 1.21+; retrying will not help."
+		return out
+	}
 	switch e.Code {
 	case "42P01": // undefined_table
 		out.Type, out.Suggestion = ErrInvalidTable, "Call describe_schema without arguments to list the tables you can use."

@@ -14,6 +14,9 @@ var errRetry = errors.New("cached plan changed result type; retry")
 // stmtCacheSize bounds the prepared statements pgtools keeps per connection.
 const stmtCacheSize = 128
 
+// stmtNamePrefix starts the name of every statement the cache prepares.
+const stmtNamePrefix = "pgt_"
+
 // stmtCache is a connection's cache of named prepared statements, so a repeated statement is
 // parsed and planned once per connection rather than on every call (as pgx's own statement cache
 // does). The names are pgtools' own ("pgt_N"), never reused, and invisible to agents: an agent
@@ -81,7 +84,7 @@ func (c *stmtCache) sendBindParams(fe *pgproto3.Frontend, sql string, params [][
 			c.evictOldest()
 		}
 		c.seq++
-		st = &cachedStmt{name: "pgt_" + strconv.FormatUint(c.seq, 36)}
+		st = &cachedStmt{name: stmtNamePrefix + strconv.FormatUint(c.seq, 36)}
 		c.names[sql] = st
 		c.added = append(c.added, sql)
 		fe.SendParse(&pgproto3.Parse{Name: st.name, Query: sql})
