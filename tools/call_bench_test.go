@@ -9,20 +9,28 @@ import (
 )
 
 // BenchmarkSelectByPK measures one primary-key select_query through Registry.Call (no HTTP), with
-// allocations; compare with BenchmarkRawPipelined for the overhead of the tool layer.
+// allocations, with the statement cache and in describe-exec mode; compare with
+// BenchmarkRawPipelined for the overhead of the tool layer.
 func BenchmarkSelectByPK(b *testing.B) {
-	bn := newBundleConns(b, Policy{}, 1)
-	args := make([][]byte, 50)
-	for i := range args {
-		args[i] = []byte(`{"table":"orders","where":"id = $1","params":[` + strconv.Itoa(i+1) + `]}`)
-	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, e := bn.reg.Call(ctx, testPrincipal, "select_query", args[i%50]); e != nil {
-			b.Fatal(e)
-		}
+	for _, mode := range []struct {
+		name string
+		pol  Policy
+	}{{"prepared", Policy{}}, {"describe-exec", Policy{DescribeExec: true}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			bn := newBundleConns(b, mode.pol, 1)
+			args := make([][]byte, 50)
+			for i := range args {
+				args[i] = []byte(`{"table":"orders","where":"id = $1","params":[` + strconv.Itoa(i+1) + `]}`)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, e := bn.reg.Call(ctx, testPrincipal, "select_query", args[i%50]); e != nil {
+					b.Fatal(e)
+				}
+			}
+		})
 	}
 }
 
