@@ -1,7 +1,6 @@
 package pgtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,7 +92,7 @@ pidfile =
 		if err := os.WriteFile(ini, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var out lockedBuf
+		var out SyncBuffer
 		cmd := exec.Command(bin, append(args, ini)...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -106,7 +104,7 @@ pidfile =
 		if err := waitListening(addr, exited, 10*time.Second); err != nil {
 			_ = cmd.Process.Kill()
 			<-exited
-			lastErr = fmt.Errorf("%v; pgbouncer said:\n%s", err, out.String())
+			lastErr = fmt.Errorf("%v; pgbouncer said:\n%s", err, strings.TrimSpace(out.String()))
 			continue
 		}
 		t.Cleanup(func() {
@@ -150,22 +148,4 @@ func waitListening(addr string, exited <-chan struct{}, within time.Duration) er
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// lockedBuf collects a process's output while it runs.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.TrimSpace(l.b.String())
 }
