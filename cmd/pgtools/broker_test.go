@@ -49,15 +49,7 @@ func TestServeJoinsSeveralBrokers(t *testing.T) {
 	}
 	waitFor(t, &stderr, regexp.MustCompile(`"principal":"(n8n-test)"`))
 
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not shut down")
-	}
+	stopRun(t, cancel, done, "serve", &stderr, 15*time.Second)
 	if strings.Contains(stderr.String(), brokerToken) || strings.Contains(stderr.String(), dsn) {
 		t.Fatalf("serve logged a secret: %s", stderr.String())
 	}

@@ -135,15 +135,7 @@ func TestSecretsFromFilesAndEnv(t *testing.T) {
 	if code := run(context.Background(), []string{"healthcheck"}, &out, &errOut); code != 0 {
 		t.Fatalf("healthcheck from PGTOOLS_LISTEN: exit %d %s %s", code, out.String(), errOut.String())
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stopRun(t, cancel, done, "serve", &stderr, 15*time.Second)
 	if code := run(context.Background(), []string{"healthcheck", "--addr", addr, "--timeout", "2s"}, &out, &errOut); code != 1 {
 		t.Fatalf("healthcheck against a stopped server: exit %d", code)
 	}

@@ -346,15 +346,7 @@ func TestComposeInitScript(t *testing.T) {
 	if n := db.QueryInt(t, "select count(*) from pg_class where relname = 'pwned'"); n != 0 {
 		t.Errorf("the role could create a table")
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stopRun(t, cancel, done, "serve", &stderr, 30*time.Second)
 	if strings.Contains(stderr.String(), "compose-db-password") {
 		t.Errorf("serve logged the database password")
 	}

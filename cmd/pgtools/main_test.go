@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -88,15 +89,7 @@ func TestServeAndCall(t *testing.T) {
 		t.Fatalf("invalid JSON arguments: exit %d", code)
 	}
 
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not shut down")
-	}
+	stopRun(t, cancel, done, "serve", &stderr, 15*time.Second)
 	if strings.Contains(stderr.String(), token) || strings.Contains(stderr.String(), dsn) {
 		t.Fatalf("serve logged a secret: %s", stderr.String())
 	}
@@ -145,21 +138,28 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("examples/curl/write.sh lacks %s: %v\n%s", want, err, sout)
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("demo exited %d: %s", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("demo did not stop")
-	}
+	stopRun(t, cancel, done, "demo", &stderr, 30*time.Second)
 	if !strings.Contains(stdout.String(), "stopping PostgreSQL") {
 		t.Fatalf("demo did not report cleanup:\n%s", stdout.String())
 	}
 }
 
 // waitFor polls buf until re matches and returns the submatches joined by a space.
+// stopRun cancels a command that run runs in another goroutine and waits up to within for it to
+// exit 0; name names it in failures, out is its captured stderr.
+func stopRun(t *testing.T, cancel context.CancelFunc, done <-chan int, name string, out fmt.Stringer, within time.Duration) {
+	t.Helper()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("%s exited %d: %s", name, code, out.String())
+		}
+	case <-time.After(within):
+		t.Fatalf("%s did not stop within %s", name, within)
+	}
+}
+
 func waitFor(t *testing.T, buf interface{ String() string }, re *regexp.Regexp) string {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
