@@ -14,10 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/pgtools/pgtools/runner/session"
-	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/pgtest/localpg"
 )
@@ -35,21 +31,7 @@ type running struct {
 func runServer(t *testing.T, cfg *Config) *running {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	dbs, closeDBs, err := OpenDatabases(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(dbs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	log := zerolog.New(logs)
-	sessions := session.New(session.Config{Log: log})
-	reg.SetSessions(sessions)
+	srv, _, logs, closeAll := buildServer(t, cfg)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +46,6 @@ func runServer(t *testing.T, cfg *Config) *running {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
-	srv := NewServer(cfg, reg, sessions, log)
 	go func() { r.done <- srv.Run(ctx, ln, mln) }()
 	t.Cleanup(func() {
 		cancel()
@@ -73,10 +54,7 @@ func runServer(t *testing.T, cfg *Config) *running {
 		case <-time.After(20 * time.Second):
 			t.Error("server did not stop")
 		}
-		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer ccancel()
-		sessions.Close(cctx)
-		closeDBs()
+		closeAll()
 	})
 	return r
 }

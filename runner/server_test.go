@@ -33,6 +33,19 @@ type serverFixture struct {
 
 func newServerFixture(t *testing.T, cfg *Config) *serverFixture {
 	t.Helper()
+	s, sessions, logs, closeAll := buildServer(t, cfg)
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		closeAll()
+	})
+	return &serverFixture{srv: s, http: hs, sessions: sessions, log: logs}
+}
+
+// buildServer builds cfg's Server as pgtools serve does: validated config, pools, registry and
+// session manager, logging into a buffer. closeAll rolls back the sessions and closes the pools.
+func buildServer(t *testing.T, cfg *Config) (s *Server, sessions *session.Manager, logs *syncBuffer, closeAll func()) {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -44,20 +57,17 @@ func newServerFixture(t *testing.T, cfg *Config) *serverFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs = &syncBuffer{}
 	log := zerolog.New(logs)
-	sessions := session.New(session.Config{MaxSessions: cfg.MaxSessions, TTL: cfg.SessionTTL, Log: log})
+	sessions = session.New(session.Config{MaxSessions: cfg.MaxSessions, TTL: cfg.SessionTTL, Log: log})
 	reg.SetSessions(sessions)
-	s := NewServer(cfg, reg, sessions, log)
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		hs.Close()
+	closeAll = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		sessions.Close(ctx)
 		closeDBs()
-	})
-	return &serverFixture{srv: s, http: hs, sessions: sessions, log: logs}
+	}
+	return NewServer(cfg, reg, sessions, log), sessions, logs, closeAll
 }
 
 // call posts a tool call and returns the status, the decoded body and the headers.
