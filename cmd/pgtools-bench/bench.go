@@ -223,7 +223,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		{"floor: bare net/http handler + raw pipelined", httpCallAt(floorURL, pkBody)},
 	}
 	for _, c := range contenders { // warm up pools, caches and plans
-		if err := drive(ctx, c.fn, 1, 300, 0); err != nil {
+		if err := drive(ctx, c.fn, 1, 300); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
@@ -371,7 +371,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 			runtime.ReadMemStats(&ms)
 			before := ms.TotalAlloc
 			start := time.Now()
-			if err := drive(ctx, c.fn, 1, o.bigN, 0); err != nil {
+			if err := drive(ctx, c.fn, 1, o.bigN); err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
 			per := time.Since(start) / time.Duration(o.bigN)
@@ -406,7 +406,7 @@ func pct(v []float64, p float64) float64 {
 }
 
 // drive runs n calls spread over c workers.
-func drive(ctx context.Context, fn caller, c, n int, _ time.Duration) error {
+func drive(ctx context.Context, fn caller, c, n int) error {
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	errc := make(chan error, c)

@@ -293,33 +293,31 @@ func (r *Runner) Wait(t testing.TB, timeout time.Duration, what string, pred fun
 	return m
 }
 
+// take marks the first unconsumed message matching pred consumed and returns it.
+func (r *Runner) take(pred func(Message) bool) (Message, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, m := range r.msgs {
+		if !r.consumed[i] && pred(m) {
+			r.consumed[i] = true
+			return m, true
+		}
+	}
+	return Message{}, false
+}
+
 func (r *Runner) wait(timeout time.Duration, pred func(Message) bool) (Message, bool) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		r.mu.Lock()
-		for i, m := range r.msgs {
-			if !r.consumed[i] && pred(m) {
-				r.consumed[i] = true
-				r.mu.Unlock()
-				return m, true
-			}
+		if m, ok := r.take(pred); ok {
+			return m, true
 		}
-		r.mu.Unlock()
 		select {
 		case <-r.notify:
 		case <-r.closed:
 			// Look once more: the last messages may have come just before the close.
-			r.mu.Lock()
-			for i, m := range r.msgs {
-				if !r.consumed[i] && pred(m) {
-					r.consumed[i] = true
-					r.mu.Unlock()
-					return m, true
-				}
-			}
-			r.mu.Unlock()
-			return Message{}, false
+			return r.take(pred)
 		case <-deadline.C:
 			return Message{}, false
 		}
