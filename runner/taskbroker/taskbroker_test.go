@@ -28,22 +28,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 const authToken = "broker-auth-token-0123456789abcdef"
 
 // syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+type syncBuffer = pgtest.SyncBuffer
 
 // fixture is one test's database, registry, broker stand-in and running client.
 type fixture struct {
