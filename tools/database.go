@@ -159,6 +159,9 @@ type Principal struct {
 	Scopes []string
 	// Databases limits the databases the principal may use; empty means all.
 	Databases []string
+	// MaxResponseBytes lowers every database's response byte cap for this principal (0: the
+	// database's cap applies).
+	MaxResponseBytes int
 }
 
 // Can reports whether the principal holds scope.

@@ -30,7 +30,7 @@ func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Er
 		return nil, perr
 	}
 	limit := req.db.Policy.DefaultLimit
-	rs, err := runReadOn(ctx, req.db, sess, readStmt{sql: strArg(req.args, "sql"), params: params, maxRows: limit + 1, maxBytes: req.db.Policy.MaxResponseBytes})
+	rs, err := runReadOn(ctx, req.db, sess, readStmt{sql: strArg(req.args, "sql"), params: params, maxRows: limit + 1, maxBytes: req.maxBytes})
 	if err != nil {
 		if errors.Is(err, errTxEscaped) {
 			return nil, &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, …) are not allowed in execute_sql; the read ran in its own READ ONLY transaction and was rolled back",
@@ -38,7 +38,7 @@ func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Er
 		}
 		return nil, classify(ctx, err, callContext{readOnly: true, database: req.db.Name}, !req.db.Policy.ShowErrorValues)
 	}
-	res := rowsResult("execute", "", rs, limit, 0, req.db.Policy.MaxResponseBytes)
+	res := rowsResult("execute", "", rs, limit, 0, req.maxBytes)
 	res.Command = rs.tag
 	return res, nil
 }
@@ -53,14 +53,14 @@ func executeWrite(ctx context.Context, req *request, sess *Session) (*Result, *E
 	if perr != nil {
 		return nil, perr
 	}
-	st := writeStmt{op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.db.Policy.MaxResponseBytes,
+	st := writeStmt{op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
 		free: true, confirm: boolArg(req.args, "confirm_destructive"), allowDDL: req.db.Policy.AllowDDL && req.principal.Can("ddl"),
 		maxAffected: req.db.Policy.MaxAffectedRows}
 	out, err := runWriteOn(ctx, req.db, sess, st)
 	if err != nil {
 		return nil, classify(ctx, err, callContext{database: req.db.Name}, !req.db.Policy.ShowErrorValues)
 	}
-	res := writeResult(op, "", out, false, req.db.Policy.MaxResponseBytes)
+	res := writeResult(op, "", out, false, req.maxBytes)
 	res.Command = out.tag
 	return res, nil
 }

@@ -37,7 +37,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 			return nil, failedAt(i, perr)
 		}
 		stmts[i] = writeStmt{op: op, sql: sql, params: params, free: true, keepRows: req.db.Policy.DefaultLimit,
-			maxBytes: req.db.Policy.MaxResponseBytes, allowDDL: req.db.Policy.AllowDDL && req.principal.Can("ddl"),
+			maxBytes: req.maxBytes, allowDDL: req.db.Policy.AllowDDL && req.principal.Can("ddl"),
 			maxAffected: req.db.Policy.MaxAffectedRows}
 	}
 

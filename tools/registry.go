@@ -125,6 +125,7 @@ type request struct {
 	db        *Database
 	args      map[string]any // validated arguments, numbers as json.Number
 	started   time.Time
+	maxBytes  int // response byte cap: the database's, lowered by the principal's and the call's
 }
 
 type handler func(ctx context.Context, req *request) (*Result, *Error)
@@ -292,7 +293,8 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		return nil, errorf(ErrNotAllowed, "Use another tool; the operator disabled this one for this database.",
 			"Tool %s is disabled on database %q", tool, dbName)
 	}
-	return t.run(ctx, &request{sessions: r.sessions, principal: p, db: db, args: m, started: started})
+	return t.run(ctx, &request{sessions: r.sessions, principal: p, db: db, args: m, started: started,
+		maxBytes: responseCap(ctx, p, db)})
 }
 
 // validationError lists every failing argument path in one message.

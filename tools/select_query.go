@@ -117,11 +117,11 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 		sb.WriteString(strconv.FormatInt(offset, 10))
 	}
 
-	rs, rerr := runReadOn(ctx, req.db, sess, readStmt{sql: sb.String(), params: params, maxRows: limit + 1, maxBytes: req.db.Policy.MaxResponseBytes})
+	rs, rerr := runReadOn(ctx, req.db, sess, readStmt{sql: sb.String(), params: params, maxRows: limit + 1, maxBytes: req.maxBytes})
 	if rerr != nil {
 		return nil, withOp(classify(ctx, rerr, cc, !req.db.Policy.ShowErrorValues), op, table)
 	}
-	res := rowsResult(op, table, rs, limit, int(offset), req.db.Policy.MaxResponseBytes)
+	res := rowsResult(op, table, rs, limit, int(offset), req.maxBytes)
 	return res, nil
 }
 

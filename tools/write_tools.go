@@ -379,7 +379,7 @@ func runDML(ctx context.Context, req *request, sess *Session, op string, rel *re
 	sb.WriteString(ret)
 	dry := boolArg(req.args, "dry_run")
 	st := writeStmt{op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
-		keepRows: req.db.Policy.MaxLimit, maxBytes: req.db.Policy.MaxResponseBytes, dryRun: dry, maxAffected: maxAffected}
+		keepRows: req.db.Policy.MaxLimit, maxBytes: req.maxBytes, dryRun: dry, maxAffected: maxAffected}
 	if dry {
 		st.keepRows = previewRows
 		st.maxAffected = 0 // a dry run reports the count; the cap applies when it is applied
@@ -388,7 +388,7 @@ func runDML(ctx context.Context, req *request, sess *Session, op string, rel *re
 	if werr != nil {
 		return nil, withOp(classify(ctx, werr, callContext{database: req.db.Name}, !req.db.Policy.ShowErrorValues), op, table)
 	}
-	res := writeResult(op, table, out, dry, req.db.Policy.MaxResponseBytes)
+	res := writeResult(op, table, out, dry, req.maxBytes)
 	if dry && maxAffected > 0 && out.affected > int64(maxAffected) {
 		res.Hint += fmt.Sprintf(" Note: %d rows is more than max_affected_rows (%d), so applying it as is would be refused.", out.affected, maxAffected)
 	}
