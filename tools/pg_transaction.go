@@ -24,6 +24,11 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 		return nil, errorf(ErrNotAllowed, "Use select_query or execute_sql with mode \"read\"; this database accepts no writes.",
 			"Database %q is read-only under the operator's policy", req.db.Name)
 	}
+	release, lerr := req.txLimit.acquire(ctx, req.principal, req.db)
+	if lerr != nil {
+		return nil, lerr
+	}
+	defer release()
 	raw, _ := req.args["operations"].([]any)
 	stmts := make([]writeStmt, len(raw))
 	for i, o := range raw {

@@ -121,6 +121,7 @@ type ToolInfo struct {
 // request is one validated call as a handler sees it.
 type request struct {
 	sessions  SessionStore
+	txLimit   *TxLimiter // bound on pg_transaction connections; nil: none
 	principal Principal
 	db        *Database
 	args      map[string]any // validated arguments, numbers as json.Number
@@ -148,6 +149,7 @@ type Registry struct {
 	auditor  Auditor
 	sessions SessionStore
 	observer Observer
+	txLimit  *TxLimiter
 }
 
 // NewRegistry compiles every tool schema and registers the tools over dbs (keyed by name; one
@@ -293,7 +295,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		return nil, errorf(ErrNotAllowed, "Use another tool; the operator disabled this one for this database.",
 			"Tool %s is disabled on database %q", tool, dbName)
 	}
-	return t.run(ctx, &request{sessions: r.sessions, principal: p, db: db, args: m, started: started,
+	return t.run(ctx, &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, args: m, started: started,
 		maxBytes: responseCap(ctx, p, db)})
 }
 
