@@ -109,12 +109,15 @@ type Database struct {
 	// Policy is the operator's policy, with defaults applied by NewDatabase.
 	Policy Policy
 
-	cat catalogCache
+	cat          catalogCache
+	sessionFrame readFrame // frames a read inside a session, with this policy's timeouts
 }
 
 // NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.
 func NewDatabase(name string, pool *pgxpool.Pool, policy Policy) *Database {
-	return &Database{Name: name, Pool: pool, Policy: policy.withDefaults(), cat: catalogCache{minReload: 100 * time.Millisecond}}
+	db := &Database{Name: name, Pool: pool, Policy: policy.withDefaults(), cat: catalogCache{minReload: 100 * time.Millisecond}}
+	db.sessionFrame = sessionReadFrame(&db.Policy)
+	return db
 }
 
 // PoolConfig parses dsn into a pool configuration with the settings every stateless connection

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -68,13 +69,20 @@ var statelessRead = readFrame{
 	final:    'I',
 }
 
-// sessionRead frames a read inside a session's open transaction: a savepoint made read-only, then
-// rolled back, so the read can change nothing and a failure leaves the session usable.
-var sessionRead = readFrame{
-	pre:     []string{sqlSavepoint, "SET LOCAL transaction_read_only = on"},
-	post:    []string{"ROLLBACK TO SAVEPOINT pgtools_stmt", "RELEASE SAVEPOINT pgtools_stmt"},
-	recover: []string{"ROLLBACK TO SAVEPOINT pgtools_stmt", "RELEASE SAVEPOINT pgtools_stmt"},
-	final:   'T',
+// sessionReadFrame frames a read inside a session's open transaction: a savepoint made read-only,
+// with the policy's timeouts asserted again (an earlier statement of the session may have changed
+// them), then rolled back, so the read can change nothing and a failure leaves the session usable.
+// Session-level advisory locks the read took are released: they would outlive the statement.
+func sessionReadFrame(p *Policy) readFrame {
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	end := []string{"ROLLBACK TO SAVEPOINT pgtools_stmt", "RELEASE SAVEPOINT pgtools_stmt", sqlUnlockAll}
+	return readFrame{
+		pre: []string{sqlSavepoint, "SET LOCAL transaction_read_only = on",
+			"SET LOCAL statement_timeout = " + ms(p.StatementTimeout), "SET LOCAL lock_timeout = " + ms(p.LockTimeout)},
+		post:    end,
+		recover: end,
+		final:   'T',
+	}
 }
 
 // safeTags are command tags after which a pooled connection can be reused: nothing a successful
@@ -126,6 +134,8 @@ func (db *Database) runRead(ctx context.Context, st readStmt) (*rowSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := withCallDeadline(ctx, &db.Policy)
+	defer cancel()
 	pc := conn.Conn().PgConn()
 	st.unnamed = db.Policy.DescribeExec
 	rs, destroy, err := readOn(ctx, pc, st, statelessRead)

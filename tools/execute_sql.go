@@ -13,13 +13,16 @@ func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
 			return nil, errorf(ErrNotAllowed, "Use mode \"read\", or ask the operator for a token with the write scope.",
 				"Your token lacks the \"write\" scope that execute_sql with mode \"write\" needs")
 		}
-		if transactionControl(strArg(req.args, "sql")) {
-			return nil, txControlRefused()
+		if e := checkFreeSQL(strArg(req.args, "sql"), false); e != nil {
+			return nil, e
 		}
 		if e := writeGate(req, "execute_sql"); e != nil {
 			return nil, e
 		}
 		return sessionOr(ctx, req, true, func(s *Session) (*Result, *Error) { return executeWrite(ctx, req, s) })
+	}
+	if e := checkFreeSQL(strArg(req.args, "sql"), true); e != nil {
+		return nil, e
 	}
 	return sessionOr(ctx, req, false, func(s *Session) (*Result, *Error) { return executeRead(ctx, req, s) })
 }

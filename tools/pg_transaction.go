@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // opResult is one operation's answer in pg_transaction's results.
@@ -34,8 +35,8 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 	for i, o := range raw {
 		m, _ := o.(map[string]any)
 		sql := strArg(m, "sql")
-		if transactionControl(sql) {
-			return nil, failedAt(i, txControlRefused())
+		if e := checkFreeSQL(sql, false); e != nil {
+			return nil, failedAt(i, e)
 		}
 		params, perr := paramList(m["params"])
 		if perr != nil {
@@ -59,7 +60,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 	}
 	results := make([]opResult, 0, len(stmts))
 	for i, st := range stmts {
-		out, keep, err := execChecked(ctx, pc, st)
+		out, keep, err := execBatched(ctx, pc, req.db, st)
 		if err == nil && !keep {
 			err = errors.New("operation refused")
 		}
@@ -75,8 +76,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 	}
 	if err := commit(ctx, pc); err != nil {
 		if errors.Is(err, errCommitUnknown) {
-			return nil, &Error{Type: ErrCommitOutcomeUnknown, Message: "The COMMIT was sent, but its answer never arrived: the operations may or may not have committed",
-				Suggestion: "Check with select_query whether the changes are in the database before running the operations again."}
+			return nil, commitUnknown("the operations")
 		}
 		e := ClassifyError(ctx, err, req.db)
 		e.Message += "; the COMMIT failed and nothing was committed"
@@ -85,6 +85,18 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 	data, _ := jsonMarshal(results)
 	n := len(results)
 	return &Result{Operation: op, Status: "committed", RowCount: &n, Results: data}, nil
+}
+
+// execBatched runs one operation of a batch with the policy's timeouts asserted again before it
+// (an earlier operation may have changed them) and its own deadline.
+func execBatched(ctx context.Context, pc *pgconn.PgConn, db *Database, st writeStmt) (*writeOutcome, bool, error) {
+	ctx, cancel := withCallDeadline(ctx, &db.Policy)
+	defer cancel()
+	before, err := execReading(ctx, pc, timeoutsSQL(&db.Policy)+"; "+effectsSQL)
+	if err != nil {
+		return nil, false, err
+	}
+	return execChecked(ctx, pc, st, before)
 }
 
 // failedAt names the failing operation in an error: everything was rolled back.

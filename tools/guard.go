@@ -1,0 +1,140 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// This file holds the limits an agent's SQL cannot switch off: which statements a path accepts at
+// all, the timeouts asserted again before every statement of a session or a batch, the deadline
+// of every call, and what a statement did, measured by its effect rather than by its command tag.
+
+// readRefusedWords lead statements the read paths refuse before they run: none of them is a
+// query, and PostgreSQL runs each inside a READ ONLY transaction, where it could hold locks for
+// the statement's whole run (DO, LOCK), change settings or open cursors for later statements (SET,
+// DECLARE), or call procedures. Statements that write (INSERT, CREATE, …) are left to PostgreSQL's
+// READ ONLY refusal, whose answer tells the model to switch to a write, and a misspelt keyword to
+// its syntax error.
+var readRefusedWords = map[string]bool{"DO": true, "LOCK": true, "SET": true, "RESET": true, "CALL": true, "DECLARE": true,
+	"FETCH": true, "MOVE": true, "CLOSE": true, "CHECKPOINT": true, "NOTIFY": true}
+
+// sessionStateWords are statements refused on every path: COPY waits for client data (or streams
+// data that is not rows) and ignores statement_timeout while it waits; the others leave state on
+// the connection that outlives the statement (prepared statements, listeners, loaded libraries) or
+// discard pgtools' own.
+var sessionStateWords = map[string]bool{"COPY": true, "LOAD": true, "LISTEN": true, "UNLISTEN": true, "PREPARE": true,
+	"EXECUTE": true, "DEALLOCATE": true, "DISCARD": true}
+
+// leadingKeyword is the statement's first keyword, upper-cased ("" when it starts with anything
+// else). Like transactionControl it is no parser: it only sorts statements into the classes a
+// path refuses before anything runs.
+func leadingKeyword(sql string) string {
+	if w := leadingWords(sql, 1); len(w) == 1 {
+		return w[0]
+	}
+	return ""
+}
+
+// checkFreeSQL refuses, before anything runs, an agent statement its path does not run. read is
+// the READ ONLY path (execute_sql read); otherwise the statement is a write (execute_sql write,
+// pg_transaction, a session's write).
+func checkFreeSQL(sql string, read bool) *Error {
+	kw := leadingKeyword(sql)
+	switch {
+	case transactionControl(sql):
+		if read {
+			return &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION, …) are not allowed in execute_sql; nothing was run",
+				Suggestion: "Send one query without BEGIN, COMMIT or ROLLBACK; use pg_tx to manage transactions."}
+		}
+		return txControlRefused()
+	case sessionStateWords[kw]:
+		return &Error{Type: ErrNotAllowed, Message: fmt.Sprintf("%s statements are not supported by pgtools; nothing was run", kw),
+			Suggestion: sessionStateSuggestion(kw)}
+	case read && readRefusedWords[kw]:
+		return &Error{Type: ErrNotAllowed, Message: fmt.Sprintf("execute_sql in read mode runs one query (SELECT, WITH, VALUES, TABLE, SHOW or EXPLAIN), not %s; nothing was run", kw),
+			Suggestion: "Rewrite it as one query. DO blocks, LOCK, SET, cursors and CALL are not available to reads; a statement that changes data needs mode \"write\" with autocommit: true or a session_id."}
+	}
+	return nil
+}
+
+func sessionStateSuggestion(kw string) string {
+	switch kw {
+	case "COPY":
+		return "Read rows with a SELECT (they come back as JSON, capped at the limit); write them with insert_data, which takes many rows per call."
+	case "PREPARE", "EXECUTE", "DEALLOCATE":
+		return "Send the statement itself with $1, $2 … placeholders and params; pgtools prepares and caches statements for you."
+	}
+	return "Send plain SELECT, INSERT, UPDATE, DELETE or MERGE statements; pgtools manages connections and their state."
+}
+
+// callDeadlineMargin is how long past the statement timeout a call's context deadline falls: the
+// server's own timeout answers first with its SQLSTATE; the deadline cancels on the server if it
+// does not (a timeout the statement found a way around, a server that stopped answering).
+const callDeadlineMargin = 2 * time.Second
+
+// withCallDeadline bounds one statement's run (after its connection was acquired, so a wait for
+// a connection is never counted as statement time) by the policy's statement timeout plus a margin.
+func withCallDeadline(ctx context.Context, p *Policy) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.StatementTimeout+callDeadlineMargin)
+}
+
+// timeoutsSQL asserts the policy's statement and lock timeouts for the rest of the transaction.
+// Sessions and pg_transaction run it before every agent statement: a statement may have changed
+// them (SET, set_config(…, false)), and what it changed must not hold for the next one.
+func timeoutsSQL(p *Policy) string {
+	return "SET LOCAL statement_timeout = " + strconv.FormatInt(p.StatementTimeout.Milliseconds(), 10) +
+		"; SET LOCAL lock_timeout = " + strconv.FormatInt(p.LockTimeout.Milliseconds(), 10)
+}
+
+// effectsSQL reads what the current transaction has done so far, from PostgreSQL's own
+// per-transaction counters (which include open subtransactions, so a session's savepoint is
+// seen): rows written to the system catalogs that DDL changes, rows updated or deleted in user
+// tables, and whether counting is on at all. Compared before and after an agent's statement, the
+// difference is what that statement did, whatever its command tag says: CREATE TABLE AS and SELECT
+// INTO report SELECT, and a writable CTE or an INSERT … SELECT wrapping an UPDATE reports the
+// outer command's rows only.
+const effectsSQL = `SELECT (SELECT coalesce(sum(pg_catalog.pg_stat_get_xact_tuples_inserted(c) + pg_catalog.pg_stat_get_xact_tuples_updated(c) + pg_catalog.pg_stat_get_xact_tuples_deleted(c)), 0)
+  FROM unnest('{pg_catalog.pg_class,pg_catalog.pg_attribute,pg_catalog.pg_type,pg_catalog.pg_proc,pg_catalog.pg_namespace,pg_catalog.pg_constraint,pg_catalog.pg_index,pg_catalog.pg_trigger,pg_catalog.pg_rewrite,pg_catalog.pg_policy,pg_catalog.pg_extension,pg_catalog.pg_description,pg_catalog.pg_attrdef,pg_catalog.pg_sequence,pg_catalog.pg_depend,pg_catalog.pg_authid,pg_catalog.pg_auth_members,pg_catalog.pg_database,pg_catalog.pg_shdepend,pg_catalog.pg_default_acl,pg_catalog.pg_event_trigger,pg_catalog.pg_publication,pg_catalog.pg_subscription}'::regclass[]) c),
+ (SELECT coalesce(sum(n_tup_upd + n_tup_del), 0) FROM pg_catalog.pg_stat_xact_user_tables),
+ current_setting('track_counts')::bool`
+
+// effects is one reading of effectsSQL.
+type effects struct {
+	catalog int64 // catalog rows written
+	changed int64 // user-table rows updated or deleted
+}
+
+// sub is what happened between an earlier reading and this one.
+func (e effects) sub(before effects) effects {
+	return effects{catalog: e.catalog - before.catalog, changed: e.changed - before.changed}
+}
+
+// execReading runs pgtools' own fixed SQL whose last statement is effectsSQL, through the simple
+// protocol (one round trip for BEGIN, SAVEPOINT or SET LOCAL and the reading), and returns the
+// reading.
+func execReading(ctx context.Context, pc *pgconn.PgConn, sql string) (effects, error) {
+	results, err := pc.Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return effects{}, err
+	}
+	if len(results) == 0 || len(results[len(results)-1].Rows) != 1 {
+		return effects{}, fmt.Errorf("reading the transaction's effects: no row")
+	}
+	row := results[len(results)-1].Rows[0]
+	if string(row[2]) != "t" {
+		return effects{}, &Error{Type: ErrInternal, Message: "The database has track_counts off, so pgtools cannot tell what a statement changed; the statement was not run",
+			Suggestion: "The operator must turn track_counts on (its default) for pgtools to run agent-written writes."}
+	}
+	var e effects
+	if e.catalog, err = strconv.ParseInt(string(row[0]), 10, 64); err == nil {
+		e.changed, err = strconv.ParseInt(string(row[1]), 10, 64)
+	}
+	if err != nil {
+		return effects{}, fmt.Errorf("reading the transaction's effects: %w", err)
+	}
+	return e, nil
+}
