@@ -51,7 +51,7 @@ func (l *TxLimiter) acquire(ctx context.Context, p Principal, db *Database) (rel
 		l.mu.Unlock()
 		return nil, errorf(ErrRateLimited,
 			"Wait for one of them to finish, then retry. Put statements that belong together into the operations of one call, or run them in a session (pg_tx begin).",
-			"You already have %d pg_transaction calls running, your share of the %d this runner allows at once; none of your operations ran", n, l.total)
+			"You already have %d pg_transaction call(s) running, the most one caller may have at once (this runner has %d slots in all); none of your operations ran", n, l.total)
 	}
 	l.per[p.Name] = n + 1
 	l.mu.Unlock()
@@ -77,7 +77,7 @@ func (l *TxLimiter) acquire(ctx context.Context, p Principal, db *Database) (rel
 			leave()
 			return nil, errorf(ErrRateLimited,
 				"Retry in a few seconds, or run the statements in a session (pg_tx begin, then the tools with session_id). If this keeps happening, ask the operator to raise max_transactions.",
-				"All %d pg_transaction connections of this runner stayed busy for %s, the wait allowed; none of your operations ran", l.total, wait)
+				"All %d pg_transaction slots of this runner stayed busy for %s, the longest a call waits; none of your operations ran", l.total, wait)
 		case <-ctx.Done():
 			leave()
 			return nil, ClassifyError(ctx, ctx.Err(), db)

@@ -22,10 +22,14 @@ var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}
 // Rewrite with go test ./runner/session -run Golden -update and review the diff.
 func TestSessionErrorGolden(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{MaxSessions: 1, TTL: time.Minute}, tools.Policy{})
+	f := newFixture(t, Config{MaxSessions: 2, MaxPerPrincipal: 1, TTL: time.Minute}, tools.Policy{})
 	id := f.begin(t, alice, "")
+	f.begin(t, tools.Principal{Name: "dave", Scopes: []string{"read"}}, `,"read_only":true`)
 	cases := map[string]func() *tools.Error{
 		"session_limit_reached": func() *tools.Error {
+			return f.fail(t, tools.ErrSessionLimitReached, tools.Principal{Name: "carol", Scopes: []string{"read"}}, "pg_tx", `{"action":"begin","read_only":true}`)
+		},
+		"session_limit_reached-own-quota": func() *tools.Error {
 			return f.fail(t, tools.ErrSessionLimitReached, alice, "pg_tx", `{"action":"begin"}`)
 		},
 		"session_not_found": func() *tools.Error {
@@ -37,7 +41,7 @@ func TestSessionErrorGolden(t *testing.T) {
 			return f.fail(t, tools.ErrSessionExpired, alice, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id))
 		},
 	}
-	for _, name := range []string{"session_limit_reached", "session_not_found", "session_expired"} {
+	for _, name := range []string{"session_limit_reached", "session_limit_reached-own-quota", "session_not_found", "session_expired"} {
 		e := cases[name]()
 		raw, err := e.MarshalJSON()
 		if err != nil {

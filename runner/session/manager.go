@@ -1,6 +1,7 @@
 // Package session is the runner's transaction-session manager: it opens pg_tx sessions on
 // dedicated connections, binds them to their principal, caps how many are open, expires idle ones
-// (rolling them back), remembers expired ids, and rolls everything back on shutdown.
+// (rolling them back), remembers expired ids, and rolls everything back on shutdown. Besides the
+// total it caps what one principal may hold, so one caller cannot take every slot.
 package session
 
 import (
@@ -22,6 +23,9 @@ import (
 type Config struct {
 	// MaxSessions caps open sessions across all principals (default 10).
 	MaxSessions int
+	// MaxPerPrincipal caps the sessions one principal may hold, read-only ones included, so one
+	// caller cannot take every slot from the others (default, and at most, MaxSessions).
+	MaxPerPrincipal int
 	// TTL is the idle time after which a session is rolled back and closed; every use restarts
 	// it (default 30 minutes).
 	TTL time.Duration
@@ -40,6 +44,7 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*tools.Session
 	pending  int                  // begins in progress, counted against MaxSessions
+	held     map[string]int       // open sessions and begins in progress per principal name
 	expired  map[string]expiredID // id → who owned it and when it expired
 	order    []string             // expired ids, oldest first, to bound the map
 	closed   bool
@@ -58,13 +63,16 @@ func New(cfg Config) *Manager {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = 10
 	}
+	if cfg.MaxPerPrincipal <= 0 || cfg.MaxPerPrincipal > cfg.MaxSessions {
+		cfg.MaxPerPrincipal = cfg.MaxSessions
+	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = 30 * time.Minute
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Manager{cfg: cfg, sessions: map[string]*tools.Session{}, expired: map[string]expiredID{}}
+	return &Manager{cfg: cfg, sessions: map[string]*tools.Session{}, held: map[string]int{}, expired: map[string]expiredID{}}
 }
 
 // newID returns a random UUIDv4.
@@ -83,6 +91,16 @@ func (m *Manager) Begin(ctx context.Context, p tools.Principal, db *tools.Databa
 		m.mu.Unlock()
 		return nil, &tools.Error{Type: tools.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
 	}
+	// The caller's own quota is checked first: when it is used up, freeing one of its own
+	// sessions is the fix, whatever the others hold.
+	if n := m.held[p.Name]; n >= m.cfg.MaxPerPrincipal {
+		mine := m.describe(p)
+		m.mu.Unlock()
+		return nil, &tools.Error{Type: tools.ErrSessionLimitReached,
+			Message: fmt.Sprintf("You already hold %d of your %d sessions, the most one caller may have open at once (the runner has %d in all)",
+				n, m.cfg.MaxPerPrincipal, m.cfg.MaxSessions),
+			Suggestion: "Commit or roll back one of your sessions you no longer need (pg_tx commit/rollback), or use autocommit: true or pg_transaction, which need no session." + mine}
+	}
 	if len(m.sessions)+m.pending >= m.cfg.MaxSessions {
 		mine := m.describe(p)
 		m.mu.Unlock()
@@ -91,6 +109,7 @@ func (m *Manager) Begin(ctx context.Context, p tools.Principal, db *tools.Databa
 			Suggestion: "Commit or roll back a session you no longer need (pg_tx commit/rollback), or use autocommit: true or pg_transaction, which need no session." + mine}
 	}
 	m.pending++
+	m.held[p.Name]++
 	m.mu.Unlock()
 
 	id := newID()
@@ -100,9 +119,11 @@ func (m *Manager) Begin(ctx context.Context, p tools.Principal, db *tools.Databa
 	defer m.mu.Unlock()
 	m.pending--
 	if err != nil {
+		m.drop(p.Name)
 		return nil, tools.ClassifyError(ctx, err, db)
 	}
 	if m.closed {
+		m.drop(p.Name)
 		go s.Close(context.Background())
 		return nil, &tools.Error{Type: tools.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
 	}
@@ -175,7 +196,10 @@ func (m *Manager) Release(s *tools.Session) { s.Unlock() }
 // Finish implements tools.SessionStore.
 func (m *Manager) Finish(s *tools.Session) {
 	m.mu.Lock()
-	delete(m.sessions, s.ID)
+	if _, ok := m.sessions[s.ID]; ok {
+		delete(m.sessions, s.ID)
+		m.drop(s.Principal)
+	}
 	m.mu.Unlock()
 	s.Close(context.Background())
 	m.cfg.Log.Info().Str("session", s.ID).Str("principal", s.Principal).Msg("session ended")
@@ -214,6 +238,7 @@ func (m *Manager) Sweep() {
 	for id, s := range m.sessions {
 		if now.After(s.ExpiresAt()) && s.TryLock() {
 			delete(m.sessions, id)
+			m.drop(s.Principal)
 			m.remember(id, s.Principal, now)
 			due = append(due, s)
 		}
@@ -224,6 +249,13 @@ func (m *Manager) Sweep() {
 		_ = s.Rollback(context.Background())
 		s.Unlock()
 		m.cfg.Log.Info().Str("session", s.ID).Str("principal", s.Principal).Msg("session expired and rolled back")
+	}
+}
+
+// drop counts one session (or begin in progress) of principal less. Caller holds mu.
+func (m *Manager) drop(principal string) {
+	if m.held[principal]--; m.held[principal] <= 0 {
+		delete(m.held, principal)
 	}
 }
 
@@ -265,6 +297,7 @@ func (m *Manager) Close(ctx context.Context) {
 		all = append(all, s)
 		delete(m.sessions, id)
 	}
+	clear(m.held)
 	m.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range all {
