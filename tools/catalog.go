@@ -37,12 +37,22 @@ func (r *relation) display() string {
 	return r.schema + "." + r.name
 }
 
-func (r *relation) qualified() string { return r.schema + "." + r.name }
+// spelled is display as a model must write it to reach exactly this relation (spell).
+func (r *relation) spelled() string {
+	if r.schema == "public" {
+		return spell(r.name)
+	}
+	return spell(r.schema) + "." + spell(r.name)
+}
+
+// relKey is the key of a relation in catalogSnapshot.rels. NUL cannot occur in a name, so
+// schema "a.b" with table "c" and schema "a" with table "b.c" stay apart.
+func relKey(schema, name string) string { return schema + "\x00" + name }
 
 // catalogSnapshot is an immutable view of the catalog, shared by concurrent calls.
 type catalogSnapshot struct {
 	loaded     time.Time
-	rels       map[string]*relation // by schema + "." + name, exact case
+	rels       map[string]*relation // by relKey(schema, name), exact names
 	searchPath []string             // current_schemas(false) of the runner's role
 }
 
@@ -91,7 +101,7 @@ func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
 		}
 		r.kind = kind[0]
 		r.denied = !db.Policy.tableVisible(r.schema, r.name)
-		snap.rels[r.qualified()] = r
+		snap.rels[relKey(r.schema, r.name)] = r
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("loading the catalog: %w", err)
@@ -137,84 +147,19 @@ func (c *catalogCache) ttlOrDefault() time.Duration {
 	return c.ttl
 }
 
-// identPart is one part of a possibly qualified name, with whether it was double-quoted.
-type identPart struct {
-	name   string
-	quoted bool
-}
-
-// splitQualified splits `schema.name`, `"My Schema"."Tbl"` or `name` into its parts.
-func splitQualified(s string) ([]identPart, bool) {
-	var parts []identPart
-	s = strings.TrimSpace(s)
-	for {
-		var p identPart
-		if strings.HasPrefix(s, `"`) {
-			var b strings.Builder
-			i := 1
-			for ; i < len(s); i++ {
-				if s[i] == '"' {
-					if i+1 < len(s) && s[i+1] == '"' {
-						b.WriteByte('"')
-						i++
-						continue
-					}
-					break
-				}
-				b.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, false
-			}
-			p = identPart{name: b.String(), quoted: true}
-			s = s[i+1:]
-		} else {
-			i := strings.IndexByte(s, '.')
-			if i < 0 {
-				i = len(s)
-			}
-			p = identPart{name: strings.TrimSpace(s[:i])}
-			s = s[i:]
-		}
-		if p.name == "" {
-			return nil, false
-		}
-		parts = append(parts, p)
-		if s == "" {
-			return parts, len(parts) <= 2
-		}
-		if s[0] != '.' {
-			return nil, false
-		}
-		s = s[1:]
-	}
-}
-
-// candidates lists the spellings PostgreSQL would accept for a part: quoted names match exactly,
-// unquoted ones as written and folded to lower case.
-func (p identPart) candidates() []string {
-	if p.quoted || strings.ToLower(p.name) == p.name {
-		return []string{p.name}
-	}
-	return []string{p.name, strings.ToLower(p.name)}
-}
-
+// lookup finds the relation PostgreSQL would find for parts: a qualified name in its schema, an
+// unqualified one in the first schema of the search path that has it. Names compare exactly
+// after folding (identPart.folded); a part PostgreSQL could not read as a name matches nothing.
 func (s *catalogSnapshot) lookup(parts []identPart) *relation {
-	if len(parts) == 2 {
-		for _, sc := range parts[0].candidates() {
-			for _, n := range parts[1].candidates() {
-				if r := s.rels[sc+"."+n]; r != nil {
-					return r
-				}
-			}
-		}
+	if !allPlain(parts) {
 		return nil
 	}
+	if len(parts) == 2 {
+		return s.rels[relKey(parts[0].folded(), parts[1].folded())]
+	}
 	for _, sc := range s.searchPath {
-		for _, n := range parts[0].candidates() {
-			if r := s.rels[sc+"."+n]; r != nil {
-				return r
-			}
+		if r := s.rels[relKey(sc, parts[0].folded())]; r != nil {
+			return r
 		}
 	}
 	return nil
@@ -224,8 +169,17 @@ func (s *catalogSnapshot) lookup(parts []identPart) *relation {
 func (db *Database) resolveTable(ctx context.Context, name string) (*relation, error) {
 	parts, ok := splitQualified(name)
 	if !ok {
-		return nil, errorf(ErrInvalidTable, "Name a table as name or schema.name, e.g. orders or public.orders; call describe_schema to list tables.",
-			"Table name %s is not a valid name", quoteForMessage(name))
+		suggestion := "Name a table as name or schema.name, e.g. orders or public.orders; call describe_schema to list tables."
+		if snap, err := db.catalog(ctx, false); err == nil {
+			suggestion = "Name a table as name or schema.name, e.g. orders or public.orders. " + tableSuggestion(snap, name, "")
+		}
+		return nil, errorf(ErrInvalidTable, suggestion, "Table name %s is not a valid name", quoteForMessage(name))
+	}
+	// A name PostgreSQL could not read cannot appear by reloading the catalog: answer at once.
+	plain := allPlain(parts)
+	note := ""
+	if !plain {
+		note = unquotedNote
 	}
 	var prev *catalogSnapshot // the snapshot of the first lookup, which missed
 	for _, refresh := range []bool{false, true} {
@@ -256,10 +210,10 @@ func (db *Database) resolveTable(ctx context.Context, name string) (*relation, e
 			}
 			return r, nil
 		}
-		if refresh {
+		if refresh || !plain {
 			return nil, &Error{Type: ErrInvalidTable, SQLState: "42P01",
 				Message:    fmt.Sprintf("Table %s does not exist or is not available", quoteForMessage(name)),
-				Suggestion: tableSuggestion(snap, name)}
+				Suggestion: tableSuggestion(snap, partNames(parts), note)}
 		}
 	}
 	panic("unreachable")
@@ -273,28 +227,62 @@ func quoteForMessage(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-func tableSuggestion(snap *catalogSnapshot, name string) string {
-	var names []string
-	for _, r := range snap.rels {
-		if r.canSelect && !r.denied {
-			names = append(names, r.display())
-		}
+// partNames joins the parts' names as written inside any quotes, for comparing with catalog
+// names in suggestions.
+func partNames(parts []identPart) string {
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.name
 	}
-	sort.Strings(names)
-	if len(names) == 0 {
-		return "No tables are available to the runner's role; ask the operator to grant access."
-	}
-	if close := closest(name, names, 3); len(close) > 0 {
-		return fmt.Sprintf("Did you mean %s? Available tables: %s", strings.Join(quoteAll(close), " or "), listSome(names, 30))
-	}
-	return "Available tables: " + listSome(names, 30)
+	return strings.Join(names, ".")
 }
 
-func columnSuggestion(r *relation, name string) string {
-	if close := closest(name, r.columns, 2); len(close) > 0 {
-		return fmt.Sprintf("Did you mean %s? Available columns: %s", strings.Join(quoteAll(close), " or "), listSome(r.columns, 60))
+// tableSuggestion names the tables nearest to name and lists the others, each spelled so that
+// writing it as shown reaches that table; note (may be empty) goes between the two.
+func tableSuggestion(snap *catalogSnapshot, name, note string) string {
+	var rels []*relation
+	for _, r := range snap.rels {
+		if r.canSelect && !r.denied {
+			rels = append(rels, r)
+		}
 	}
-	return "Available columns: " + listSome(r.columns, 60)
+	if len(rels) == 0 {
+		return "No tables are available to the runner's role; ask the operator to grant access."
+	}
+	sort.Slice(rels, func(i, j int) bool { return rels[i].display() < rels[j].display() })
+	names := make([]string, len(rels))
+	spelled := make(map[string]string, len(rels))
+	for i, r := range rels {
+		names[i] = r.display()
+		spelled[names[i]] = r.spelled()
+	}
+	return suggestNames(name, names, spelled, 3, 30, note, "tables")
+}
+
+func columnSuggestion(r *relation, name, note string) string {
+	spelled := make(map[string]string, len(r.columns))
+	for _, c := range r.columns {
+		spelled[c] = spell(c)
+	}
+	return suggestNames(name, r.columns, spelled, 2, 60, note, "columns")
+}
+
+// suggestNames is "Did you mean …? note Available <what>: …" with up to n near misses of name
+// among names and the first max names, each shown as spelled[name].
+func suggestNames(name string, names []string, spelled map[string]string, n, max int, note, what string) string {
+	shown := make([]string, len(names))
+	for i, s := range names {
+		shown[i] = spelled[s]
+	}
+	list := "Available " + what + ": " + listSome(shown, max)
+	close := closest(name, names, n)
+	if len(close) == 0 {
+		return note + list
+	}
+	for i, c := range close {
+		close[i] = spelled[c]
+	}
+	return fmt.Sprintf("Did you mean %s? %s%s", strings.Join(quoteAll(close), " or "), note, list)
 }
 
 func quoteAll(ss []string) []string {
@@ -312,23 +300,30 @@ func listSome(names []string, max int) string {
 	return strings.Join(names[:max], ", ") + fmt.Sprintf(" … (%d more; describe_schema lists all)", len(names)-max)
 }
 
-// closest returns up to n names within a small edit distance of s (case-insensitive), best first.
+// closest returns up to n names within a small edit distance of s, best first. Distances fold
+// ASCII case only, as PostgreSQL does, so a look-alike such as the Kelvin sign counts as the
+// different character it is; ties go to the name closer in case too.
 func closest(s string, names []string, n int) []string {
 	type scored struct {
-		name string
-		d    int
+		name  string
+		d, cd int
 	}
-	ls := strings.ToLower(s)
+	ls := asciiLower(s)
 	var out []scored
 	for _, name := range names {
-		ln := strings.ToLower(name)
+		ln := asciiLower(name)
 		d := EditDistance(ls, ln)
 		limit := max(2, len([]rune(ls))/3)
 		if d <= limit || (len(ls) >= 3 && (strings.Contains(ln, ls) || strings.Contains(ls, ln))) {
-			out = append(out, scored{name, d})
+			out = append(out, scored{name, d, EditDistance(s, name)})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].d < out[j].d })
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].d != out[j].d {
+			return out[i].d < out[j].d
+		}
+		return out[i].cd < out[j].cd
+	})
 	res := make([]string, 0, n)
 	for _, sc := range out {
 		if len(res) == n {
@@ -363,57 +358,21 @@ func EditDistance(a, b string) int {
 }
 
 // resolveColumn returns the column's exact name in r, or an invalid_column error.
+// The name is read as PostgreSQL reads it (see ident.go): one part, folded if unquoted.
 func resolveColumn(r *relation, name string) (string, *Error) {
 	parts, ok := splitQualified(name)
+	query, note := name, ""
 	if ok && len(parts) == 1 {
-		for _, c := range parts[0].candidates() {
-			if slices.Contains(r.columns, c) {
-				return c, nil
+		if parts[0].plain() {
+			if i := r.columnIndex(parts[0].folded()); i >= 0 {
+				return r.columns[i], nil
 			}
+		} else {
+			note = unquotedNote
 		}
+		query = parts[0].name
 	}
 	return "", &Error{Type: ErrInvalidColumn, SQLState: "42703", Table: r.display(),
 		Message:    fmt.Sprintf("Column %s does not exist in table %s", quoteForMessage(name), r.display()),
-		Suggestion: columnSuggestion(r, name)}
-}
-
-// splitList splits a comma-separated list, respecting double quotes.
-func splitList(s string) []string {
-	var out []string
-	inQuote := false
-	start := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '"':
-			inQuote = !inQuote
-		case ',':
-			if !inQuote {
-				out = append(out, strings.TrimSpace(s[start:i]))
-				start = i + 1
-			}
-		}
-	}
-	return append(out, strings.TrimSpace(s[start:]))
-}
-
-// listArg normalises a list argument given as a JSON array or a comma-separated string.
-func listArg(v any) []string {
-	switch x := v.(type) {
-	case nil:
-		return nil
-	case string:
-		if strings.TrimSpace(x) == "" {
-			return nil
-		}
-		return splitList(x)
-	case []any:
-		out := make([]string, 0, len(x))
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				out = append(out, strings.TrimSpace(s))
-			}
-		}
-		return out
-	}
-	return nil
+		Suggestion: columnSuggestion(r, query, note)}
 }

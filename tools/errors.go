@@ -8,10 +8,9 @@ import (
 	"io"
 	"net"
 	"regexp"
-	"slices"
-	"sort"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
@@ -314,22 +313,24 @@ func capitalize(s string) string {
 	return s
 }
 
-// minRedactLen is the shortest value redactValues masks: masking "1" or "id" would garble
-// messages about columns and positions, and so short a value reveals little.
+// minRedactLen is the shortest value, in characters, that redactValues masks: masking "1" or
+// "id" would garble messages about columns and positions, and so short a value reveals little.
+// The same bound applies to the names a value is cut into (valueMasker).
 const minRedactLen = 4
 
 // redactValues masks, in a failed call's message and suggestion, every value the caller passed as
 // data (params, row, rows, set, operations[].params) wherever PostgreSQL echoed it, whatever the
 // SQLSTATE: a param cast to regclass comes back as `relation "…" does not exist` (42P01), one
-// passed to current_setting as `unrecognized configuration parameter "…"` (42704). The match
-// ignores case because PostgreSQL folds unquoted identifiers.
+// passed to current_setting as `unrecognized configuration parameter "…"` (42704). PostgreSQL
+// may have read the value as a name first — quotes removed, case folded, split on dots, cut to
+// 63 bytes — so a quoted name standing for any of those forms is masked too (valueMasker).
 func redactValues(e *Error, args map[string]any) {
 	var vals []string
 	var walk func(v any)
 	walk = func(v any) {
 		switch x := v.(type) {
 		case string:
-			if len(x) >= minRedactLen {
+			if utf8.RuneCountInString(x) >= minRedactLen {
 				vals = append(vals, x)
 			}
 		case json.Number:
@@ -370,22 +371,9 @@ func redactValues(e *Error, args map[string]any) {
 	if len(vals) == 0 {
 		return
 	}
-	// Longest first, so a value containing another is masked whole; each value once.
-	sort.Slice(vals, func(i, j int) bool {
-		if len(vals[i]) != len(vals[j]) {
-			return len(vals[i]) > len(vals[j])
-		}
-		return vals[i] < vals[j]
-	})
-	vals = slices.Compact(vals)
-	mask := func(s string) string {
-		for _, v := range vals {
-			s = regexp.MustCompile("(?i)"+regexp.QuoteMeta(v)).ReplaceAllLiteralString(s, "***")
-		}
-		return s
-	}
-	e.Message = mask(e.Message)
-	e.Suggestion = mask(e.Suggestion)
+	m := newValueMasker(vals)
+	e.Message = m.mask(e.Message)
+	e.Suggestion = m.mask(e.Suggestion)
 }
 
 // ClassifyError turns an error from database work on db into the *Error a model reads. Packages

@@ -101,7 +101,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 		sb.WriteString(where)
 		sb.WriteString("\n)")
 	}
-	if ob := strings.TrimSpace(strArg(req.args, "order_by")); ob != "" {
+	if ob := trimPgSpace(strArg(req.args, "order_by")); ob != "" {
 		clause, oerr := orderBy(rel, ob)
 		if oerr != nil {
 			return nil, withOp(oerr, op, table)
