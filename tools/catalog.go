@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // relation is a table, view, materialized view, foreign or partitioned table as the catalog has it.
@@ -309,12 +310,16 @@ func closest(s string, names []string, n int) []string {
 		d, cd int
 	}
 	ls := asciiLower(s)
+	nls := utf8.RuneCountInString(ls)
+	limit := max(2, nls/3)
 	var out []scored
 	for _, name := range names {
 		ln := asciiLower(name)
-		d := EditDistance(ls, ln)
-		limit := max(2, len([]rune(ls))/3)
-		if d <= limit || (len(ls) >= 3 && (strings.Contains(ln, ls) || strings.Contains(ls, ln))) {
+		contains := len(ls) >= 3 && (strings.Contains(ln, ls) || strings.Contains(ls, ln))
+		if diff := nls - utf8.RuneCountInString(ln); !contains && (diff > limit || -diff > limit) {
+			continue // the length difference alone exceeds the limit: skip the quadratic distance
+		}
+		if d := EditDistance(ls, ln); d <= limit || contains {
 			out = append(out, scored{name, d, EditDistance(s, name)})
 		}
 	}
