@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/pgtools/pgtools/runner.Version=$(VERSION)
 
-.PHONY: help deps build demo test test-short bench vet fmt clean
+.PHONY: help deps build demo test test-short fuzz bench vet fmt clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -22,6 +22,11 @@ test: deps vet ## the whole test suite against a real PostgreSQL (what CI runs)
 
 test-short: ## the suite without the race detector, for quick local loops
 	$(GO) test -count=1 ./...
+
+FUZZTIME ?= 20s
+fuzz: ## fuzz argument decoding and validation for FUZZTIME (20s) per target; no database needed
+	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime $(FUZZTIME) ./tools
+	$(GO) test -run '^$$' -fuzz '^FuzzParamList$$' -fuzztime $(FUZZTIME) ./tools
 
 bench: deps ## pgtools vs raw pgx on the same database: latency, throughput, capped reads
 	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || echo "(wrk not installed: HTTP load will come from an in-process Go client)"

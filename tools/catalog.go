@@ -220,10 +220,12 @@ func (db *Database) resolveTable(ctx context.Context, name string) (*relation, e
 	panic("unreachable")
 }
 
-// quoteForMessage quotes an agent-supplied name for a message, cut to a sane length.
+// quoteForMessage quotes an agent-supplied name for a message. A long name is cut to its first
+// maxEchoRunes characters, then "…" and its length: the caller chose every byte of it, and a
+// message must not carry it back whole.
 func quoteForMessage(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "…"
+	if prefix, n, cut := clipEcho(s); cut {
+		return fmt.Sprintf("%q (%d characters)", prefix+"…", n)
 	}
 	return fmt.Sprintf("%q", s)
 }

@@ -49,6 +49,11 @@ func TestErrorGolden(t *testing.T) {
 				b.db.Exec(b.t, "CREATE TABLE scratch (i int); ALTER TABLE scratch OWNER TO "+quoteIdent(b.db.RoleName("agent")))
 			}},
 		{category: ErrInvalidArguments, tool: "select_query", args: `{"limit":0}`},
+		{category: ErrInvalidArguments, name: "plain-words", tool: "delete_data", args: `{"table":"orders","where":" ","session_id":"abc","params":"nope"}`},
+		{category: ErrInvalidArguments, name: "huge-name", tool: "select_query", args: `{"table":"orders","` + strings.Repeat("x", 1<<20) + `":1}`},
+		{category: ErrInvalidArguments, name: "nul", tool: "select_query", args: `{"table":"orders","where":"status = $1","params":["a\u0000b"]}`},
+		{category: ErrInvalidArguments, name: "too-many-params", tool: "select_query", args: `{"table":"orders","where":"id = 1","params":[` + strings.Repeat("1,", 69999) + `1]}`},
+		{category: ErrInvalidTable, name: "huge-name", tool: "select_query", args: `{"table":"` + strings.Repeat("x", 1<<20) + `"}`},
 		{category: ErrInvalidTable, tool: "select_query", args: `{"table":"order"}`},
 		{category: ErrInvalidColumn, tool: "select_query", args: `{"table":"orders","columns":"id,totl"}`},
 		{category: ErrInvalidTable, name: "look-alike", tool: "select_query", args: `{"table":"orders\u00a0"}`},

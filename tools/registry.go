@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,9 +11,6 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/pgtools/pgtools/schemas"
 )
@@ -275,6 +271,9 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	if verr := t.schema.Validate(args); verr != nil {
 		return nil, validationError(verr, t)
 	}
+	if e := nulError(m, ""); e != nil {
+		return nil, e
+	}
 	dbName, _ := m["database"].(string)
 	if dbName == "" {
 		dbName = "default"
@@ -297,54 +296,6 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	}
 	return t.run(ctx, &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, args: m, started: started,
 		maxBytes: responseCap(ctx, p, db)})
-}
-
-// validationError lists every failing argument path in one message.
-func validationError(err error, t *toolEntry) *Error {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return errorf(ErrInvalidArguments, "Check the arguments against the tool's schema.", "Invalid arguments")
-	}
-	printer := message.NewPrinter(language.English)
-	byPath := map[string][]string{}
-	var paths []string
-	var unknown []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		path := "/" + strings.Join(e.InstanceLocation, "/")
-		if path == "/" {
-			path = "(arguments)"
-		} else {
-			path = strings.TrimPrefix(path, "/")
-		}
-		msg := e.ErrorKind.LocalizedString(printer)
-		if ap, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
-			unknown = append(unknown, ap.Properties...)
-		}
-		if _, seen := byPath[path]; !seen {
-			paths = append(paths, path)
-		}
-		if !slices.Contains(byPath[path], msg) {
-			byPath[path] = append(byPath[path], msg)
-		}
-	}
-	walk(ve)
-	sort.Strings(paths)
-	lines := make([]string, 0, len(paths))
-	for _, p := range paths {
-		lines = append(lines, p+": "+strings.Join(byPath[p], " or "))
-	}
-	suggestion := "Fix each listed argument and call again."
-	if len(unknown) > 0 {
-		suggestion = "Remove the unknown properties " + strings.Join(quoteAll(unknown), ", ") + ". Allowed: " + strings.Join(t.props, ", ") + "."
-	}
-	return &Error{Type: ErrInvalidArguments, Message: "Invalid arguments: " + strings.Join(lines, "; "), Suggestion: suggestion}
 }
 
 func schemaProperties(raw json.RawMessage) []string {
