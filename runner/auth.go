@@ -19,6 +19,9 @@ type Token struct {
 	Scopes []string
 	// Databases limits the token to these databases; empty means all.
 	Databases []string
+	// MaxResponseBytes lowers every database's response byte cap for this token (0: the
+	// databases' caps apply).
+	MaxResponseBytes int
 	// Origin says where the token was configured ("config file tokens[0]", "env PGTOOLS_TOKENS",
 	// "--token"), for check-config and messages.
 	Origin string
@@ -42,7 +45,7 @@ func newAuthenticator(tokens []Token) *authenticator {
 	a := &authenticator{open: len(tokens) == 0}
 	for _, t := range tokens {
 		a.tokens = append(a.tokens, hashedToken{sum: sha256.Sum256([]byte(t.Secret)),
-			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases}})
+			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases, MaxResponseBytes: t.MaxResponseBytes}})
 	}
 	return a
 }

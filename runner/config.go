@@ -36,6 +36,19 @@ type Config struct {
 	AuditLog string
 	// MaxSessions caps open pg_tx sessions (default 10).
 	MaxSessions int
+	// MaxSessionsPerPrincipal caps the sessions one principal may hold, read-only ones included
+	// (default: see ConnLimits).
+	MaxSessionsPerPrincipal int
+	// MaxTransactions caps pg_transaction calls running at once, each on a connection of its own
+	// (default 10).
+	MaxTransactions int
+	// MaxTransactionsPerPrincipal caps the pg_transaction calls one principal may run at once
+	// (default: see ConnLimits).
+	MaxTransactionsPerPrincipal int
+	// ExtraPrincipals counts the principals besides the API tokens (or the open-access local
+	// principal) that share the session and transaction limits: 1 when serve joins n8n brokers.
+	// The command sets it; it only changes the per-principal defaults.
+	ExtraPrincipals int
 	// SessionTTL is a session's idle lifetime (default 30 minutes).
 	SessionTTL time.Duration
 	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while requests are still served
@@ -82,11 +95,12 @@ type fileConfig struct {
 	Listen        string `json:"listen"`
 	MetricsListen string `json:"metrics_listen"`
 	Tokens        []struct {
-		Token     string   `json:"token"`
-		TokenFile string   `json:"token_file"`
-		Name      string   `json:"name"`
-		Scopes    []string `json:"scopes"`
-		Databases []string `json:"databases"`
+		Token            string   `json:"token"`
+		TokenFile        string   `json:"token_file"`
+		Name             string   `json:"name"`
+		Scopes           []string `json:"scopes"`
+		Databases        []string `json:"databases"`
+		MaxResponseBytes int      `json:"max_response_bytes"`
 	} `json:"tokens"`
 	Databases map[string]struct {
 		URL          string     `json:"url"`
@@ -102,8 +116,11 @@ type fileConfig struct {
 		MaxConcurrentPerToken int     `json:"max_concurrent_per_token"`
 	} `json:"limits"`
 	Sessions struct {
-		MaxSessions int   `json:"max_sessions"`
-		TTLSeconds  int64 `json:"ttl_seconds"`
+		MaxSessions                 int   `json:"max_sessions"`
+		MaxSessionsPerPrincipal     int   `json:"max_sessions_per_principal"`
+		MaxTransactions             int   `json:"max_transactions"`
+		MaxTransactionsPerPrincipal int   `json:"max_transactions_per_principal"`
+		TTLSeconds                  int64 `json:"ttl_seconds"`
 	} `json:"sessions"`
 	Shutdown struct {
 		DrainDelaySeconds float64  `json:"drain_delay_seconds"`
@@ -173,7 +190,9 @@ func LoadConfigFile(path string) (*Config, error) {
 		MaxBodyBytes: fc.Limits.MaxBodyBytes, LogLevel: fc.LogLevel, AuditLog: fc.AuditLog,
 		Limits:      Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken},
 		MaxSessions: fc.Sessions.MaxSessions, SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second,
-		DrainDelay: seconds(fc.Shutdown.DrainDelaySeconds), File: path}
+		DrainDelay: seconds(fc.Shutdown.DrainDelaySeconds), File: path,
+		MaxSessionsPerPrincipal: fc.Sessions.MaxSessionsPerPrincipal, MaxTransactions: fc.Sessions.MaxTransactions,
+		MaxTransactionsPerPrincipal: fc.Sessions.MaxTransactionsPerPrincipal}
 	if g := fc.Shutdown.GraceSeconds; g != nil {
 		cfg.ShutdownGrace, cfg.ShutdownGraceSet = seconds(*g), true
 	}
@@ -193,7 +212,7 @@ func LoadConfigFile(path string) (*Config, error) {
 			secret = s
 		}
 		cfg.Tokens = append(cfg.Tokens, Token{Secret: secret, Name: t.Name, Scopes: t.Scopes, Databases: t.Databases,
-			Origin: fmt.Sprintf("config file tokens[%d]", i)})
+			MaxResponseBytes: t.MaxResponseBytes, Origin: fmt.Sprintf("config file tokens[%d]", i)})
 	}
 	for _, name := range sortedKeys(fc.Databases) {
 		d := fc.Databases[name]
@@ -337,6 +356,13 @@ func (c *Config) Validate() error {
 	}
 	if c.MetricsListen != "" && c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
 		add("metrics_listen: %s is also the API's listen address; leave metrics_listen unset to serve /metrics there, or pick another port", c.MetricsListen)
+	}
+	limits := c.ConnLimits()
+	if c.MaxSessionsPerPrincipal > limits.MaxSessions {
+		add("sessions.max_sessions_per_principal: %d is above max_sessions %d; lower it or raise max_sessions", c.MaxSessionsPerPrincipal, limits.MaxSessions)
+	}
+	if c.MaxTransactionsPerPrincipal > limits.MaxTransactions {
+		add("sessions.max_transactions_per_principal: %d is above max_transactions %d; lower it or raise max_transactions", c.MaxTransactionsPerPrincipal, limits.MaxTransactions)
 	}
 	if c.Limits.Burst > 0 && c.Limits.RatePerSecond <= 0 {
 		add("limits.burst: has no effect without limits.rate_per_second; set both, or remove burst")

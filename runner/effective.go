@@ -15,11 +15,12 @@ const redacted = "[REDACTED]"
 // "no limit" or "none".
 func (c *Config) EffectiveJSON() ([]byte, error) {
 	type token struct {
-		Name      string   `json:"name"`
-		Token     string   `json:"token"`
-		Scopes    []string `json:"scopes"`
-		Databases []string `json:"databases"`
-		Source    string   `json:"source"`
+		Name             string   `json:"name"`
+		Token            string   `json:"token"`
+		Scopes           []string `json:"scopes"`
+		Databases        []string `json:"databases"`
+		MaxResponseBytes *int     `json:"max_response_bytes"`
+		Source           string   `json:"source"`
 	}
 	type database struct {
 		URL        string      `json:"url"`
@@ -35,8 +36,11 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		MaxConcurrent *int     `json:"max_concurrent_per_token"`
 	}
 	type sessions struct {
-		MaxSessions int   `json:"max_sessions"`
-		TTLSeconds  int64 `json:"ttl_seconds"`
+		MaxSessions                 int   `json:"max_sessions"`
+		MaxSessionsPerPrincipal     int   `json:"max_sessions_per_principal"`
+		MaxTransactions             int   `json:"max_transactions"`
+		MaxTransactionsPerPrincipal int   `json:"max_transactions_per_principal"`
+		TTLSeconds                  int64 `json:"ttl_seconds"`
 	}
 	type shutdown struct {
 		DrainDelaySeconds float64 `json:"drain_delay_seconds"`
@@ -54,8 +58,11 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		AuditLog      *string             `json:"audit_log"`
 		LogLevel      string              `json:"log_level"`
 	}
+	cl := c.ConnLimits()
 	e := effective{Listen: c.Listen, Tokens: []token{}, Databases: map[string]database{}, LogLevel: c.LogLevel,
-		Sessions: sessions{MaxSessions: c.MaxSessions, TTLSeconds: int64(c.SessionTTL / time.Second)},
+		Sessions: sessions{MaxSessions: cl.MaxSessions, MaxSessionsPerPrincipal: cl.MaxSessionsPerPrincipal,
+			MaxTransactions: cl.MaxTransactions, MaxTransactionsPerPrincipal: cl.MaxTransactionsPerPrincipal,
+			TTLSeconds: int64(c.SessionTTL / time.Second)},
 		Limits:   limits{MaxBodyBytes: c.MaxBodyBytes},
 		Shutdown: shutdown{DrainDelaySeconds: c.DrainDelay.Seconds(), GraceSeconds: c.ShutdownGrace.Seconds()}}
 	if c.File != "" {
@@ -69,9 +76,6 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 	}
 	if e.LogLevel == "" {
 		e.LogLevel = "info"
-	}
-	if e.Sessions.MaxSessions <= 0 {
-		e.Sessions.MaxSessions = 10
 	}
 	if e.Sessions.TTLSeconds <= 0 {
 		e.Sessions.TTLSeconds = 1800
@@ -87,7 +91,11 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		if len(dbs) == 0 {
 			dbs = sortedKeys(c.Databases)
 		}
-		e.Tokens = append(e.Tokens, token{Name: t.Name, Token: redacted, Scopes: t.Scopes, Databases: dbs, Source: orDefault(t.Origin, "config")})
+		tok := token{Name: t.Name, Token: redacted, Scopes: t.Scopes, Databases: dbs, Source: orDefault(t.Origin, "config")}
+		if t.MaxResponseBytes > 0 {
+			tok.MaxResponseBytes = ptr(t.MaxResponseBytes)
+		}
+		e.Tokens = append(e.Tokens, tok)
 	}
 	for name, d := range c.Databases {
 		summary, err := DescribeDSN(d.URL, d.Password)

@@ -59,8 +59,7 @@ func buildServer(t *testing.T, cfg *Config) (s *Server, sessions *session.Manage
 	}
 	logs = &syncBuffer{}
 	log := zerolog.New(logs)
-	sessions = session.New(session.Config{MaxSessions: cfg.MaxSessions, TTL: cfg.SessionTTL, Log: log})
-	reg.SetSessions(sessions)
+	sessions = AttachConnLimits(cfg, reg, log)
 	closeAll = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

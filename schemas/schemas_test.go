@@ -468,7 +468,7 @@ func TestConfigDocuments(t *testing.T) {
 			"listen": "0.0.0.0:8080",
 			"metrics_listen": "0.0.0.0:9187",
 			"tokens": [
-				{"name": "n8n", "token": "0123456789abcdef", "scopes": ["read", "write"], "databases": ["default"]},
+				{"name": "n8n", "token": "0123456789abcdef", "scopes": ["read", "write"], "databases": ["default"], "max_response_bytes": 65536},
 				{"name": "ops@example", "token_file": "/run/secrets/ops", "scopes": ["read", "write", "ddl"]}
 			],
 			"databases": {
@@ -480,7 +480,7 @@ func TestConfigDocuments(t *testing.T) {
 					"disabled_tools": ["execute_sql"], "mask_error_values": false, "prepared_statements": false}},
 				"analytics_2": {"url": "host=db dbname=analytics", "policy": {"read_only": true}}
 			},
-			"sessions": {"max_sessions": 5, "ttl_seconds": 600},
+			"sessions": {"max_sessions": 5, "max_sessions_per_principal": 2, "max_transactions": 8, "max_transactions_per_principal": 3, "ttl_seconds": 600},
 			"limits": {"max_body_bytes": 2048, "rate_per_second": 0.5, "burst": 5, "max_concurrent_per_token": 4},
 			"shutdown": {"drain_delay_seconds": 2.5, "grace_seconds": 0},
 			"audit_log": "-",
@@ -508,6 +508,9 @@ func TestConfigDocuments(t *testing.T) {
 		{"small body limit", `{` + db + `,"limits":{"max_body_bytes":10}}`, false},
 		{"zero ttl", `{` + db + `,"sessions":{"ttl_seconds":0}}`, false},
 		{"unknown sessions key", `{` + db + `,"sessions":{"max":1}}`, false},
+		{"zero sessions per principal", `{` + db + `,"sessions":{"max_sessions_per_principal":0}}`, false},
+		{"zero transactions", `{` + db + `,"sessions":{"max_transactions":0}}`, false},
+		{"small token response cap", `{` + db + `,"tokens":[{"name":"a","token":"0123456789abcdef","scopes":["read"],"max_response_bytes":10}]}`, false},
 		{"bad log level", `{` + db + `,"log_level":"trace"}`, false},
 		{"empty audit log", `{` + db + `,"audit_log":""}`, false},
 		{"negative drain delay", `{` + db + `,"shutdown":{"drain_delay_seconds":-1}}`, false},

@@ -46,12 +46,18 @@ Flags:
 		fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
 		return 1
 	}
+	if len(f.brokers.urls) > 0 || os.Getenv("PGTOOLS_N8N_BROKERS") != "" {
+		cfg.ExtraPrincipals = 1 // as serve counts the broker principal in the per-principal shares
+	}
 	out, err := cfg.EffectiveJSON()
 	if err != nil {
 		fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stderr, "pgtools check-config: the configuration is valid (%d database(s), %d token(s))\n", len(cfg.Databases), len(cfg.Tokens))
+	for _, note := range cfg.SharedRoleNotes() {
+		fmt.Fprintf(stderr, "pgtools check-config: note: %s\n", note)
+	}
 	fmt.Fprintf(stdout, "%s\n", out)
 	return 0
 }

@@ -60,6 +60,9 @@ Flags:
 		fmt.Fprintf(stderr, "pgtools mcp: %v\n", err)
 		return 2
 	}
+	// The stdio client is the only principal: the config file's tokens do not apply, and it gets
+	// every session and pg_transaction slot.
+	cfg.Tokens, cfg.ExtraPrincipals = nil, 0
 	log := newLogger(stderr, cfg.LogLevel)
 	reg, _, closeReg, err := openRegistry(ctx, cfg, log)
 	if err != nil {

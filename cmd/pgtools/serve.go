@@ -284,6 +284,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // The databases need not be up: pools connect on first use, /readyz answers 503 until every
 // database answers, and calls meanwhile fail with connection_error.
 func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log zerolog.Logger, ready chan<- string) error {
+	cfg.ExtraPrincipals = 0
+	if len(brokers.urls) > 0 {
+		cfg.ExtraPrincipals = 1 // the broker principal shares the session and transaction limits
+	}
+	for _, note := range cfg.SharedRoleNotes() {
+		log.Warn().Msg(note)
+	}
 	reg, sessions, closeReg, err := openRegistry(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -339,8 +346,7 @@ func openRegistry(ctx context.Context, cfg *runner.Config, log zerolog.Logger) (
 	if audit != nil {
 		reg.SetAuditor(audit)
 	}
-	sessions = session.New(session.Config{MaxSessions: cfg.MaxSessions, TTL: cfg.SessionTTL, Log: log})
-	reg.SetSessions(sessions)
+	sessions = runner.AttachConnLimits(cfg, reg, log)
 	sweepCtx, stopSweep := context.WithCancel(context.Background())
 	go sessions.Run(sweepCtx, 0)
 	return reg, sessions, func() {

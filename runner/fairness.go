@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/runner/session"
+	"github.com/pgtools/pgtools/tools"
+)
+
+// ConnLimits bound the connections pgtools opens outside the stateless pools: pg_tx sessions and
+// pg_transaction calls, each on a connection of its own. The per-principal shares keep one caller
+// from taking every slot from the others.
+type ConnLimits struct {
+	// MaxSessions caps open sessions (default 10).
+	MaxSessions int
+	// MaxSessionsPerPrincipal caps one principal's open sessions, read-only ones included.
+	MaxSessionsPerPrincipal int
+	// MaxTransactions caps pg_transaction calls running at once (default 10).
+	MaxTransactions int
+	// MaxTransactionsPerPrincipal caps one principal's pg_transaction calls running at once.
+	MaxTransactionsPerPrincipal int
+}
+
+// Principals counts who can call the runner: one principal per API token (the local principal
+// when there are none) plus ExtraPrincipals.
+func (c *Config) Principals() int {
+	return max(1, len(c.Tokens)) + c.ExtraPrincipals
+}
+
+// ConnLimits returns the configured limits with their defaults: 10 sessions and 10
+// pg_transaction calls at once; a principal's share is all of them when only one principal can
+// exist (open loopback access or a single token, and no n8n broker), else half, at least 1.
+func (c *Config) ConnLimits() ConnLimits {
+	l := ConnLimits{MaxSessions: c.MaxSessions, MaxSessionsPerPrincipal: c.MaxSessionsPerPrincipal,
+		MaxTransactions: c.MaxTransactions, MaxTransactionsPerPrincipal: c.MaxTransactionsPerPrincipal}
+	if l.MaxSessions <= 0 {
+		l.MaxSessions = 10
+	}
+	if l.MaxTransactions <= 0 {
+		l.MaxTransactions = 10
+	}
+	if l.MaxSessionsPerPrincipal <= 0 {
+		l.MaxSessionsPerPrincipal = share(l.MaxSessions, c.Principals())
+	}
+	if l.MaxTransactionsPerPrincipal <= 0 {
+		l.MaxTransactionsPerPrincipal = share(l.MaxTransactions, c.Principals())
+	}
+	return l
+}
+
+func share(total, principals int) int {
+	if principals <= 1 {
+		return total
+	}
+	return max(1, total/2)
+}
+
+// AttachConnLimits builds the session manager for cfg's limits and gives reg it and the bound on
+// pg_transaction connections: the wiring pgtools serve and pgtools mcp share. The caller runs the
+// manager's Run and Close.
+func AttachConnLimits(cfg *Config, reg *tools.Registry, log zerolog.Logger) *session.Manager {
+	l := cfg.ConnLimits()
+	sessions := session.New(session.Config{MaxSessions: l.MaxSessions, MaxPerPrincipal: l.MaxSessionsPerPrincipal,
+		TTL: cfg.SessionTTL, Log: log})
+	reg.SetSessions(sessions)
+	reg.SetTxLimiter(tools.NewTxLimiter(l.MaxTransactions, l.MaxTransactionsPerPrincipal))
+	return sessions
+}
+
+// SharedRoleNotes names every database entry that tokens with different scopes share. They then
+// share its connection role, and PostgreSQL lets a role see the statement text of its own
+// backends in pg_stat_activity and cancel or terminate them, so a read token can read a write
+// token's SQL and kill its sessions. serve logs the notes as warnings, check-config prints them.
+func (c *Config) SharedRoleNotes() []string {
+	var notes []string
+	for _, db := range sortedKeys(c.Databases) {
+		var users []string
+		scopes := map[string]bool{}
+		for _, t := range c.Tokens {
+			if len(t.Databases) > 0 && !slices.Contains(t.Databases, db) {
+				continue
+			}
+			s := slices.Clone(t.Scopes)
+			slices.Sort(s)
+			list := strings.Join(s, ",")
+			scopes[list] = true
+			users = append(users, fmt.Sprintf("%q (%s)", t.Name, list))
+		}
+		if len(scopes) < 2 {
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("databases.%s: tokens with different scopes share it and so its database role: %s. "+
+			"Each can read the others' statements (pg_stat_activity.query) and cancel or end their backends "+
+			"(pg_cancel_backend, pg_terminate_backend). Give each token its own database entry whose url logs in as a role of its own, "+
+			"and limit the token to it with databases (README: Security model).", db, strings.Join(users, ", ")))
+	}
+	return notes
+}

@@ -1,0 +1,130 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestConnLimitsDefaults(t *testing.T) {
+	t.Parallel()
+	tok := func(name string) Token {
+		return Token{Secret: name + "-secret-0123456789", Name: name, Scopes: []string{"read"}}
+	}
+	cases := []struct {
+		name string
+		cfg  Config
+		want ConnLimits
+	}{
+		{"open loopback: one principal gets all", Config{}, ConnLimits{10, 10, 10, 10}},
+		{"a single token gets all", Config{Tokens: []Token{tok("a")}}, ConnLimits{10, 10, 10, 10}},
+		{"two tokens get half each", Config{Tokens: []Token{tok("a"), tok("b")}}, ConnLimits{10, 5, 10, 5}},
+		{"a token beside the n8n broker gets half", Config{Tokens: []Token{tok("a")}, ExtraPrincipals: 1}, ConnLimits{10, 5, 10, 5}},
+		{"half of one slot is still one", Config{MaxSessions: 1, MaxTransactions: 3, Tokens: []Token{tok("a"), tok("b")}}, ConnLimits{1, 1, 3, 1}},
+		{"explicit shares win", Config{MaxSessions: 20, MaxSessionsPerPrincipal: 3, MaxTransactions: 4, MaxTransactionsPerPrincipal: 4,
+			Tokens: []Token{tok("a"), tok("b")}}, ConnLimits{20, 3, 4, 4}},
+	}
+	for _, c := range cases {
+		if got := c.cfg.ConnLimits(); got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestConnLimitsConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := writeFile(t, dir, "pgtools.json", `{
+	  "tokens": [{"name": "reader", "token": "reader-secret-0123456789", "scopes": ["read"], "max_response_bytes": 4096},
+	             {"name": "writer", "token": "writer-secret-0123456789", "scopes": ["read", "write"]}],
+	  "databases": {"default": {"url": "postgres://app@db.internal/app"}},
+	  "sessions": {"max_sessions": 6, "max_sessions_per_principal": 2, "max_transactions": 8}}`)
+	cfg, err := LoadConfigFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tokens[0].MaxResponseBytes != 4096 || cfg.Tokens[1].MaxResponseBytes != 0 {
+		t.Errorf("token max_response_bytes: %+v", cfg.Tokens)
+	}
+	if p, ok := newAuthenticator(cfg.Tokens).authenticate(bearerRequest("reader-secret-0123456789")); !ok || p.MaxResponseBytes != 4096 {
+		t.Errorf("the reader's principal does not carry its cap: %+v", p)
+	}
+	raw, err := cfg.EffectiveJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eff struct {
+		Tokens []struct {
+			Name             string
+			MaxResponseBytes *int `json:"max_response_bytes"`
+		}
+		Sessions map[string]int
+	}
+	if err := json.Unmarshal(raw, &eff); err != nil {
+		t.Fatal(err)
+	}
+	if eff.Tokens[0].MaxResponseBytes == nil || *eff.Tokens[0].MaxResponseBytes != 4096 || eff.Tokens[1].MaxResponseBytes != nil {
+		t.Errorf("effective tokens: %s", raw)
+	}
+	want := map[string]int{"max_sessions": 6, "max_sessions_per_principal": 2, "max_transactions": 8,
+		"max_transactions_per_principal": 4, "ttl_seconds": 1800}
+	for k, v := range want {
+		if eff.Sessions[k] != v {
+			t.Errorf("effective sessions.%s = %d, want %d (%v)", k, eff.Sessions[k], v, eff.Sessions)
+		}
+	}
+
+	cfg.MaxSessionsPerPrincipal, cfg.MaxTransactionsPerPrincipal = 7, 9
+	var ce *ConfigError
+	if err := cfg.Validate(); !errors.As(err, &ce) || len(ce.Problems) != 2 ||
+		!strings.Contains(err.Error(), "max_sessions_per_principal: 7 is above max_sessions 6") ||
+		!strings.Contains(err.Error(), "max_transactions_per_principal: 9 is above max_transactions 8") {
+		t.Errorf("shares above the totals: %v", err)
+	}
+}
+
+func TestSharedRoleNotes(t *testing.T) {
+	t.Parallel()
+	cfg := &Config{
+		Databases: map[string]DatabaseConfig{"default": {URL: "postgres://app@db/app"}, "reports": {URL: "postgres://ro@db/app"},
+			"a": {URL: "postgres://a@db/app"}},
+		Tokens: []Token{
+			{Name: "n8n", Scopes: []string{"write", "read"}, Databases: []string{"default", "reports"}},
+			{Name: "viewer", Scopes: []string{"read"}, Databases: []string{"default"}},
+			{Name: "writer2", Scopes: []string{"read", "write"}, Databases: []string{"reports"}},
+			{Name: "solo", Scopes: []string{"read"}, Databases: []string{"a"}},
+		},
+	}
+	notes := cfg.SharedRoleNotes()
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "databases.default: ") || !strings.Contains(notes[0], `"n8n" (read,write), "viewer" (read)`) ||
+		!strings.Contains(notes[0], "pg_terminate_backend") || !strings.Contains(notes[0], "pg_stat_activity.query") {
+		t.Fatalf("notes: %q", notes)
+	}
+	// A token without a database list shares every entry.
+	cfg.Tokens = append(cfg.Tokens, Token{Name: "ops", Scopes: []string{"read", "write", "ddl"}})
+	if notes := cfg.SharedRoleNotes(); len(notes) != 3 {
+		t.Fatalf("with an all-databases token: %q", notes)
+	}
+}
+
+// loadConfig writes a config file into a fresh directory and loads it as serve does.
+func loadConfig(t *testing.T, doc string) *Config {
+	t.Helper()
+	cfg, err := LoadConfigFile(writeFile(t, t.TempDir(), "pgtools.json", doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func bearerRequest(token string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/v1/tools/select_query", nil)
+	r.Header.Set("Authorization", "Bearer "+token)
+	return r
+}
