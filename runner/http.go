@@ -255,7 +255,11 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Princ
 		writeError(w, &tools.Error{Type: tools.ErrInvalidArguments, Message: "Could not read the request body", Suggestion: "Send the arguments as a JSON object."})
 		return
 	}
-	res, terr := h.reg.Call(r.Context(), p, name, body)
+	ctx, terr := withResponseCap(r)
+	var res *tools.Result
+	if terr == nil {
+		res, terr = h.reg.Call(ctx, p, name, body)
+	}
 	if terr != nil {
 		if info != nil {
 			info.errorType = terr.Type

@@ -8,7 +8,8 @@ import type { SchemaProperty, ToolSchema } from './schemas';
 
 /**
  * ArgKind is how an argument travels through n8n: $fromAI only knows string, number, boolean
- * and json, so lists are comma-separated strings and structured values are json.
+ * and json, so lists are comma-separated strings and structured values (objects, arrays,
+ * params) are json.
  */
 export type ArgKind = 'string' | 'options' | 'number' | 'boolean' | 'json';
 
@@ -22,6 +23,8 @@ export interface ToolArg {
 	required: boolean;
 	/** description is the schema's description, word for word. */
 	description: string;
+	/** modelDescription is what the model reads: the schema's words, then what n8n's tool schema cannot say (the JSON shape, the allowed values). */
+	modelDescription: string;
 	/** schemaDefault is the schema's default; a value equal to it is not sent, so the runner's configured default applies. */
 	schemaDefault?: unknown;
 	minimum?: number;
@@ -43,13 +46,48 @@ export function toolArgs(schema: ToolSchema, skip: readonly string[] = []): Tool
 				kind,
 				required: required.has(key),
 				description: prop.description ?? '',
+				modelDescription: '',
 			};
 			if (prop.default !== undefined) arg.schemaDefault = prop.default;
 			if (prop.minimum !== undefined) arg.minimum = prop.minimum;
 			if (prop.enum) arg.options = prop.enum;
-			if (kind === 'json') arg.jsonShape = prop.type === 'object' || prop.type === 'array' ? prop.type : 'any';
+			if (kind === 'json') arg.jsonShape = jsonShape(prop);
+			arg.modelDescription = [arg.description, typeNote(arg, prop)].filter(Boolean).join(' ');
 			return arg;
 		});
+}
+
+function jsonShape(prop: SchemaProperty): 'object' | 'array' | 'any' {
+	if (prop.type === 'object' || prop.type === 'array') return prop.type;
+	return prop.anyOf?.some((branch) => branch.type === 'array') ? 'array' : 'any';
+}
+
+/**
+ * typeNote says in words what a $fromAI tool schema cannot: n8n's json type reaches the model
+ * with no "type" and no keys, and a string has no enum. Numbers JavaScript cannot hold exactly
+ * must travel as strings, or the node refuses them (see runner.ts).
+ */
+function typeNote(arg: ToolArg, prop: SchemaProperty): string {
+	if (arg.options) return `One of: ${arg.options.map((o) => JSON.stringify(o)).join(', ')}.`;
+	if (arg.kind !== 'json') return '';
+	const what = arg.jsonShape === 'array' ? 'a JSON array' : arg.jsonShape === 'object' ? 'a JSON object' : 'JSON';
+	const keys = prop.type === 'object' ? keyList(prop) : prop.type === 'array' && prop.items ? keyList(prop.items) : '';
+	const shape = keys ? (prop.type === 'array' ? `, each item with the keys ${keys}` : ` with the keys ${keys}`) : '';
+	return `Type: ${what}${shape}. Write numbers of more than 15 digits as strings, e.g. "12345678901234567890".`;
+}
+
+// keyList names an object schema's keys, marking the required ones and listing allowed values.
+function keyList(prop: SchemaProperty): string {
+	if (!prop.properties) return '';
+	const required = new Set(prop.required ?? []);
+	return Object.entries(prop.properties)
+		.map(([key, p]) => {
+			const notes = [required.has(key) ? 'required' : '', p.enum ? `one of ${p.enum.map((o) => JSON.stringify(o)).join(', ')}` : '']
+				.filter(Boolean)
+				.join('; ');
+			return notes ? `${key} (${notes})` : key;
+		})
+		.join(', ');
 }
 
 function argKind(prop: SchemaProperty): ArgKind {
@@ -75,23 +113,36 @@ function argKind(prop: SchemaProperty): ArgKind {
 }
 
 /**
- * fromAIType is the $fromAI type of an argument. An optional JSON argument travels as a string
- * holding JSON (the node parses it): n8n's json type accepts only a non-empty object or array,
- * so any default would make the argument required in the tool schema the model sees.
+ * fromAIType is the $fromAI type of an argument: objects, arrays and params are json, so the
+ * model is offered them as JSON; enums are strings (n8n's tool schema has no enum: the allowed
+ * values are named in the description).
  */
 export function fromAIType(arg: ToolArg): 'string' | 'number' | 'boolean' | 'json' {
 	if (arg.kind === 'options') return 'string';
-	if (arg.kind === 'json' && !arg.required) return 'string';
 	return arg.kind;
+}
+
+/**
+ * omitted is the $fromAI default of an optional JSON argument. n8n's json type accepts only a
+ * non-empty object or array, and a default it would refuse makes the argument required in the
+ * tool schema the model sees; so the default is this marker, which the node never sends.
+ */
+export const omitted = { object: { omitted: true }, array: ['omitted'] } as const;
+
+/** isOmitted reports whether a JSON argument's value is the omitted marker. */
+export function isOmitted(value: unknown): boolean {
+	const text = JSON.stringify(value);
+	return text === JSON.stringify(omitted.object) || text === JSON.stringify(omitted.array);
 }
 
 /**
  * fromAIExpression is the default value of an argument's node parameter. A required argument
  * has no $fromAI default, so the model must fill it; an optional one gets a default (the
- * schema's, or an empty value that is never sent), which makes it optional in the tool schema.
+ * schema's, an empty value or the omitted marker, neither of which is sent), which makes it
+ * optional in the tool schema.
  */
 export function fromAIExpression(arg: ToolArg): string {
-	const parts = [quote(arg.key), quote(arg.description), quote(fromAIType(arg))];
+	const parts = [quote(arg.key), quote(arg.modelDescription), quote(fromAIType(arg))];
 	if (!arg.required) parts.push(fromAIDefault(arg));
 	return `={{ $fromAI(${parts.join(', ')}) }}`;
 }
@@ -102,6 +153,8 @@ function fromAIDefault(arg: ToolArg): string {
 			return String(typeof arg.schemaDefault === 'number' ? arg.schemaDefault : 0);
 		case 'boolean':
 			return String(arg.schemaDefault === true);
+		case 'json':
+			return quote(JSON.stringify(arg.jsonShape === 'object' ? omitted.object : omitted.array));
 		default:
 			return quote(typeof arg.schemaDefault === 'string' ? arg.schemaDefault : '');
 	}
@@ -132,6 +185,58 @@ export function nodeProperties(args: readonly ToolArg[]): INodeProperties[] {
 		}
 		return property;
 	});
+}
+
+/**
+ * defaultResponseSize is the byte budget of one answer handed to a model, 16 KiB: about 4,000
+ * tokens, some 140 rows of a typical table. An AI Agent keeps every tool answer in its context
+ * for the rest of the run (up to 10 tool calls by default), so 10 such answers stay near 40,000
+ * tokens; a default read of 1000 rows would be 28,000 tokens in one answer.
+ */
+export const defaultResponseSize = 16384;
+
+/**
+ * agentProperties are the options a node has as an AI Agent tool only ('@tool'): the tool
+ * description, which names the values the workflow pinned so that two nodes of one kind (two
+ * Select Query nodes on different tables) tell the model which is which, and the byte budget
+ * of one answer.
+ */
+export function agentProperties(description: string, args: readonly ToolArg[]): { first: INodeProperties[]; last: INodeProperties[] } {
+	const onlyAsTool = { show: { '@tool': [true] } };
+	return {
+		first: [
+			{
+				displayName: 'Description',
+				name: 'toolDescription',
+				type: 'string',
+				default: `=${description}{{ ${pinnedExpression(args)} }}`,
+				required: true,
+				typeOptions: { rows: 3 },
+				description:
+					'What the model reads about this tool. By default the tool\'s own description, then the values this node fixes (e.g. the table), so that several nodes of one kind are told apart.',
+				displayOptions: onlyAsTool,
+			},
+		],
+		last: [
+			{
+				displayName: 'Response Size Limit (Bytes)',
+				name: 'responseSizeLimit',
+				type: 'number',
+				default: defaultResponseSize,
+				typeOptions: { minValue: 0 },
+				description:
+					'Most bytes of rows one answer hands the model; past it the runner drops the rest and answers truncated: true with a hint to page. 0: only the runner\'s own cap (4 MiB unless configured).',
+				displayOptions: onlyAsTool,
+			},
+		],
+	};
+}
+
+// pinnedExpression is an n8n expression naming the arguments whose parameter holds a fixed value
+// rather than an expression ($fromAI or another): ' Fixed for this tool: table "orders".'
+function pinnedExpression(args: readonly ToolArg[]): string {
+	const params = JSON.stringify(args.map((a) => [a.key, a.param]));
+	return `(${params}).filter(([k, p]) => ![undefined, null, ''].includes($rawParameter[p]) && !String($rawParameter[p]).startsWith('=')).map(([k, p]) => k + ' ' + JSON.stringify($rawParameter[p])).join(', ').replace(/^(.+)$/, ' Fixed for this tool: $1.')`;
 }
 
 const words: Record<string, string> = { id: 'ID', sql: 'SQL' };

@@ -14,7 +14,8 @@ import type {
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import { brokerCommand, type Connection, taskType } from './connection';
-import type { ToolArg } from './properties';
+import { inexactNumbers, jsonObjectText, parseJson, RawJson } from './json';
+import { isOmitted, type ToolArg } from './properties';
 import type { ToolName } from './schemas';
 
 /** credentialType is the name of the "pgtools API" credential. */
@@ -22,6 +23,12 @@ export const credentialType = 'pgToolsApi';
 
 /** sessionHeader carries the session id too, so a load balancer can route a session to the replica that holds it. */
 export const sessionHeader = 'X-PgTools-Session';
+
+/** maxResponseBytesHeader asks the runner to cut the rows of one answer at that many bytes (it can only lower the database's cap). */
+export const maxResponseBytesHeader = 'X-PgTools-Max-Response-Bytes';
+
+/** responseSizeParam is the tool node option holding the byte budget of one answer (see responseSizeProperty). */
+export const responseSizeParam = 'responseSizeLimit';
 
 /** ToolDefinition is what a node forwards: the tool's wire name and its arguments. */
 export interface ToolDefinition {
@@ -32,23 +39,39 @@ export interface ToolDefinition {
 /** RunnerResult is a tool answer: the runner's JSON object (success true, or an error with errorType and suggestion). */
 export type RunnerResult = IDataObject & { success: boolean };
 
+/**
+ * Body is a call's arguments in order. A JSON argument the model gave as text stays RawJson, so
+ * its numbers reach the runner as written (see json.ts).
+ */
+export type Body = Record<string, unknown>;
+
 /** BuiltArguments is a request body, or an answer in the runner's error shape when a value cannot be sent. */
-export type BuiltArguments = { body: IDataObject } | { invalid: RunnerResult };
+export type BuiltArguments = { body: Body } | { invalid: RunnerResult };
+
+/** Answer is the runner's answer: parsed without losing a number, and its JSON text as received. */
+export interface Answer {
+	result: RunnerResult;
+	text: string;
+}
 
 /**
  * buildArguments turns parameter values into a request body. Empty values and values equal to
  * the schema's default are left out (so the runner applies its own configured defaults, and an
- * empty session_id never reaches it); strings holding JSON are parsed, because the runner wants
- * rows, set, on_conflict and operations as real JSON. A value that cannot be used becomes an
- * invalid_arguments answer the model can act on.
+ * empty session_id never reaches it). A JSON argument given as text is checked and forwarded as
+ * that text; one given as a value (n8n parsed the model's JSON) is refused when it holds a
+ * number JavaScript may have rounded. A value that cannot be used becomes an invalid_arguments
+ * answer the model can act on.
  */
 export function buildArguments(args: readonly ToolArg[], value: (param: string) => unknown): BuiltArguments {
-	const body: IDataObject = {};
+	const body: Body = {};
 	const problems: string[] = [];
+	let rounded = false;
 	for (const arg of args) {
 		const normalized = normalize(arg, value(arg.param));
-		if ('problem' in normalized) problems.push(normalized.problem);
-		else if (normalized.value !== undefined) body[arg.key] = normalized.value as IDataObject[string];
+		if ('problem' in normalized) {
+			problems.push(normalized.problem);
+			rounded ||= normalized.rounded === true;
+		} else if (normalized.value !== undefined) body[arg.key] = normalized.value;
 	}
 	if (problems.length > 0) {
 		return {
@@ -56,15 +79,16 @@ export function buildArguments(args: readonly ToolArg[], value: (param: string) 
 				success: false,
 				error: `Invalid arguments: ${problems.join('; ')}`,
 				errorType: 'invalid_arguments',
-				suggestion:
-					'Fix the arguments named in error and call again: a JSON argument must hold valid JSON of the kind its description shows (e.g. row: {"name": "Ann"}, params: [42]), a number a number, a boolean true or false.',
+				suggestion: rounded
+					? 'Write each such number as a JSON string, e.g. {"id": "9007199254740993"} (PostgreSQL converts it to the column\'s type), or send the whole argument as a string holding its JSON text, e.g. row: "{\\"id\\": 9007199254740993}".'
+					: 'Fix the arguments named in error and call again: a JSON argument must hold valid JSON of the kind its description shows (e.g. row: {"name": "Ann"}, params: [42]), a number a number, a boolean true or false.',
 			},
 		};
 	}
 	return { body };
 }
 
-type Normalized = { value?: unknown } | { problem: string };
+type Normalized = { value?: unknown } | { problem: string; rounded?: boolean };
 
 function normalize(arg: ToolArg, raw: unknown): Normalized {
 	if (raw === undefined || raw === null) return {};
@@ -85,27 +109,8 @@ function normalize(arg: ToolArg, raw: unknown): Normalized {
 			if (typeof b !== 'boolean') return { problem: `${arg.key} must be true or false` };
 			return b === (arg.schemaDefault ?? false) ? {} : { value: b };
 		}
-		case 'json': {
-			let v: unknown = raw;
-			if (typeof v === 'string') {
-				if (v.trim() === '') return {};
-				try {
-					v = JSON.parse(v) as unknown;
-				} catch (error) {
-					return { problem: `${arg.key} is not valid JSON (${(error as Error).message})` };
-				}
-			}
-			if (v === null) return {};
-			if (Array.isArray(v)) {
-				if (arg.jsonShape === 'object') return { problem: `${arg.key} must be a JSON object, not an array` };
-				return v.length === 0 ? {} : { value: v };
-			}
-			if (typeof v === 'object') {
-				if (arg.jsonShape === 'array') return { problem: `${arg.key} must be a JSON array, not an object` };
-				return Object.keys(v).length === 0 ? {} : { value: v };
-			}
-			return { problem: `${arg.key} must be JSON (an object or an array)` };
-		}
+		case 'json':
+			return normalizeJson(arg, raw);
 		default: {
 			// Lists (columns, returning) may arrive as arrays; the runner takes both forms.
 			if (Array.isArray(raw)) return raw.length === 0 ? {} : { value: raw };
@@ -116,17 +121,61 @@ function normalize(arg: ToolArg, raw: unknown): Normalized {
 	}
 }
 
+// normalizeJson checks a JSON argument's shape. Text is parsed only to check it (parseJson keeps
+// every number) and is sent as written; a value n8n already parsed is sent unless it holds a
+// number that may have been rounded on the way.
+function normalizeJson(arg: ToolArg, raw: unknown): Normalized {
+	let v: unknown = raw;
+	let text: string | undefined;
+	if (typeof raw === 'string') {
+		text = raw.trim();
+		if (text === '') return {};
+		try {
+			v = parseJson(text);
+		} catch (error) {
+			return { problem: `${arg.key} is not valid JSON (${(error as Error).message})` };
+		}
+	}
+	if (v === null || isOmitted(v)) return {};
+	if (Array.isArray(v)) {
+		if (arg.jsonShape === 'object') return { problem: `${arg.key} must be a JSON object, not an array` };
+		if (v.length === 0) return {};
+	} else if (typeof v === 'object') {
+		if (arg.jsonShape === 'array') return { problem: `${arg.key} must be a JSON array, not an object` };
+		if (Object.keys(v).length === 0) return {};
+	} else {
+		return { problem: `${arg.key} must be JSON (an object or an array)` };
+	}
+	if (text !== undefined) return { value: new RawJson(text) };
+	const inexact = inexactNumbers(v, arg.key);
+	if (inexact.length > 0) {
+		return {
+			problem: `${inexact.join(', ')}: a number JavaScript cannot hold exactly (past ±2^53, or more than 15 significant digits), so it may have been rounded before it reached pgtools`,
+			rounded: true,
+		};
+	}
+	return { value: v };
+}
+
+/** responseSizeLimit is the byte budget of one answer for this item: the tool option, 0 for none (a workflow node has none). */
+function responseSizeLimit(this: IExecuteFunctions, asTool: boolean, itemIndex: number): number {
+	if (!asTool) return 0;
+	const n = Number(this.getNodeParameter(responseSizeParam, itemIndex, 0));
+	return Number.isInteger(n) && n > 0 ? n : 0;
+}
+
 /** isToolNode reports whether the node runs as an AI Agent tool (n8n's generated <name>Tool type). */
 export function isToolNode(node: INode): boolean {
 	return node.type.endsWith('Tool');
 }
 
 /**
- * executeTool runs a node: one tool call per input item. An error answer from the runner is an
- * agent error: as a tool it is returned as the result, so the model reads errorType and
- * suggestion and fixes its next call; as a workflow node it fails the node (or, with "continue
- * on fail", becomes the item). A runner that cannot be reached or does not answer like pgtools
- * is a server error and always fails the node.
+ * executeTool runs a node: one tool call per input item. An error answer from the runner fails
+ * the run, as n8n's own tool nodes do, so it shows as failed in the editor. As a tool, the
+ * error's message is the runner's whole error object as JSON text: n8n hands the model only the
+ * message of a failed tool run, and the model must read errorType and suggestion to fix its next
+ * call. With "continue on fail" the error object is the item instead. A runner that cannot be
+ * reached or does not answer like pgtools fails the node with the fix in the message.
  */
 export async function executeTool(
 	this: IExecuteFunctions,
@@ -137,15 +186,15 @@ export async function executeTool(
 	const asTool = isToolNode(this.getNode());
 	const returnData: INodeExecutionData[] = [];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-		let result: RunnerResult;
+		let answer: Answer;
 		try {
 			const built = buildArguments(definition.args, (param) =>
 				this.getNodeParameter(param, itemIndex, undefined),
 			);
-			result =
+			answer =
 				'invalid' in built
-					? built.invalid
-					: await send(built.body, itemIndex);
+					? { result: built.invalid, text: JSON.stringify(built.invalid) }
+					: await send(built.body, itemIndex, responseSizeLimit.call(this, asTool, itemIndex));
 		} catch (error) {
 			if (this.continueOnFail()) {
 				returnData.push({ json: { error: (error as Error).message }, pairedItem: { item: itemIndex } });
@@ -155,10 +204,13 @@ export async function executeTool(
 				? error
 				: new NodeOperationError(this.getNode(), error as Error, { itemIndex });
 		}
-		if (result.success === false && !asTool && !this.continueOnFail()) {
+		const { result } = answer;
+		if (result.success === false && !this.continueOnFail()) {
+			const description = [result.errorType, result.suggestion].filter(Boolean).join(': ');
+			if (asTool) throw withMessage(new NodeOperationError(this.getNode(), 'pgtools error', { description, itemIndex }), answer.text);
 			throw new NodeApiError(this.getNode(), result as JsonObject, {
 				message: String(result.error ?? 'The pgtools runner reported an error'),
-				description: [result.errorType, result.suggestion].filter(Boolean).join(': '),
+				description,
 				itemIndex,
 			});
 		}
@@ -167,28 +219,41 @@ export async function executeTool(
 	return [returnData];
 }
 
-type Send = (body: IDataObject, itemIndex: number) => Promise<RunnerResult>;
+// withMessage sets an error's message after n8n's constructor, which replaces any message that
+// merely mentions a system error code (ECONNREFUSED, EPERM, …) with a generic sentence that
+// says nothing of what to fix.
+function withMessage<E extends Error>(error: E, message: string): E {
+	error.message = message;
+	return error;
+}
+
+type Send = (body: Body, itemIndex: number, maxResponseBytes: number) => Promise<Answer>;
 
 // sender picks the transport the node's Connection names. Only the HTTP connection reads the
 // credential: with the task runner the node has none.
 async function sender(this: IExecuteFunctions, tool: ToolName): Promise<Send> {
 	const connection = this.getNodeParameter('connection', 0, 'http') as Connection;
 	if (connection === 'taskRunner') {
-		return async (body, itemIndex) => await callTaskRunner.call(this, tool, body, itemIndex);
+		return async (body, itemIndex, max) => await callTaskRunner.call(this, tool, body, itemIndex, max);
 	}
 	const credentials = await this.getCredentials(credentialType);
 	const baseUrl = String(credentials.url ?? '').replace(/\/+$/, '');
-	return async (body, itemIndex) => await callRunner.call(this, baseUrl, tool, body, itemIndex);
+	return async (body, itemIndex, max) => await callRunner.call(this, baseUrl, tool, body, itemIndex, max);
 }
 
-/** callRunner posts one tool call and returns the runner's answer, success or error. */
+/**
+ * callRunner posts one tool call and returns the runner's answer, success or error. The body
+ * goes as JSON text (model's JSON arguments as written) and the answer is read as text, so no
+ * number passes through a JavaScript number on the way.
+ */
 export async function callRunner(
 	this: IExecuteFunctions,
 	baseUrl: string,
 	tool: ToolName,
-	body: IDataObject,
+	body: Body,
 	itemIndex: number,
-): Promise<RunnerResult> {
+	maxResponseBytes = 0,
+): Promise<Answer> {
 	if (!/^https?:\/\//.test(baseUrl)) {
 		throw new NodeOperationError(
 			this.getNode(),
@@ -196,14 +261,15 @@ export async function callRunner(
 			{ description: 'Set URL to the runner\'s address, e.g. http://127.0.0.1:8080.', itemIndex },
 		);
 	}
-	const headers: IDataObject = {};
+	const headers: IDataObject = { 'Content-Type': 'application/json', Accept: 'application/json' };
 	if (typeof body.session_id === 'string') headers[sessionHeader] = body.session_id;
+	if (maxResponseBytes > 0) headers[maxResponseBytesHeader] = String(maxResponseBytes);
 	const options: IHttpRequestOptions = {
 		method: 'POST',
 		url: `${baseUrl}/v1/tools/${tool}`,
-		body,
+		body: jsonObjectText(Object.entries(body)),
 		headers,
-		json: true,
+		encoding: 'text',
 		ignoreHttpStatusErrors: true,
 		returnFullResponse: true,
 	};
@@ -216,12 +282,10 @@ export async function callRunner(
 		)) as IN8nHttpFullResponse;
 	} catch (error) {
 		const code = errorCode(error);
-		// The error code goes to the description: n8n replaces a message that names a well-known
-		// code (ECONNREFUSED, …) with a generic sentence that does not say what to check.
-		throw new NodeOperationError(this.getNode(), `Cannot reach the pgtools runner at ${baseUrl}`, {
-			description: `${code ? `The connection failed (${code}). ` : ''}Check that pgtools serve is running and that the URL in the pgtools API credential is its address, e.g. http://127.0.0.1:8080.`,
-			itemIndex,
-		});
+		// The fix goes in the message: it is all n8n passes to the model of a failed tool run.
+		const fix = 'Check that pgtools serve is running and that the URL in the pgtools API credential is its address, e.g. http://127.0.0.1:8080.';
+		const e = new NodeOperationError(this.getNode(), 'Cannot reach the pgtools runner', { description: fix, itemIndex });
+		throw withMessage(e, `Cannot reach the pgtools runner at ${baseUrl}${code ? ` (${code})` : ''}. ${fix}`);
 	}
 	const answer = parseAnswer(response.body);
 	if (answer === undefined) {
@@ -239,17 +303,20 @@ export async function callRunner(
 /**
  * callTaskRunner runs one tool call as a task of type pgtools on n8n's task broker, served by
  * `pgtools serve --n8n-broker`, and returns the runner's answer, success or error: the same
- * JSON as over HTTP (the runner sends a failed call as the task's error, with errorType). n8n's
- * own failures fail the node: no pgtools runner connected (startJob throws once
- * N8N_RUNNERS_TASK_REQUEST_TIMEOUT has passed), or the task ended without an answer (the runner
- * disconnected, the task timed out or was cancelled), which come as errors without errorType.
+ * JSON as over HTTP (the runner sends a failed call as the task's error, with errorType). The
+ * arguments go as JSON text and text_result asks for the answer as text too, because n8n parses
+ * task messages with JavaScript. n8n's own failures fail the node: no pgtools runner connected
+ * (startJob throws once N8N_RUNNERS_TASK_REQUEST_TIMEOUT has passed), or the task ended without
+ * an answer (the runner disconnected, the task timed out or was cancelled), which come as
+ * errors without errorType.
  */
 export async function callTaskRunner(
 	this: IExecuteFunctions,
 	tool: ToolName,
-	body: IDataObject,
+	body: Body,
 	itemIndex: number,
-): Promise<RunnerResult> {
+	maxResponseBytes = 0,
+): Promise<Answer> {
 	const node = this.getNode();
 	if (typeof this.startJob !== 'function') {
 		throw new NodeOperationError(node, 'This n8n cannot send tasks to task runners', {
@@ -260,8 +327,9 @@ export async function callTaskRunner(
 	}
 	// The settings pgtools expects: the tool's wire name, its arguments, and the database apart.
 	const { database, ...args } = body;
-	const settings: IDataObject = { tool, args };
+	const settings: IDataObject = { tool, args: jsonObjectText(Object.entries(args)), text_result: true };
 	if (typeof database === 'string') settings.database = database;
+	if (maxResponseBytes > 0) settings.max_response_bytes = maxResponseBytes;
 	let outcome: Awaited<ReturnType<IExecuteFunctions['startJob']>>;
 	try {
 		outcome = await this.startJob(taskType, settings, itemIndex);
@@ -277,7 +345,7 @@ export async function callTaskRunner(
 		});
 	}
 	const answer = parseAnswer(outcome.error);
-	if (answer !== undefined && typeof answer.errorType === 'string') return answer;
+	if (answer !== undefined && typeof answer.result.errorType === 'string') return answer;
 	const reason = (outcome.error as { message?: unknown } | undefined)?.message;
 	throw new NodeOperationError(
 		node,
@@ -300,30 +368,37 @@ function noTaskRunner(node: INode, error: unknown, itemIndex: number): NodeOpera
 	const what = timedOut
 		? `No pgtools task runner is connected to n8n${waited}`
 		: `n8n could not hand the call to a pgtools task runner (${typeof e?.message === 'string' ? e.message : String(error)})`;
-	return new NodeOperationError(
+	const message = `${what}. Start one beside n8n: ${brokerCommand}, with N8N_RUNNERS_AUTH_TOKEN set to the value n8n runs with.`;
+	const failure = new NodeOperationError(
 		node,
-		`${what}. Start one beside n8n: ${brokerCommand}, with N8N_RUNNERS_AUTH_TOKEN set to the value n8n runs with.`,
+		message,
 		{
 			description:
 				'n8n waits N8N_RUNNERS_TASK_REQUEST_TIMEOUT seconds (60 by default) for a runner of task type pgtools. n8n must run with N8N_RUNNERS_AUTH_TOKEN set, and pgtools must reach n8n\'s task broker (port 5679, N8N_RUNNERS_BROKER_PORT); pgtools logs "registered with the n8n task broker" once it has. Or set Connection to Runner HTTP API and pick a pgtools API credential.',
 			itemIndex,
 		},
 	);
+	return withMessage(failure, message);
 }
 
-function parseAnswer(body: unknown): RunnerResult | undefined {
+// parseAnswer reads a runner answer: JSON text (HTTP, and the task runner with text_result),
+// parsed without losing a number, or an object n8n already parsed (a runner without
+// text_result, or an error from n8n itself).
+function parseAnswer(body: unknown): Answer | undefined {
 	let value: unknown = body;
-	if (typeof value === 'string') {
+	let text: string | undefined;
+	if (typeof value === 'string' || Buffer.isBuffer(value)) {
+		text = value.toString();
 		try {
-			value = JSON.parse(value) as unknown;
+			value = parseJson(text);
 		} catch {
 			return undefined;
 		}
 	}
 	if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
-	const object = value as IDataObject;
-	if (typeof object.success !== 'boolean') return undefined;
-	return object as RunnerResult;
+	const result = value as RunnerResult;
+	if (typeof result.success !== 'boolean') return undefined;
+	return { result, text: text ?? JSON.stringify(result) };
 }
 
 function errorCode(error: unknown): string | undefined {

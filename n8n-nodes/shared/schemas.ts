@@ -18,6 +18,10 @@ export interface SchemaProperty {
 	minimum?: number;
 	pattern?: string;
 	anyOf?: readonly SchemaProperty[];
+	/** properties, required and items describe an object's keys and an array's items, named in the model's description. */
+	properties?: Record<string, SchemaProperty>;
+	required?: readonly string[];
+	items?: SchemaProperty;
 }
 
 /** ToolSchema is the part of a tool's argument schema (schemas/<tool>.json) the nodes read. */

@@ -1,5 +1,8 @@
 // The eight tool definitions the nodes forward to: wire name plus arguments read from schemas/.
-import { toolArgs } from './properties';
+import type { INodeProperties } from 'n8n-workflow';
+
+import { connectionProperties } from './connection';
+import { agentProperties, nodeProperties, toolArgs } from './properties';
 import type { ToolDefinition } from './runner';
 import { toolSchemas, type ToolName } from './schemas';
 
@@ -20,3 +23,12 @@ export const tools: Record<ToolName, ToolDefinition> = {
 	// model's attention.
 	pg_transaction: define('pg_transaction', ['action']),
 };
+
+/**
+ * toolNodeProperties are a node's parameters: the Connection choice, the tool description (as a
+ * tool), one parameter per argument, and the response size limit (as a tool).
+ */
+export function toolNodeProperties(tool: ToolName): INodeProperties[] {
+	const { first, last } = agentProperties(toolSchemas[tool].description, tools[tool].args);
+	return [...connectionProperties, ...first, ...nodeProperties(tools[tool].args), ...last];
+}

@@ -87,13 +87,25 @@ export function context(node, { args = [{}], pinned = {}, request, startJob, asT
 		},
 		...(startJob && {
 			startJob: async (type, settings, itemIndex) => {
-				jobs.push({ type, settings: structuredClone(settings), itemIndex });
+				// args travel as JSON text (lossless); recorded parsed, with the text in argsText.
+				const recorded = structuredClone(settings);
+				if (typeof recorded.args === 'string') {
+					recorded.argsText = recorded.args;
+					recorded.args = JSON.parse(recorded.args);
+				}
+				jobs.push({ type, settings: recorded, itemIndex });
 				return await startJob(type, settings, itemIndex);
 			},
 		}),
 		helpers: {
 			httpRequestWithAuthentication: async function (credentialType, options) {
-				calls.push({ credentialType, options: structuredClone(options) });
+				// The body travels as JSON text (lossless); recorded parsed, with the text in bodyText.
+				const recorded = structuredClone(options);
+				if (typeof recorded.body === 'string') {
+					recorded.bodyText = recorded.body;
+					recorded.body = JSON.parse(recorded.body);
+				}
+				calls.push({ credentialType, options: recorded });
 				return await request(options);
 			},
 		},

@@ -35,10 +35,17 @@ func TestParseSettings(t *testing.T) {
 		{"args a broken string", `{"tool":"select_query","args":"{\"table\":"}`, "", "", `"args" must be a JSON object`},
 		{"two databases", `{"tool":"select_query","args":{"database":"a"},"database":"b"}`, "", "", "another database"},
 		{"args too large", `{"tool":"select_query","args":{"where":"` + strings.Repeat("x", 200) + `"}}`, "", "", "larger than the 100-byte limit"},
+		{"response cap and text result", `{"tool":"select_query","args":{},"max_response_bytes":2048,"text_result":true}`, "select_query", `{}`, ""},
+		{"response cap null", `{"tool":"select_query","max_response_bytes":null}`, "select_query", `{}`, ""},
+		{"response cap zero", `{"tool":"select_query","max_response_bytes":0}`, "", "", `"max_response_bytes" must be a positive whole number`},
+		{"response cap negative", `{"tool":"select_query","max_response_bytes":-1}`, "", "", `"max_response_bytes" must be a positive whole number`},
+		{"response cap fractional", `{"tool":"select_query","max_response_bytes":1.5}`, "", "", `"max_response_bytes" must be a positive whole number`},
+		{"response cap a string", `{"tool":"select_query","max_response_bytes":"16k"}`, "", "", `"max_response_bytes" must be a positive whole number`},
+		{"text result not a boolean", `{"tool":"select_query","text_result":"yes"}`, "", "", `"text_result"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tool, args, terr := parseSettings(json.RawMessage(c.settings), 100)
+			tc, terr := parseSettings(json.RawMessage(c.settings), 100)
 			if c.problem != "" {
 				if terr == nil || terr.Type != tools.ErrInvalidArguments || !strings.Contains(terr.Message, c.problem) || terr.Suggestion == "" {
 					t.Fatalf("got %v, want invalid_arguments mentioning %q", terr, c.problem)
@@ -48,10 +55,22 @@ func TestParseSettings(t *testing.T) {
 			if terr != nil {
 				t.Fatalf("unexpected error %v", terr)
 			}
-			if tool != c.tool || string(args) != c.args {
-				t.Fatalf("got %s %s, want %s %s", tool, args, c.tool, c.args)
+			if tc.tool != c.tool || string(tc.args) != c.args {
+				t.Fatalf("got %s %s, want %s %s", tc.tool, tc.args, c.tool, c.args)
 			}
 		})
+	}
+}
+
+func TestParseSettingsAnswerOptions(t *testing.T) {
+	t.Parallel()
+	tc, terr := parseSettings(json.RawMessage(`{"tool":"select_query","max_response_bytes":2048,"text_result":true}`), 100)
+	if terr != nil || tc.maxBytes != 2048 || !tc.text {
+		t.Fatalf("got %+v, %v", tc, terr)
+	}
+	tc, terr = parseSettings(json.RawMessage(`{"tool":"select_query"}`), 100)
+	if terr != nil || tc.maxBytes != 0 || tc.text {
+		t.Fatalf("defaults: got %+v, %v", tc, terr)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,39 +32,60 @@ type Settings struct {
 	Tool     string          `json:"tool"`
 	Args     json.RawMessage `json:"args,omitempty"`
 	Database string          `json:"database,omitempty"`
+	// MaxResponseBytes lowers the byte cap of the call's rows below the database's (never
+	// above), as the HTTP header X-PgTools-Max-Response-Bytes does; absent or null: the
+	// database's cap. It must be a positive integer.
+	MaxResponseBytes json.RawMessage `json:"max_response_bytes,omitempty"`
+	// TextResult asks for the answer (result or error) as a string holding its JSON text rather
+	// than as a JSON object: n8n parses task messages with JavaScript, which would round
+	// integers past ±2^53 (in json and jsonb values), and the node parses the text losslessly.
+	TextResult bool `json:"text_result,omitempty"`
+}
+
+// taskCall is a task's settings made ready for Registry.Call.
+type taskCall struct {
+	tool     string
+	args     []byte
+	maxBytes int  // 0: the database's cap
+	text     bool // answer as a JSON string holding the answer's JSON text
 }
 
 // settingsError is the answer to settings the runner cannot turn into a call.
 func settingsError(msg string) *tools.Error {
 	return &tools.Error{Type: tools.ErrInvalidArguments, Message: msg,
-		Suggestion: `Send the task settings {"tool": "<tool name>", "args": {…}, "database": "<optional>"}, e.g. {"tool": "select_query", "args": {"table": "orders", "limit": 10}}.`}
+		Suggestion: `Send the task settings {"tool": "<tool name>", "args": {…}, "database": "<optional>", "max_response_bytes": <optional>, "text_result": <optional>}, e.g. {"tool": "select_query", "args": {"table": "orders", "limit": 10}}.`}
 }
 
-// parseSettings turns a task's settings into the tool name and the raw arguments for
-// Registry.Call. Numbers in args stay as the node wrote them (never through float64).
-func parseSettings(raw json.RawMessage, maxArgs int64) (tool string, args []byte, terr *tools.Error) {
+// parseSettings turns a task's settings into the tool name, the raw arguments for
+// Registry.Call and the answer's options. Numbers in args stay as the node wrote them (never
+// through float64).
+func parseSettings(raw json.RawMessage, maxArgs int64) (tc taskCall, terr *tools.Error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil, settingsError("The task has no settings")
+		return taskCall{}, settingsError("The task has no settings")
 	}
 	if raw[0] != '{' {
-		return "", nil, settingsError("The task settings must be a JSON object")
+		return taskCall{}, settingsError("The task settings must be a JSON object")
 	}
 	var s Settings
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return "", nil, settingsError("The task settings are not a valid settings object: " + describeDecodeError(err))
+		return taskCall{}, settingsError("The task settings are not a valid settings object: " + describeDecodeError(err))
 	}
 	if s.Tool == "" {
-		return "", nil, settingsError(`The task settings lack "tool"`)
+		return taskCall{}, settingsError(`The task settings lack "tool"`)
 	}
-	args = bytes.TrimSpace(s.Args)
+	if tc.maxBytes, terr = maxResponseBytes(s.MaxResponseBytes); terr != nil {
+		return taskCall{}, terr
+	}
+	tc.tool, tc.text = s.Tool, s.TextResult
+	args := bytes.TrimSpace(s.Args)
 	if len(args) > 0 && args[0] == '"' {
 		// A string holding the JSON object, as n8n expressions and $fromAI json values give.
 		var inner string
 		if err := json.Unmarshal(args, &inner); err != nil {
-			return "", nil, settingsError(`"args" is not a valid JSON string`)
+			return taskCall{}, settingsError(`"args" is not a valid JSON string`)
 		}
 		args = bytes.TrimSpace([]byte(inner))
 	}
@@ -71,19 +93,36 @@ func parseSettings(raw json.RawMessage, maxArgs int64) (tool string, args []byte
 		args = []byte("{}")
 	}
 	if args[0] != '{' || !json.Valid(args) {
-		return "", nil, settingsError(`"args" must be a JSON object (or a string holding one)`)
+		return taskCall{}, settingsError(`"args" must be a JSON object (or a string holding one)`)
 	}
 	if int64(len(args)) > maxArgs {
-		return "", nil, &tools.Error{Type: tools.ErrInvalidArguments,
+		return taskCall{}, &tools.Error{Type: tools.ErrInvalidArguments,
 			Message:    fmt.Sprintf("The task's args are larger than the %d-byte limit", maxArgs),
 			Suggestion: "Send fewer rows per call, or split the work into several calls."}
 	}
 	if s.Database != "" {
 		if args, terr = withDatabase(args, s.Database); terr != nil {
-			return "", nil, terr
+			return taskCall{}, terr
 		}
 	}
-	return s.Tool, args, nil
+	tc.args = args
+	return tc, nil
+}
+
+// maxResponseBytes reads the max_response_bytes setting: absent or null is 0 (the database's
+// cap), anything but a positive integer an error naming the setting.
+func maxResponseBytes(raw json.RawMessage) (int, *tools.Error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(string(raw))
+	if err != nil || n <= 0 {
+		return 0, &tools.Error{Type: tools.ErrInvalidArguments,
+			Message:    `The task setting "max_response_bytes" must be a positive whole number of bytes`,
+			Suggestion: `Send e.g. "max_response_bytes": 16384, or leave the setting out to use the database's cap.`}
+	}
+	return n, nil
 }
 
 // withDatabase sets "database" in the args object. Only the top level is decoded, so values
@@ -127,13 +166,15 @@ func jsonKind(k reflect.Kind) string {
 }
 
 // call runs one task's settings as a tool call and returns the JSON object the node receives:
-// the result (ok) or the error object (not ok), byte for byte what the HTTP API answers.
+// the result (ok) or the error object (not ok), byte for byte what the HTTP API answers (with
+// text_result: a JSON string holding that text).
 func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (body []byte, ok bool) {
 	started := time.Now()
-	tool, args, terr := parseSettings(raw, c.opts.MaxArgsBytes)
+	tc, terr := parseSettings(raw, c.opts.MaxArgsBytes)
+	tool := tc.tool
 	var res *tools.Result
 	if terr == nil {
-		res, terr = c.callTool(ctx, tool, args)
+		res, terr = c.callTool(tools.WithMaxResponseBytes(ctx, tc.maxBytes), tool, tc.args)
 	}
 	if terr == nil {
 		var err error
@@ -151,6 +192,10 @@ func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (
 		ev = ev.Str("tool", tool)
 	}
 	ev.Str("task_id", taskID).Str("principal", c.opts.Principal.Name).Dur("duration", time.Since(started)).Msg("n8n task")
+	if tc.text {
+		// Marshalling a string cannot fail.
+		body, _ = json.Marshal(string(body))
+	}
 	return body, terr == nil
 }
 

@@ -6,12 +6,10 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { connectionProperties } from '../../shared/connection';
 import { testPgToolsApi } from '../../shared/credentialTest';
-import { nodeProperties } from '../../shared/properties';
 import { executeTool } from '../../shared/runner';
 import { toolSchemas } from '../../shared/schemas';
-import { tools } from '../../shared/tools';
+import { toolNodeProperties, tools } from '../../shared/tools';
 
 /** AtomicTransaction is the Atomic Transaction node: the pgtools tool pg_transaction. */
 export class AtomicTransaction implements INodeType {
@@ -38,7 +36,7 @@ export class AtomicTransaction implements INodeType {
 				displayOptions: { show: { connection: ['http'] } },
 			},
 		],
-		properties: [...connectionProperties, ...nodeProperties(tools.pg_transaction.args)],
+		properties: toolNodeProperties('pg_transaction'),
 	};
 
 	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };

@@ -6,12 +6,10 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { connectionProperties } from '../../shared/connection';
 import { testPgToolsApi } from '../../shared/credentialTest';
-import { nodeProperties } from '../../shared/properties';
 import { executeTool } from '../../shared/runner';
 import { toolSchemas } from '../../shared/schemas';
-import { tools } from '../../shared/tools';
+import { toolNodeProperties, tools } from '../../shared/tools';
 
 /** DeleteData is the Delete Data node: the pgtools tool delete_data. */
 export class DeleteData implements INodeType {
@@ -38,7 +36,7 @@ export class DeleteData implements INodeType {
 				displayOptions: { show: { connection: ['http'] } },
 			},
 		],
-		properties: [...connectionProperties, ...nodeProperties(tools.delete_data.args)],
+		properties: toolNodeProperties('delete_data'),
 	};
 
 	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };

@@ -6,12 +6,10 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { connectionProperties } from '../../shared/connection';
 import { testPgToolsApi } from '../../shared/credentialTest';
-import { nodeProperties } from '../../shared/properties';
 import { executeTool } from '../../shared/runner';
 import { toolSchemas } from '../../shared/schemas';
-import { tools } from '../../shared/tools';
+import { toolNodeProperties, tools } from '../../shared/tools';
 
 /** DescribeSchema is the Describe Schema node: the pgtools tool describe_schema. */
 export class DescribeSchema implements INodeType {
@@ -38,7 +36,7 @@ export class DescribeSchema implements INodeType {
 				displayOptions: { show: { connection: ['http'] } },
 			},
 		],
-		properties: [...connectionProperties, ...nodeProperties(tools.describe_schema.args)],
+		properties: toolNodeProperties('describe_schema'),
 	};
 
 	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };

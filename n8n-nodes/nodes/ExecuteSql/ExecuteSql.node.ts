@@ -6,12 +6,10 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { connectionProperties } from '../../shared/connection';
 import { testPgToolsApi } from '../../shared/credentialTest';
-import { nodeProperties } from '../../shared/properties';
 import { executeTool } from '../../shared/runner';
 import { toolSchemas } from '../../shared/schemas';
-import { tools } from '../../shared/tools';
+import { toolNodeProperties, tools } from '../../shared/tools';
 
 /** ExecuteSql is the Execute SQL node: the pgtools tool execute_sql. */
 export class ExecuteSql implements INodeType {
@@ -38,7 +36,7 @@ export class ExecuteSql implements INodeType {
 				displayOptions: { show: { connection: ['http'] } },
 			},
 		],
-		properties: [...connectionProperties, ...nodeProperties(tools.execute_sql.args)],
+		properties: toolNodeProperties('execute_sql'),
 	};
 
 	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };

@@ -6,12 +6,10 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { connectionProperties } from '../../shared/connection';
 import { testPgToolsApi } from '../../shared/credentialTest';
-import { nodeProperties } from '../../shared/properties';
 import { executeTool } from '../../shared/runner';
 import { toolSchemas } from '../../shared/schemas';
-import { tools } from '../../shared/tools';
+import { toolNodeProperties, tools } from '../../shared/tools';
 
 /** InsertData is the Insert Data node: the pgtools tool insert_data. */
 export class InsertData implements INodeType {
@@ -38,7 +36,7 @@ export class InsertData implements INodeType {
 				displayOptions: { show: { connection: ['http'] } },
 			},
 		],
-		properties: [...connectionProperties, ...nodeProperties(tools.insert_data.args)],
+		properties: toolNodeProperties('insert_data'),
 	};
 
 	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };

@@ -6,12 +6,10 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { connectionProperties } from '../../shared/connection';
 import { testPgToolsApi } from '../../shared/credentialTest';
-import { nodeProperties } from '../../shared/properties';
 import { executeTool } from '../../shared/runner';
 import { toolSchemas } from '../../shared/schemas';
-import { tools } from '../../shared/tools';
+import { toolNodeProperties, tools } from '../../shared/tools';
 
 /** SelectQuery is the Select Query node: the pgtools tool select_query. */
 export class SelectQuery implements INodeType {
@@ -38,7 +36,7 @@ export class SelectQuery implements INodeType {
 				displayOptions: { show: { connection: ['http'] } },
 			},
 		],
-		properties: [...connectionProperties, ...nodeProperties(tools.select_query.args)],
+		properties: toolNodeProperties('select_query'),
 	};
 
 	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };

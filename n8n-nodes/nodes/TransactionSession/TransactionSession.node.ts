@@ -6,12 +6,10 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { connectionProperties } from '../../shared/connection';
 import { testPgToolsApi } from '../../shared/credentialTest';
-import { nodeProperties } from '../../shared/properties';
 import { executeTool } from '../../shared/runner';
 import { toolSchemas } from '../../shared/schemas';
-import { tools } from '../../shared/tools';
+import { toolNodeProperties, tools } from '../../shared/tools';
 
 /** TransactionSession is the Transaction Session node: the pgtools tool pg_tx. */
 export class TransactionSession implements INodeType {
@@ -38,7 +36,7 @@ export class TransactionSession implements INodeType {
 				displayOptions: { show: { connection: ['http'] } },
 			},
 		],
-		properties: [...connectionProperties, ...nodeProperties(tools.pg_tx.args)],
+		properties: toolNodeProperties('pg_tx'),
 	};
 
 	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };

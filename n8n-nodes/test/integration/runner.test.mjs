@@ -28,23 +28,42 @@ function http(credentials) {
 		for (const [name, value] of Object.entries(credential.authenticate.properties.headers)) {
 			headers[name] = value.replace(/^=/, '').replace('{{$credentials.token}}', credentials.token);
 		}
-		const response = await fetch(options.url, { method: options.method, headers, body: JSON.stringify(options.body) });
+		const body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+		const response = await fetch(options.url, { method: options.method, headers, body });
 		const text = await response.text();
-		let body = text;
-		try {
-			body = JSON.parse(text);
-		} catch {}
+		// encoding 'text' hands the node the body as received; otherwise n8n parses JSON.
+		let answer = text;
+		if (options.encoding !== 'text') {
+			try {
+				answer = JSON.parse(text);
+			} catch {}
+		}
 		if (!options.ignoreHttpStatusErrors && response.status >= 400) throw new Error(`HTTP ${response.status}`);
-		return { statusCode: response.status, body, headers: Object.fromEntries(response.headers) };
+		return { statusCode: response.status, body: answer, headers: Object.fromEntries(response.headers) };
 	};
 }
 
+// run executes a node and returns its items' json. As a tool, an error answer fails the run
+// and the model reads the error's message (n8n's AI Agent, buildObservation): run returns the
+// error object that message holds, marked failed.
 async function run(className, args, options = {}) {
 	const node = loadNode(className);
 	const credentials = options.credentials ?? { url: runner.url, token: runner.token };
 	const ctx = context(node, { args, credentials, request: http(credentials), ...options });
-	const out = await node.execute.call(ctx);
-	return out[0].map((item) => item.json);
+	try {
+		const out = await node.execute.call(ctx);
+		return out[0].map((item) => item.json);
+	} catch (error) {
+		if (options.asTool === false) throw error;
+		let answer;
+		try {
+			answer = JSON.parse(error.message);
+		} catch {
+			throw error;
+		}
+		assert.equal(answer.success, false, 'a tool run fails only for an error answer');
+		return [Object.defineProperty(answer, 'failed', { value: true })];
+	}
 }
 
 // closedPort is a loopback port nothing listens on.
@@ -227,10 +246,54 @@ describe('nodes against a real runner', { skip }, () => {
 		await assert.rejects(
 			run('SelectQuery', [{ table: 'orders' }], { credentials: { url: `http://127.0.0.1:${closed}`, token: 'x' } }),
 			(error) => {
-				assert.equal(error.message, `Cannot reach the pgtools runner at http://127.0.0.1:${closed}`);
-				assert.match(error.description, /ECONNREFUSED/);
+				// The fix is in the message: n8n gives the model only the message of a failed tool run.
+				assert.equal(
+					error.message,
+					`Cannot reach the pgtools runner at http://127.0.0.1:${closed} (ECONNREFUSED). Check that pgtools serve is running and that the URL in the pgtools API credential is its address, e.g. http://127.0.0.1:8080.`,
+				);
 				return true;
 			},
 		);
+	});
+
+	test('numbers past 2^53 and 30-digit numerics go through exactly, both ways', async () => {
+		const kind = `big-${process.pid}`;
+		// JavaScript reads both n as 9007199254740992: only exact forwarding keeps them apart.
+		const rows = `[{"kind": "${kind}", "payload": {"n": 9007199254740992}}, {"kind": "${kind}", "payload": {"n": 9007199254740993, "big": 12345678901234567890, "neg": -9007199254740995, "num": 123456789012345678901234567890.5}}]`;
+		const [inserted] = await run('InsertData', [{ table: 'events', rows, returning: 'id', autocommit: true }]);
+		assert.equal(inserted.success, true, JSON.stringify(inserted));
+		const [read] = await run('SelectQuery', [
+			{ table: 'events', columns: 'payload', where: 'kind = $1 and (payload->>\'n\')::numeric = $2', params: `["${kind}", 9007199254740993]` },
+		]);
+		assert.equal(read.success, true, JSON.stringify(read));
+		assert.equal(read.rowCount, 1, 'params selected the row with …993, not its neighbour');
+		// Numbers JavaScript cannot hold reach the item as strings of their exact digits.
+		assert.deepEqual(read.data[0].payload, { n: '9007199254740993', big: '12345678901234567890', neg: '-9007199254740995', num: '123456789012345678901234567890.5' });
+		const raw = await fetch(`${runner.url}/v1/tools/select_query`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${runner.token}`, 'content-type': 'application/json' },
+			body: `{"table": "events", "columns": "payload", "where": "kind = $1", "params": ["${kind}"], "order_by": "id"}`,
+		}).then((r) => r.text());
+		assert.match(raw, /"n":\s*9007199254740992\}.*"n":\s*9007199254740993/s, 'PostgreSQL holds both exact values');
+		assert.match(raw, /"big":\s*12345678901234567890/);
+		assert.match(raw, /"num":\s*123456789012345678901234567890\.5/);
+	});
+
+	test('a number n8n already rounded is refused with the fix, never written', async () => {
+		const kind = `rounded-${process.pid}`;
+		const [refused] = await run('InsertData', [{ table: 'events', row: { kind, payload: { n: 9007199254740993 } }, autocommit: true }]);
+		assert.equal(refused.errorType, 'invalid_arguments');
+		assert.match(refused.error, /row\.payload\.n \(9007199254740992\): a number JavaScript cannot hold exactly/);
+		assert.match(refused.suggestion, /as a JSON string/);
+		const count = await call(runner, 'select_query', { table: 'events', where: 'kind = $1', params: [kind] });
+		assert.equal(count.rowCount, 0);
+	});
+
+	test('the response size limit cuts a default read and says so', async () => {
+		const [read] = await run('SelectQuery', [{ table: 'events' }], { pinned: { responseSizeLimit: 4096 } });
+		assert.equal(read.success, true, JSON.stringify(read));
+		assert.equal(read.truncated, true);
+		assert.match(read.hint, /4096-byte response cap/);
+		assert.ok(JSON.stringify(read.data).length <= 4096, `${JSON.stringify(read.data).length} bytes of rows`);
 	});
 });

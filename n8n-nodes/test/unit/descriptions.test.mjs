@@ -34,6 +34,8 @@ test('package.json registers one node per tool and the credential, all built', (
 	assert.deepEqual(pkg.files, ['dist']);
 });
 
+const agentParams = ['toolDescription', 'responseSizeLimit'];
+
 for (const [className, want] of Object.entries(expected)) {
 	describe(className, () => {
 		const node = loadNode(className);
@@ -41,7 +43,7 @@ for (const [className, want] of Object.entries(expected)) {
 		const schema = schemaOf(want.tool);
 		const keys = Object.keys(schema.properties).filter((k) => !(want.skip ?? []).includes(k));
 		// The Connection choice and its notice come first; the tool's arguments follow.
-		const args = d.properties.filter((p) => !connectionParams.includes(p.name));
+		const args = d.properties.filter((p) => !connectionParams.includes(p.name) && !agentParams.includes(p.name));
 
 		test('is an AI tool with the schema description and the pgtools API credential', () => {
 			assert.equal(d.displayName, want.displayName);
@@ -99,8 +101,12 @@ for (const [className, want] of Object.entries(expected)) {
 			for (const p of args) {
 				const call = fromAICall(p.default);
 				const prop = schema.properties[call.key];
-				assert.equal(call.description, prop.description, `${call.key}: description`);
+				// The model reads the schema's words first, then what n8n's tool schema cannot say.
+				assert.ok(call.description.startsWith(prop.description), `${call.key}: description`);
 				assert.equal(p.description, prop.description);
+				if (prop.enum) {
+					assert.equal(call.description, `${prop.description} One of: ${prop.enum.map((o) => JSON.stringify(o)).join(', ')}.`);
+				}
 				const required = (schema.required ?? []).includes(call.key);
 				assert.equal(p.required, required, `${call.key}: required`);
 				assert.equal(call.defaultValue === undefined, required, `${call.key}: optional arguments have a $fromAI default`);
@@ -109,10 +115,13 @@ for (const [className, want] of Object.entries(expected)) {
 					assert.deepEqual(p.options.map((o) => o.value), prop.enum);
 				}
 				const types = { string: 'string', integer: 'number', boolean: 'boolean', object: 'json', array: 'json' };
-				let want = prop.type ? types[prop.type] : call.key === 'params' ? 'json' : 'string';
-				// Optional JSON travels as a string holding JSON: n8n's json type would make it required.
-				if (want === 'json' && !required) want = 'string';
+				const want = prop.type ? types[prop.type] : call.key === 'params' ? 'json' : 'string';
 				assert.equal(call.type, want, `${call.key}: $fromAI type`);
+				if (want === 'json') {
+					assert.match(call.description, / Type: a JSON (object|array)\b/, `${call.key}: the JSON shape is named`);
+					// Optional JSON has the omitted marker as default: n8n's json type refuses an empty one.
+					if (!required) assert.deepEqual(call.defaultValue, prop.type === 'object' ? { omitted: true } : ['omitted']);
+				}
 				if (want === 'json' || prop.type === 'object' || prop.type === 'array' || call.key === 'params') {
 					assert.equal(p.type, 'json', `${call.key}: a JSON parameter in the editor`);
 				}
@@ -132,8 +141,25 @@ for (const [className, want] of Object.entries(expected)) {
 				.map(([k]) => k);
 			assert.deepEqual(required.sort(), [...(schema.required ?? [])].sort());
 			for (const [key, s] of Object.entries(tool.shape)) {
-				assert.equal(s.description, schema.properties[key].description);
+				assert.ok(s.description.startsWith(schema.properties[key].description), key);
 			}
+		});
+
+		test('as a tool: a description naming the pinned values, and a response size limit', () => {
+			const [description, limit] = agentParams.map((name) => d.properties.find((p) => p.name === name));
+			for (const p of [description, limit]) assert.deepEqual(p.displayOptions, { show: { '@tool': [true] } });
+			assert.equal(limit.default, 16384);
+			// The expression as n8n evaluates it for the tool node, whose parameters $parameter reads.
+			const proxy = (parameters) => {
+				const toolNode = { name: 'n', type: `n8n-nodes-pgtools.${d.name}Tool`, typeVersion: 1, parameters: { ...Object.fromEntries(args.map((p) => [p.name, p.default])), ...parameters }, id: 'x', position: [0, 0] };
+				const wf = new workflow.Workflow({ nodes: [toolNode], connections: {}, active: false, nodeTypes: { getByName: () => node, getByNameAndVersion: () => node } });
+				return wf.expression.getSimpleParameterValue(toolNode, description.default, 'manual', {});
+			};
+			assert.equal(proxy({}), schema.description, 'nothing pinned: the schema\'s description');
+			const [first] = args;
+			const key = fromAICall(first.default).key;
+			assert.equal(proxy({ [first.name]: 'sales' }), `${schema.description} Fixed for this tool: ${key} "sales".`);
+			assert.equal(proxy({ [first.name]: '={{ $json.x }}' }), schema.description, 'an expression is not a pinned value');
 		});
 
 		test('evaluates as an n8n expression to the $fromAI default', () => {

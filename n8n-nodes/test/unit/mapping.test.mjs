@@ -6,11 +6,21 @@ import { answer, context, loadNode, toolParameters } from '../helpers.mjs';
 
 const ok = async () => answer(200, { success: true, operation: 'x' });
 
+// run executes a node. As a tool, an error answer fails the run and n8n hands the model the
+// error's message: run then returns, as the single item, the error object that message holds
+// (and the error itself as thrown).
 async function run(className, options) {
 	const node = loadNode(className);
 	const ctx = context(node, { request: ok, ...options });
-	const out = await node.execute.call(ctx);
-	return { ctx, out, items: out[0], calls: ctx.calls };
+	try {
+		const out = await node.execute.call(ctx);
+		return { ctx, out, items: out[0], calls: ctx.calls };
+	} catch (thrown) {
+		if (options.asTool === false) throw thrown;
+		const json = JSON.parse(thrown.message);
+		assert.equal(json.success, false, 'only an error answer fails a tool run');
+		return { ctx, items: [{ json }], calls: ctx.calls, thrown };
+	}
 }
 
 test('a model call with only the required argument sends only that', async () => {
@@ -21,8 +31,10 @@ test('a model call with only the required argument sends only that', async () =>
 	assert.equal(options.method, 'POST');
 	assert.equal(options.url, 'http://runner.test:8080/v1/tools/select_query', 'trailing slash of the URL dropped');
 	assert.deepEqual(options.body, { table: 'orders' });
-	assert.deepEqual(options.headers, {});
-	assert.equal(options.json, true);
+	// As a tool, the answer is capped at the node's response size limit (16 KiB by default).
+	assert.deepEqual(options.headers, { 'Content-Type': 'application/json', Accept: 'application/json', 'X-PgTools-Max-Response-Bytes': '16384' });
+	assert.equal(options.encoding, 'text', 'the answer is read as text, so no number is rounded');
+	assert.equal(options.bodyText, '{"table":"orders"}', 'the body is sent as JSON text');
 	assert.equal(options.ignoreHttpStatusErrors, true);
 	assert.equal(options.returnFullResponse, true);
 	assert.deepEqual(items, [{ json: { success: true, operation: 'x' }, pairedItem: { item: 0 } }]);
@@ -55,9 +67,9 @@ test('every argument is forwarded; defaults and empty values are not', async () 
 		limit: 5,
 		session_id: session,
 	});
-	assert.deepEqual(calls[0].options.headers, { 'X-PgTools-Session': session });
+	assert.equal(calls[0].options.headers['X-PgTools-Session'], session);
 	assert.deepEqual(calls[1].options.body, { table: 'orders' }, 'schema defaults are left to the runner');
-	assert.deepEqual(calls[1].options.headers, {}, 'no empty session header');
+	assert.equal(calls[1].options.headers['X-PgTools-Session'], undefined, 'no empty session header');
 });
 
 test('JSON arguments given as text are sent as JSON; lists may be arrays', async () => {
@@ -149,12 +161,38 @@ const refused = {
 	suggestion: 'Either add "autocommit": true …',
 };
 
-test('as a tool, an error answer is the result, so the model reads errorType and suggestion', async () => {
-	const { items } = await run('UpdateData', {
+test('as a tool, an error answer fails the run; its message is the whole error object, for the model', async () => {
+	const text = JSON.stringify(refused);
+	const { items, thrown } = await run('UpdateData', {
 		args: [{ table: 'orders', set: { status: 'paid' }, where: 'id = 1' }],
-		request: async () => answer(400, refused),
+		// The runner's text, as n8n hands it over with encoding text.
+		request: async () => answer(400, text),
 	});
-	assert.deepEqual(items, [{ json: refused, pairedItem: { item: 0 } }]);
+	// n8n marks the tool run failed and gives the model [{"error": <message>}] (buildObservation).
+	assert.equal(thrown.constructor.name, 'NodeOperationError');
+	assert.equal(thrown.message, text, 'the runner\'s answer, byte for byte');
+	assert.equal(thrown.description, `write_intent_required: ${refused.suggestion}`);
+	assert.deepEqual(items, [{ json: refused }]);
+});
+
+test('as a tool with continue on fail, an error answer is the item', async () => {
+	const node = loadNode('UpdateData');
+	const ctx = context(node, {
+		args: [{ table: 'orders', set: { status: 'paid' }, where: 'id = 1' }],
+		request: async () => answer(400, JSON.stringify(refused)),
+		continueOnFail: true,
+	});
+	assert.deepEqual((await node.execute.call(ctx))[0], [{ json: refused, pairedItem: { item: 0 } }]);
+});
+
+test('an error message that names a system error code is kept as it is', async () => {
+	// n8n's error constructors replace a message that mentions e.g. EPERM with a generic sentence.
+	const odd = { ...refused, error: 'Column "typepermissions" does not exist' };
+	const { thrown } = await run('UpdateData', {
+		args: [{ table: 'orders', set: { status: 'paid' }, where: 'id = 1' }],
+		request: async () => answer(400, JSON.stringify(odd)),
+	});
+	assert.equal(thrown.message, JSON.stringify(odd));
 });
 
 test('as a workflow node, an error answer fails the node with the runner\'s words', async () => {
@@ -191,8 +229,12 @@ test('an unreachable runner fails the node in plain words', async () => {
 		},
 	});
 	await assert.rejects(node.execute.call(ctx), (error) => {
-		assert.equal(error.message, 'Cannot reach the pgtools runner at http://runner.test:8080');
-		assert.match(error.description, /^The connection failed \(ECONNREFUSED\)\. Check that pgtools serve is running/);
+		// The fix is in the message: n8n gives the model only the message of a failed tool run.
+		assert.equal(
+			error.message,
+			'Cannot reach the pgtools runner at http://runner.test:8080 (ECONNREFUSED). Check that pgtools serve is running and that the URL in the pgtools API credential is its address, e.g. http://127.0.0.1:8080.',
+		);
+		assert.match(error.description, /^Check that pgtools serve is running/);
 		return true;
 	});
 });
@@ -235,10 +277,20 @@ test('with the n8n task runner, a call is a pgtools task: tool, args, database a
 	assert.deepEqual(ctx.jobs, [
 		{
 			type: 'pgtools',
-			settings: { tool: 'select_query', args: { table: 'orders', columns: 'id,total', where: 'status = $1', params: ['paid'], session_id: session } },
+			settings: {
+				tool: 'select_query',
+				args: { table: 'orders', columns: 'id,total', where: 'status = $1', params: ['paid'], session_id: session },
+				argsText: `{"table":"orders","columns":"id,total","where":"status = $1","params":["paid"],"session_id":"${session}"}`,
+				text_result: true,
+				max_response_bytes: 16384,
+			},
 			itemIndex: 0,
 		},
-		{ type: 'pgtools', settings: { tool: 'select_query', args: { table: 'orders' }, database: 'analytics' }, itemIndex: 1 },
+		{
+			type: 'pgtools',
+			settings: { tool: 'select_query', args: { table: 'orders' }, argsText: '{"table":"orders"}', database: 'analytics', text_result: true, max_response_bytes: 16384 },
+			itemIndex: 1,
+		},
 	]);
 	assert.deepEqual(ctx.credentialsRead, [], 'the task runner needs no credential');
 	assert.deepEqual(items.map((i) => i.pairedItem), [{ item: 0 }, { item: 1 }]);
