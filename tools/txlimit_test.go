@@ -101,7 +101,7 @@ func TestTxLimiterCapsConnections(t *testing.T) {
 			if o.took >= 900*time.Millisecond {
 				waited++
 			}
-		case o.err.Type == ErrRateLimited && strings.Contains(o.err.Message, "your share"):
+		case o.err.Type == ErrRateLimited && strings.Contains(o.err.Message, "the most one caller may have at once"):
 		default:
 			t.Fatalf("%s: %s: %s", o.principal, o.err.Type, o.err.Message)
 		}
