@@ -72,8 +72,9 @@ func TestOwnConnectionsCarryFixedApplicationName(t *testing.T) {
 		_, body, _ := f.call(t, secret, "pg_transaction", `{"operations":[{"sql":"select pg_sleep(1)"}]}`)
 		done <- body
 	}()
+	admin := db.Pool(t)
 	backend := func(cond string) string {
-		rows, err := db.Pool(t).Query(t.Context(), `select application_name from pg_stat_activity
+		rows, err := admin.Query(t.Context(), `select application_name from pg_stat_activity
 			where datname = current_database() and usename = $1 and `+cond, role)
 		if err != nil {
 			t.Fatal(err)
@@ -119,8 +120,9 @@ func TestRolePerTokenIsolatesBackends(t *testing.T) {
 		return db.QueryInt(t, `select count(*) from pg_stat_activity where datname = current_database()
 			and application_name = 'pgtools-session' and state = 'active'`)
 	}
-	const snoop = `{"database":%q,"sql":"select query from pg_stat_activity where application_name = 'pgtools-session'"}`
-	const killSQL = `{"database":%q,"sql":"select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'pgtools-session'"}`
+	// Only this test's database: other tests' sessions run on the same server.
+	const snoop = `{"database":%q,"sql":"select query from pg_stat_activity where datname = current_database() and application_name = 'pgtools-session'"}`
+	const killSQL = `{"database":%q,"sql":"select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and application_name = 'pgtools-session'"}`
 
 	// attack opens B's session, runs a slow statement with a literal in it, and while it runs
 	// lets A read pg_stat_activity and try to terminate the session's backend. It returns what A
