@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -48,6 +46,7 @@ type handler struct {
 	auth     *authenticator
 	log      zerolog.Logger
 	maxBody  int64
+	bodyWait time.Duration // read deadline of a request body (withBodyDeadline)
 	health   *Health
 	metrics  *Metrics
 	limiter  *limiter
@@ -63,6 +62,9 @@ type HandlerOptions struct {
 	Log zerolog.Logger
 	// MaxBodyBytes caps a request body (default 1 MiB).
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds the time a client takes to send a request body after its headers
+	// (default DefaultBodyReadTimeout, 10 s); a slower body is answered 408.
+	BodyReadTimeout time.Duration
 	// Limits are the per-token call limits (default: none).
 	Limits Limits
 	// Metrics, when set, counts authentication failures and rate-limited calls, and is served at
@@ -92,6 +94,9 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	if h.maxBody <= 0 {
 		h.maxBody = 1 << 20
 	}
+	if h.bodyWait = opts.BodyReadTimeout; h.bodyWait <= 0 {
+		h.bodyWait = DefaultBodyReadTimeout
+	}
 	if h.health == nil {
 		h.health = NewHealth(reg, opts.Log, opts.Metrics)
 	}
@@ -104,12 +109,12 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /v1/tools", h.authed(h.listTools))
 	mux.HandleFunc("POST /v1/tools/{name}", h.authed(h.callTool))
 	mux.HandleFunc("GET /openapi.json", h.openapi)
-	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg, opts.Log, h.maxBody, h.limiter).serve))
+	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg, opts.Log, h.maxBody, h.bodyWait, h.limiter).serve))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
 			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})
 	})
-	return h.logged(mux)
+	return withBodyDeadline(h.logged(mux), h.bodyWait)
 }
 
 // NewMetricsHandler returns what a separate metrics listener serves: /metrics, /healthz and
@@ -119,7 +124,7 @@ func NewMetricsHandler(m *Metrics, health *Health) http.Handler {
 	mux := http.NewServeMux()
 	h.probes(mux)
 	mux.Handle("GET /metrics", m.Handler())
-	return mux
+	return withBodyDeadline(mux, DefaultBodyReadTimeout)
 }
 
 func (h *handler) probes(mux *http.ServeMux) {
@@ -245,14 +250,10 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Princ
 	defer h.limiter.done(pl)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, &tools.Error{Type: tools.ErrInvalidArguments,
-				Message:    fmt.Sprintf("Request body is larger than the %d-byte limit", h.maxBody),
-				Suggestion: "Send fewer rows per call, or split the work into several calls."})
-			return
+		e := bodyReadError(w, err, h.maxBody, h.bodyWait)
+		if info != nil {
+			info.errorType = e.Type
 		}
-		writeError(w, &tools.Error{Type: tools.ErrInvalidArguments, Message: "Could not read the request body", Suggestion: "Send the arguments as a JSON object."})
 		return
 	}
 	ctx, terr := withResponseCap(r)

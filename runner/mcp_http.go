@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -21,10 +24,12 @@ import (
 // interchangeable behind a load balancer and leave no per-client state to expire or hijack.
 // Answers are plain JSON, not SSE streams.
 type mcpHTTP struct {
-	reg    *tools.Registry
-	log    zerolog.Logger
-	lim    *limiter
-	stream *mcp.StreamableHTTPHandler
+	reg      *tools.Registry
+	log      zerolog.Logger
+	lim      *limiter
+	maxBody  int64
+	bodyWait time.Duration
+	stream   *mcp.StreamableHTTPHandler
 
 	mu      sync.Mutex
 	servers map[string]*mcp.Server // by principalKey; one per principal, built on first use
@@ -33,9 +38,10 @@ type mcpHTTP struct {
 type mcpPrincipalKey struct{}
 
 // newMCPHTTP returns the /mcp handler. maxBody caps a JSON-RPC message, like a POST body of the
-// HTTP API; lim applies the API's per-token limits to tool calls (nil: none).
-func newMCPHTTP(reg *tools.Registry, log zerolog.Logger, maxBody int64, lim *limiter) *mcpHTTP {
-	m := &mcpHTTP{reg: reg, log: log, lim: lim, servers: map[string]*mcp.Server{}}
+// HTTP API, and bodyWait is the body's read deadline (withBodyDeadline sets it; it is named in
+// the 408); lim applies the API's per-token limits to tool calls (nil: none).
+func newMCPHTTP(reg *tools.Registry, log zerolog.Logger, maxBody int64, bodyWait time.Duration, lim *limiter) *mcpHTTP {
+	m := &mcpHTTP{reg: reg, log: log, lim: lim, maxBody: maxBody, bodyWait: bodyWait, servers: map[string]*mcp.Server{}}
 	m.stream = mcp.NewStreamableHTTPHandler(m.server, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
@@ -49,7 +55,23 @@ func newMCPHTTP(reg *tools.Registry, log zerolog.Logger, maxBody int64, lim *lim
 }
 
 // serve is the principalHandler that h.authed calls with the token's principal.
+//
+// A POST body is read here, before the SDK sees it, so that a body that does not arrive in time
+// is answered like on the HTTP API (408 with the pgtools error object) rather than with the
+// SDK's plain-text 400. At most maxBody+1 bytes are read: a longer body still reaches the SDK's
+// own limit, which answers 413.
 func (m *mcpHTTP) serve(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, m.maxBody+1))
+		if err != nil {
+			e := bodyReadError(w, err, m.maxBody, m.bodyWait)
+			if info, _ := r.Context().Value(logInfoKey).(*logInfo); info != nil {
+				info.errorType = e.Type
+			}
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	m.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpPrincipalKey{}, p)))
 }
 
