@@ -301,3 +301,65 @@ func joinPath(base, seg string) string {
 	}
 	return base + "/" + seg
 }
+
+// Bounds of the backstop every failed call passes through (clipEchoes).
+const (
+	// maxQuotedRunes is the longest quoted span a message keeps whole: longer than any
+	// PostgreSQL name (63 bytes), so real table and column names are never cut.
+	maxQuotedRunes = 64
+	// maxMessageRunes and maxSuggestionRunes cap an error's two texts. A suggestion may list 60
+	// column names of up to 63 bytes.
+	maxMessageRunes    = 2000
+	maxSuggestionRunes = 4500
+)
+
+// clipEchoes is the last step of every failed call, after values were masked: whatever built the
+// error — PostgreSQL's `syntax error at or near "<a 1 MB token>"` included — a quoted span keeps
+// at most maxEchoRunes characters once it is longer than any real name, and each text is capped.
+func clipEchoes(e *Error) {
+	e.Message = capRunes(clipQuoted(e.Message), maxMessageRunes)
+	e.Suggestion = capRunes(clipQuoted(e.Suggestion), maxSuggestionRunes)
+}
+
+// clipQuoted cuts every "…"-quoted span of s longer than maxQuotedRunes characters to its first
+// maxEchoRunes, then "…" and its length.
+func clipQuoted(s string) string {
+	if len(s) <= maxQuotedRunes {
+		return s
+	}
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(s, '"')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(s[open+1:], '"')
+		if end < 0 {
+			break
+		}
+		end += open + 1
+		b.WriteString(s[:open+1])
+		inner := s[open+1 : end]
+		if _, long := clipRunes(inner, maxQuotedRunes); long {
+			prefix, n, _ := clipEcho(inner)
+			fmt.Fprintf(&b, "%s…\" (%d characters)", prefix, n)
+		} else {
+			b.WriteString(inner)
+			b.WriteByte('"')
+		}
+		s = s[end+1:]
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// capRunes cuts s to n characters, marking the cut with "…".
+func capRunes(s string, n int) string {
+	if short, cut := clipRunes(s, n); cut {
+		return short + "…"
+	}
+	return s
+}

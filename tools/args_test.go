@@ -205,3 +205,28 @@ func TestHugeValueCostIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresEchoesAreClipped: PostgreSQL's own messages quote the offending token whole
+// (`syntax error at or near "<200 KB>"`); every failed call passes through clipEchoes, so the
+// token comes back as a prefix, while names a real catalog can hold (63 bytes) stay whole.
+func TestPostgresEchoesAreClipped(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t, Policy{})
+	token := strings.Repeat("x", 200000)
+	for _, c := range []struct{ tool, args string }{
+		{"execute_sql", `{"sql":"` + token + `"}`},
+		{"pg_transaction", `{"operations":[{"sql":"` + token + `"}]}`},
+	} {
+		e := b.mustFail(t, ErrSyntax, c.tool, c.args)
+		assertNoEcho(t, e)
+		if !strings.Contains(e.Message, `…" (200000 characters)`) {
+			t.Errorf("%s: the cut is not marked: %s", c.tool, e.Message)
+		}
+	}
+	name := strings.Repeat("n", 63)
+	b.db.Exec(t, `CREATE TABLE `+name+` (id int); GRANT SELECT ON `+name+` TO `+quoteIdent(b.db.RoleName("agent")))
+	e := b.mustFail(t, ErrInvalidColumn, "execute_sql", `{"sql":"select nope from `+name+`"}`)
+	if got := clipQuoted(`Table "` + name + `"`); got != `Table "`+name+`"` || strings.Contains(e.Message+e.Suggestion, "characters)") {
+		t.Fatalf("a 63-byte name was cut: %q / %s", got, e.Message)
+	}
+}

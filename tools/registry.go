@@ -250,6 +250,9 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		if err != nil && (db == nil || !db.Policy.ShowErrorValues) {
 			redactValues(err, m)
 		}
+		if err != nil {
+			clipEchoes(err) // after masking, which must see whole values
+		}
 		if res != nil {
 			res.ExecutionTime = formatDuration(time.Since(started))
 		}
