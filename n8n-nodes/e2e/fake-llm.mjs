@@ -29,7 +29,8 @@ export async function startFakeLLM() {
 				message.tool_calls = reply.toolCalls.map((c) => ({
 					id: `call_${++calls}`,
 					type: 'function',
-					function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+					// rawArguments: the arguments' JSON text as a model writes it (e.g. an integer past 2^53).
+					function: { name: c.name, arguments: c.rawArguments ?? JSON.stringify(c.arguments) },
 				}));
 			}
 			const finish = reply.toolCalls ? 'tool_calls' : 'stop';
@@ -65,15 +66,30 @@ export async function startFakeLLM() {
 	};
 }
 
-/** toolResults are the tool answers in a conversation, in order, parsed (n8n sends a JSON array of items). */
-export function toolResults(messages) {
+/** toolTexts are the tool answers in a conversation, in order, as the model received them. */
+export function toolTexts(messages) {
 	return messages
 		.filter((m) => m.role === 'tool')
-		.map((m) => {
-			const text = typeof m.content === 'string' ? m.content : m.content.map((p) => p.text ?? '').join('');
-			const value = JSON.parse(text);
-			return Array.isArray(value) && value.length === 1 ? value[0] : value;
-		});
+		.map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => p.text ?? '').join('')));
+}
+
+/**
+ * toolResults are the tool answers in a conversation, in order, parsed (n8n sends a JSON array
+ * of items). A failed tool run reaches the model as [{"error": <the error's message>}]; a pgtools
+ * error's message is its whole error object, returned here parsed, with failed: true.
+ */
+export function toolResults(messages) {
+	return toolTexts(messages).map((text) => {
+		const value = JSON.parse(text);
+		const item = Array.isArray(value) && value.length === 1 ? value[0] : value;
+		if (item && typeof item.error === 'string' && Object.keys(item).length === 1) {
+			try {
+				const inner = JSON.parse(item.error);
+				if (inner?.success === false) return Object.defineProperty(inner, 'failed', { value: true, enumerable: false });
+			} catch {}
+		}
+		return item;
+	});
 }
 
 function read(req) {

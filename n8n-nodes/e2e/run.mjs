@@ -25,7 +25,7 @@ import { after, before, describe, test } from 'node:test';
 import { credentials as exampleCredentials, examples, mcpNodeName } from '../scripts/examples.mjs';
 import { pkg, root, schemaOf } from '../test/helpers.mjs';
 import { buildRunner, call, startDemo, startServe } from '../test/runner.mjs';
-import { startFakeLLM, toolResults } from './fake-llm.mjs';
+import { startFakeLLM, toolResults, toolTexts } from './fake-llm.mjs';
 
 const started = Date.now();
 const log = (msg) => console.log(`e2e [${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
@@ -33,6 +33,12 @@ const log = (msg) => console.log(`e2e [${((Date.now() - started) / 1000).toFixed
 const wireNames = ['select_query', 'insert_data', 'update_data', 'delete_data', 'execute_sql', 'describe_schema', 'pg_tx', 'pg_transaction'];
 const notForModel = { pg_transaction: ['action'] };
 const example = Object.fromEntries(examples.map((e) => [e.file.replace(/^pgtools-|\.json$/g, ''), e]));
+// Variants of the read example built here: the same agent with a credential whose runner is
+// down, and with a second Select Query node pinned to another table.
+const variants = {
+	down: { ...example.read, id: 'pgtoolsExDown001' },
+	twoSelects: { ...example.read, id: 'pgtoolsExTwoSel1', pinned: { ...example.read.pinned, select_customers: { table: 'customers' } } },
+};
 
 let n8n; // { node, bin, env }
 let bin;
@@ -95,9 +101,19 @@ before(async () => {
 			{ id: 'pgtoolsApiCred01', name: 'pgtools API', type: 'pgToolsApi', data: { url: proxy.url, token: runner.token } },
 			{ id: 'openAiApiCred001', name: 'OpenAI', type: 'openAiApi', data: { apiKey: 'sk-e2e', url: llm.url } },
 			{ ...exampleCredentials.bearer, type: 'httpBearerAuth', data: { token: runner.token } },
+			// A runner address nothing listens on.
+			{ id: 'pgtoolsApiDown01', name: 'pgtools API (down)', type: 'pgToolsApi', data: { url: `http://127.0.0.1:${await freePort()}`, token: runner.token } },
 		]),
 	);
 	const workflows = examples.map((e) => JSON.parse(readFileSync(join(root, 'examples', 'n8n', e.file), 'utf8')));
+	const read = workflows[examples.indexOf(example.read)];
+	const down = { ...structuredClone(read), id: variants.down.id, name: 'pgtools e2e: runner down' };
+	for (const node of down.nodes) if (node.credentials?.pgToolsApi) node.credentials.pgToolsApi = { id: 'pgtoolsApiDown01', name: 'pgtools API (down)' };
+	const two = { ...structuredClone(read), id: variants.twoSelects.id, name: 'pgtools e2e: two Select Query nodes' };
+	const first = two.nodes.find((n) => n.name === 'select_query');
+	two.nodes.push({ ...structuredClone(first), id: '5b0e6a1c-2f7d-4c1e-9a51-7d4f3f0e2b11', name: 'select_customers', position: [300, 420], parameters: { table: 'customers' } });
+	two.connections.select_customers = structuredClone(two.connections.select_query);
+	workflows.push(down, two);
 	// The MCP Client Tool's endpoint is a node parameter, not a credential: point it at this runner.
 	for (const node of workflows.flatMap((w) => w.nodes)) {
 		if (node.type === '@n8n/n8n-nodes-langchain.mcpClientTool') node.parameters.endpointUrl = `${proxy.url}/mcp`;
@@ -257,7 +273,7 @@ async function execute(workflow, script, { env } = {}) {
 	const { stdout } = await n8nRun(['execute', `--id=${workflowId}`, '--rawOutput'], { logLevel: 'info', env });
 	log(`  n8n execute --id=${workflowId}: ${((Date.now() - t) / 1000).toFixed(1)}s, ${llm.state.requests.length} model calls`);
 	assert.deepEqual(llm.state.errors, [], 'the fake model had no trouble');
-	const output = agentOutput(stdout);
+	const { output, run } = agentOutput(stdout);
 	const requests = llm.state.requests;
 	const prompt = requests[0].messages.find((m) => m.role === 'user');
 	assert.equal(prompt?.content, workflow.prompt, 'the model got the workflow\'s prompt');
@@ -265,7 +281,8 @@ async function execute(workflow, script, { env } = {}) {
 	const calls = seen.filter((r) => r.path.startsWith('/v1/tools/'));
 	writeFileSync(join(work, `${workflowId}-${++runs}.json`), JSON.stringify({ output, requests, seen }, null, 2));
 	for (const c of seen) assert.equal(c.headers.authorization, `Bearer ${runner.token}`, 'the credential authenticates every call');
-	return { output, requests, calls, seen, results: toolResults(requests.at(-1).messages) };
+	const messages = requests.at(-1).messages;
+	return { output, run, requests, calls, seen, results: toolResults(messages), texts: toolTexts(messages) };
 }
 
 // agentOutput finds the AI Agent's answer in the run data `n8n execute --rawOutput` prints.
@@ -278,7 +295,7 @@ function agentOutput(stdout) {
 	const agent = run.data?.resultData?.runData?.['AI Agent'];
 	assert.ok(agent, `the AI Agent ran:\n${stdout.slice(0, 2000)}`);
 	assert.equal(agent[0].error, undefined, `the AI Agent did not fail: ${JSON.stringify(agent[0].error)}`);
-	return agent[0].data.main[0][0].json.output;
+	return { output: agent[0].data.main[0][0].json.output, run: run.data.resultData.runData };
 }
 
 // turn counts the tool answers so far: the script's position in the conversation.
@@ -287,23 +304,43 @@ const lastResult = (messages) => toolResults(messages).at(-1);
 const toolCall = (name, args) => ({ toolCalls: [{ name, arguments: args }] });
 
 // checkToolSchemas: the model was offered the eight tools, each with the schema's description
-// and arguments (less those pinned by the workflow), in the schema's words.
+// (then the values the workflow pinned) and arguments (less those pinned), in the schema's words
+// followed by what n8n's tool schema cannot say: the JSON shape (n8n's json type reaches the
+// model with no "type"), the allowed values of an enum.
 function checkToolSchemas(request, pinned = {}) {
 	const offered = Object.fromEntries(request.tools.map((t) => [t.function.name, t.function]));
-	assert.deepEqual(Object.keys(offered).sort(), [...wireNames].sort());
+	assert.deepEqual(Object.keys(offered).sort(), [...wireNames, ...Object.keys(pinned).filter((n) => !wireNames.includes(n))].sort());
 	for (const name of wireNames) {
 		const schema = schemaOf(name);
 		const fn = offered[name];
 		const hidden = [...(notForModel[name] ?? []), ...Object.keys(pinned[name] ?? {})];
-		assert.equal(fn.description, schema.description, `${name}: tool description`);
+		const fixed = Object.entries(pinned[name] ?? {}).map(([k, v]) => `${k} ${JSON.stringify(v)}`);
+		assert.equal(fn.description, `${schema.description}${fixed.length ? ` Fixed for this tool: ${fixed.join(', ')}.` : ''}`, `${name}: tool description`);
 		const keys = Object.keys(schema.properties).filter((k) => !hidden.includes(k));
 		assert.deepEqual(Object.keys(fn.parameters.properties).sort(), [...keys].sort(), `${name}: arguments`);
 		for (const key of keys) {
-			assert.equal(fn.parameters.properties[key].description, schema.properties[key].description, `${name}.${key}: description`);
+			const prop = schema.properties[key];
+			const got = fn.parameters.properties[key];
+			assert.ok(got.description.startsWith(prop.description), `${name}.${key}: description`);
+			if (prop.enum) assert.ok(got.description.endsWith(` One of: ${prop.enum.map((o) => JSON.stringify(o)).join(', ')}.`), `${name}.${key}: enum named`);
+			if (prop.type === 'object' || prop.type === 'array' || key === 'params') {
+				assert.equal(got.type, undefined, `${name}.${key}: n8n's json type`);
+				assert.match(got.description, / Type: a JSON (object|array)/, `${name}.${key}: shape named`);
+			}
 		}
 		const required = (schema.required ?? []).filter((k) => !hidden.includes(k));
 		assert.deepEqual([...(fn.parameters.required ?? [])].sort(), [...required].sort(), `${name}: required arguments`);
 	}
+}
+
+// rawCall posts a tool call straight to the runner and returns the answer's text, unparsed.
+async function rawCall(tool, body) {
+	const r = await fetch(`${runner.url}/v1/tools/${tool}`, {
+		method: 'POST',
+		headers: { authorization: `Bearer ${runner.token}`, 'content-type': 'application/json' },
+		body,
+	});
+	return await r.text();
 }
 
 async function customers(email) {
@@ -387,7 +424,7 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 	}
 
 	test('makes a mistake, reads the suggestion, and succeeds on the second call', async () => {
-		const { output, results } = await execute(example['fix-mistake'], (messages) => {
+		const { output, results, run } = await execute(example['fix-mistake'], (messages) => {
 			switch (turn(messages)) {
 				case 0:
 					return toolCall('select_query', { table: 'customers', columns: 'id,nmae', order_by: 'id', limit: 2 });
@@ -405,6 +442,14 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 		assert.equal(mistake.errorType, 'invalid_column');
 		assert.match(mistake.suggestion, /Did you mean "name"\?/);
 		assert.equal(fixed.success, true, JSON.stringify(fixed));
+		// The error answer failed its tool run, as n8n's own tool nodes do (red in the editor); the
+		// model still got the whole error object (the run's message); the corrected call succeeded.
+		const [failedRun, okRun] = run.select_query;
+		assert.equal(failedRun.executionStatus, 'error');
+		assert.equal(JSON.parse(failedRun.error.message).errorType, 'invalid_column');
+		assert.match(failedRun.error.description, /^invalid_column: Did you mean "name"\?/);
+		assert.equal(okRun.executionStatus, 'success');
+		assert.equal(okRun.error, undefined);
 		const truth = await call(runner, 'select_query', { table: 'customers', columns: 'name', order_by: 'id', limit: 2 });
 		assert.equal(output, `Two customers: ${truth.data.map((c) => c.name).join(' and ')}.`);
 	});
@@ -421,6 +466,83 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 		assert.equal(output, 'Not done: write_intent_required.');
 		const order = await call(runner, 'select_query', { table: 'orders', columns: 'note', where: 'id = 5' });
 		assert.notEqual(order.data[0].note, 'gift wrap', 'nothing was written');
+	});
+
+	test('numbers past 2^53, big integers in jsonb and 30-digit numerics go through exactly, both ways', async () => {
+		const kind = 'e2e-big';
+		// JavaScript reads both n as 9007199254740992: only exact forwarding keeps the rows apart.
+		const rows = `[{"kind": "${kind}", "payload": {"n": 9007199254740992}}, {"kind": "${kind}", "payload": {"n": 9007199254740993, "big": 12345678901234567890, "neg": -9007199254740995, "num": 123456789012345678901234567890.5}}]`;
+		const { results, texts, run } = await execute(example.insert, (messages) => {
+			switch (turn(messages)) {
+				case 0:
+					return toolCall('insert_data', { table: 'events', rows, returning: 'id', autocommit: true });
+				case 1:
+					return toolCall('select_query', { table: 'events', columns: 'payload', where: "kind = $1 and (payload->>'n')::numeric = $2", params: `["${kind}", 9007199254740993]` });
+				case 2:
+					// A model that writes the number bare in an object: n8n parses the arguments with
+					// JavaScript before the node sees them, so the node refuses rather than write …996.
+					return { toolCalls: [{ name: 'insert_data', rawArguments: `{"table": "events", "row": {"kind": "${kind}-bare", "payload": {"n": 9007199254740995}}, "autocommit": true}` }] };
+				default:
+					return { content: 'done' };
+			}
+		});
+		const [inserted, read, bare] = results;
+		assert.equal(inserted.success, true, JSON.stringify(inserted));
+		assert.equal(read.rowCount, 1, `params selected the row with …993, not its neighbour: ${texts[1]}`);
+		// What the model read: numbers JavaScript cannot hold, as strings of their exact digits.
+		assert.deepEqual(read.data[0].payload, { n: '9007199254740993', big: '12345678901234567890', neg: '-9007199254740995', num: '123456789012345678901234567890.5' });
+		assert.equal(bare.errorType, 'invalid_arguments');
+		assert.match(bare.error, /row\.payload\.n \(9007199254740996\): a number JavaScript cannot hold exactly/);
+		assert.equal(run.insert_data[1].executionStatus, 'error');
+		// What PostgreSQL holds, read apart from n8n as text.
+		const raw = await rawCall('select_query', `{"table": "events", "columns": "kind,payload", "where": "kind like $1", "params": ["${kind}%"], "order_by": "id"}`);
+		assert.match(raw, /"n":\s*9007199254740992\}.*"n":\s*9007199254740993/s);
+		assert.match(raw, /"big":\s*12345678901234567890/);
+		assert.match(raw, /"num":\s*123456789012345678901234567890\.5/);
+		assert.doesNotMatch(raw, /-bare/, 'the refused row was not written');
+	});
+
+	test('with the runner down, the model reads the fix in the tool result', async () => {
+		const { output, results, run } = await execute(variants.down, (messages) =>
+			turn(messages) === 0 ? toolCall('select_query', { limit: 1 }) : { content: lastResult(messages).error },
+		);
+		assert.match(
+			results[0].error,
+			/^Cannot reach the pgtools runner at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)\. Check that pgtools serve is running and that the URL in the pgtools API credential is its address, e\.g\. http:\/\/127\.0\.0\.1:8080\.$/,
+		);
+		assert.equal(output, results[0].error);
+		assert.equal(run.select_query[0].executionStatus, 'error', 'the tool run failed');
+	});
+
+	test('two Select Query nodes pinned to different tables are told apart by name and description', async () => {
+		const { requests, results } = await execute(variants.twoSelects, (messages) =>
+			turn(messages) === 0 ? toolCall('select_customers', { columns: 'id', limit: 1 }) : { content: 'ok' },
+		);
+		checkToolSchemas(requests[0], variants.twoSelects.pinned);
+		const offered = Object.fromEntries(requests[0].tools.map((t) => [t.function.name, t.function]));
+		assert.ok(offered.select_query.description.endsWith(' Fixed for this tool: table "orders".'));
+		assert.equal(offered.select_customers.description, `${schemaOf('select_query').description} Fixed for this tool: table "customers".`);
+		assert.equal(results[0].table, 'customers');
+	});
+
+	test('a default read of the widest demo table fits the response size limit', async () => {
+		// The widest table: the most bytes in a default read (1000 rows), straight from the runner.
+		const listed = await call(runner, 'describe_schema', {});
+		const sizes = [];
+		for (const t of listed.data ?? listed.tables) {
+			const name = t.table ?? t.name;
+			sizes.push([name, (await rawCall('select_query', JSON.stringify({ table: name }))).length]);
+		}
+		const [widest, before] = sizes.sort((a, b) => b[1] - a[1])[0];
+		const { results, texts } = await execute(example.insert, (messages) =>
+			turn(messages) === 0 ? toolCall('select_query', { table: widest }) : { content: 'ok' },
+		);
+		const after = texts[0].length;
+		log(`  default read of ${widest}: ${before} bytes (~${Math.round(before / 4)} tokens) from the runner; ${after} bytes (~${Math.round(after / 4)} tokens) through the node`);
+		assert.equal(results[0].truncated, true);
+		assert.match(results[0].hint, /16384-byte response cap/);
+		assert.ok(after < 16384 + 2048, `${after} bytes reached the model`);
+		assert.ok(before > after);
 	});
 
 	test('the credential test in the editor says what is wrong, in plain words', async () => {
@@ -533,6 +655,26 @@ describe('through the n8n task runner (pgtools serve --n8n-broker)', () => {
 			['insert_data', 'n8n-broker', 'constraint_violation'],
 			['select_query', 'n8n-broker', 'ok'],
 		]);
+	});
+
+	test('big numbers go through the task runner exactly, both ways', async () => {
+		const kind = 'e2e-big-task';
+		const { results, texts } = await run((messages) => {
+			switch (turn(messages)) {
+				case 0:
+					return toolCall('insert_data', { table: 'events', row: `{"kind": "${kind}", "payload": {"n": 9007199254740993, "big": 12345678901234567890}}`, autocommit: true });
+				case 1:
+					return toolCall('select_query', { table: 'events', columns: 'payload', where: "kind = $1 and (payload->>'n')::numeric = $2", params: `["${kind}", 9007199254740993]` });
+				default:
+					return { content: 'done' };
+			}
+		});
+		assert.equal(results[0].success, true, JSON.stringify(results[0]));
+		assert.equal(results[1].rowCount, 1, texts[1]);
+		assert.deepEqual(results[1].data[0].payload, { n: '9007199254740993', big: '12345678901234567890' });
+		const raw = await rawCall('select_query', `{"table": "events", "columns": "payload", "where": "kind = $1", "params": ["${kind}"]}`);
+		assert.match(raw, /"n":\s*9007199254740993/);
+		assert.match(raw, /"big":\s*12345678901234567890/);
 	});
 
 	test('with no pgtools runner connected, the tool result names the fix', async () => {
