@@ -13,7 +13,7 @@ func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
 			return nil, errorf(ErrNotAllowed, "Use mode \"read\", or ask the operator for a token with the write scope.",
 				"Your token lacks the \"write\" scope that execute_sql with mode \"write\" needs")
 		}
-		if e := checkFreeSQL(strArg(req.args, "sql"), false); e != nil {
+		if e := checkFreeSQL(strArg(req.args, "sql"), false, strArg(req.args, "session_id") != ""); e != nil {
 			return nil, e
 		}
 		if e := writeGate(req, "execute_sql"); e != nil {
@@ -21,7 +21,7 @@ func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
 		}
 		return sessionOr(ctx, req, true, func(s *Session) (*Result, *Error) { return executeWrite(ctx, req, s) })
 	}
-	if e := checkFreeSQL(strArg(req.args, "sql"), true); e != nil {
+	if e := checkFreeSQL(strArg(req.args, "sql"), true, strArg(req.args, "session_id") != ""); e != nil {
 		return nil, e
 	}
 	return sessionOr(ctx, req, false, func(s *Session) (*Result, *Error) { return executeRead(ctx, req, s) })

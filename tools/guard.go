@@ -41,10 +41,13 @@ func leadingKeyword(sql string) string {
 
 // checkFreeSQL refuses, before anything runs, an agent statement its path does not run. read is
 // the READ ONLY path (execute_sql read); otherwise the statement is a write (execute_sql write,
-// pg_transaction, a session's write).
-func checkFreeSQL(sql string, read bool) *Error {
+// pg_transaction). inSession says the statement would run in a pg_tx session.
+func checkFreeSQL(sql string, read, inSession bool) *Error {
 	kw := leadingKeyword(sql)
 	switch {
+	case transactionControl(sql) && inSession:
+		return &Error{Type: ErrNotAllowed, Message: "Transaction control statements are not allowed inside a session; nothing was run",
+			Suggestion: "Use pg_tx with the session_id to commit, roll back or set savepoints."}
 	case transactionControl(sql):
 		if read {
 			return &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION, …) are not allowed in execute_sql; nothing was run",

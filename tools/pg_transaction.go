@@ -35,7 +35,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 	for i, o := range raw {
 		m, _ := o.(map[string]any)
 		sql := strArg(m, "sql")
-		if e := checkFreeSQL(sql, false); e != nil {
+		if e := checkFreeSQL(sql, false, false); e != nil {
 			return nil, failedAt(i, e)
 		}
 		params, perr := paramList(m["params"])

@@ -257,12 +257,9 @@ func sessionEcho(res *Result, s *Session, write bool) {
 	res.ActiveSession = &info
 }
 
-// readIn runs a read inside the session's transaction under a read-only savepoint.
+// readIn runs a read inside the session's transaction under a read-only savepoint. Agent SQL was
+// checked by checkFreeSQL before it got here.
 func readIn(ctx context.Context, s *Session, st readStmt) (*rowSet, error) {
-	if transactionControl(st.sql) {
-		return nil, &Error{Type: ErrNotAllowed, Message: "Transaction control statements are not allowed inside a session; nothing was run",
-			Suggestion: "Use pg_tx with the session_id to commit, roll back or set savepoints."}
-	}
 	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
 	defer cancel()
 	pc := s.conn.PgConn()
@@ -282,10 +279,6 @@ func readIn(ctx context.Context, s *Session, st readStmt) (*rowSet, error) {
 // The policy's timeouts are asserted again before the statement, and session-level advisory locks
 // are released after it, so nothing an earlier statement set outlives it.
 func writeIn(ctx context.Context, s *Session, st writeStmt) (*writeOutcome, error) {
-	if st.free && transactionControl(st.sql) {
-		return nil, &Error{Type: ErrNotAllowed, Message: "Transaction control statements are not allowed inside a session; nothing was run",
-			Suggestion: "Use pg_tx with the session_id to commit, roll back or set savepoints."}
-	}
 	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
 	defer cancel()
 	pc := s.conn.PgConn()

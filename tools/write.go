@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -36,6 +37,11 @@ type writeOutcome struct {
 
 // errCommitUnknown marks a COMMIT whose answer never arrived.
 var errCommitUnknown = errors.New("commit outcome unknown")
+
+// errConnClosedBeforeCommit marks a transaction whose connection was gone before its COMMIT could
+// be sent: PostgreSQL rolled it back.
+// It wraps net.ErrClosed, so it is classified as the connection_error it is.
+var errConnClosedBeforeCommit = fmt.Errorf("the connection closed before COMMIT was sent: %w", net.ErrClosed)
 
 // dmlTags are the command tags of statements that change rows but not the schema.
 var dmlTags = map[string]bool{"INSERT": true, "UPDATE": true, "DELETE": true, "MERGE": true, "SELECT": true}
@@ -121,7 +127,11 @@ func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before ef
 		affected = max(affected, did.changed)
 		if ddl := !dmlTags[out.tag] || did.catalog > 0; ddl {
 			if !st.allowDDL {
-				return out, false, &Error{Type: ErrNotAllowed, Message: fmt.Sprintf("The statement (%s) changes the schema, and DDL is not allowed here; it was rolled back", describeTag(out.tag)),
+				what := "changes the schema"
+				if did.catalog == 0 && !schemaVerb(out.tag) {
+					what = "is not a data change (a utility statement such as SET)"
+				}
+				return out, false, &Error{Type: ErrNotAllowed, Message: fmt.Sprintf("The statement (%s) %s, and DDL is not allowed here; it was rolled back", describeTag(out.tag), what),
 					Suggestion: "Use INSERT, UPDATE, DELETE or MERGE, or ask the operator to enable allow_ddl for this database and give your token the ddl scope."}
 			}
 			if isDestructive(out.tag) && !st.confirm {
@@ -148,6 +158,16 @@ func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before ef
 		return out, false, nil
 	}
 	return out, true, nil
+}
+
+// schemaVerb reports command tags of statements that define or change objects.
+func schemaVerb(tag string) bool {
+	for _, v := range []string{"CREATE", "ALTER", "DROP", "TRUNCATE", "COMMENT", "GRANT", "REVOKE", "SECURITY LABEL", "IMPORT", "REFRESH", "REINDEX", "CLUSTER", "SELECT"} {
+		if strings.HasPrefix(tag, v) {
+			return true
+		}
+	}
+	return false
 }
 
 func describeTag(tag string) string {
@@ -238,6 +258,9 @@ func commitUnknown(what string) *Error {
 func commit(ctx context.Context, pc *pgconn.PgConn) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	if pc.IsClosed() {
+		return errConnClosedBeforeCommit
+	}
 	_, err := pc.Exec(cctx, "COMMIT").ReadAll()
 	if err == nil {
 		return nil
@@ -246,9 +269,8 @@ func commit(ctx context.Context, pc *pgconn.PgConn) error {
 	if errors.As(err, &pgErr) {
 		return err // PostgreSQL answered: the transaction was rolled back (deferred constraint, serialization …)
 	}
-	if pgconn.SafeToRetry(err) {
-		return err // the COMMIT was never sent: the transaction cannot have committed
-	}
+	// Any other failure came after the COMMIT was sent (pgconn reports a connection that broke
+	// while its answer was awaited as "conn closed", which it also marks safe to retry: it is not).
 	return errCommitUnknown
 }
 
