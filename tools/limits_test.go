@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,10 @@ func TestResponseByteCap(t *testing.T) {
 			}
 			if !strings.Contains(res.Hint, "2048-byte") {
 				t.Fatalf("hint does not name the byte cap: %q", res.Hint)
+			}
+			// A select's hint names the offset of the next page: the rows it kept.
+			if c.tool == "select_query" && !strings.Contains(res.Hint, fmt.Sprintf("offset %d ", len(data))) {
+				t.Fatalf("hint does not give the next offset %d: %q", len(data), res.Hint)
 			}
 			// The next row would not have fitted: the cut is not premature.
 			if len(res.Data) < byteCap/2 {

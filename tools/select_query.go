@@ -131,8 +131,10 @@ func rowsResult(op, table string, rs *rowSet, limit, offset, maxBytes int) *Resu
 	truncated := rs.truncated
 	res := &Result{Operation: op, Table: table, RowCount: &n, Data: rs.data, Truncated: &truncated}
 	switch {
+	case rs.byBytes && op == "select":
+		res.Hint = fmt.Sprintf("Result cut at %d rows because it reached the %d-byte response cap; call again with offset %d for the next rows, or select fewer columns.", n, maxBytes, offset+n)
 	case rs.byBytes:
-		res.Hint = fmt.Sprintf("Result cut at %d rows because it reached the %d-byte response cap; select fewer columns, narrow where, or page with a smaller limit.", n, maxBytes)
+		res.Hint = fmt.Sprintf("Result cut at %d rows because it reached the %d-byte response cap; select fewer columns, or page with LIMIT %d OFFSET %d in your SQL.", n, maxBytes, n, n)
 	case rs.truncated && op == "select":
 		res.Hint = fmt.Sprintf("More rows match than the limit of %d; call again with offset %d for the next page, or narrow where.", limit, offset+limit)
 	case rs.truncated:
