@@ -4,9 +4,11 @@
 //
 // The schema files are the single source of the words a model reads: their
 // descriptions are served over MCP, HTTP (GET /v1/tools) and the n8n nodes,
-// which import the same files at build time. Every function returns a fresh
-// copy of the bytes, so callers may keep or modify the result; all functions
-// are safe for concurrent use.
+// which import the same files at build time. The "x-pgtools" object of a
+// tool schema names the tool and its class (scope, read-only, destructive)
+// for the runner and the n8n build alike; it is read with Meta and never
+// served. Every function returns a fresh copy of the bytes, so callers may
+// keep or modify the result; all functions are safe for concurrent use.
 package schemas
 
 import (
@@ -36,14 +38,19 @@ func ToolNames() []string {
 	}
 }
 
-// Tool returns the raw JSON Schema of the arguments of the tool with the
-// given wire name (for example "select_query"), and false if no tool has
-// that name.
+// Tool returns the JSON Schema of the arguments of the tool with the given
+// wire name (for example "select_query") as clients are shown it: the file
+// without its "x-pgtools" metadata (see Meta). It returns false if no tool
+// has that name.
 func Tool(name string) ([]byte, bool) {
 	if !slices.Contains(ToolNames(), name) {
 		return nil, false
 	}
-	return mustRead(name + ".json"), true
+	raw, err := withoutMeta(mustRead(name + ".json"))
+	if err != nil {
+		panic("schemas: " + name + ".json: " + err.Error())
+	}
+	return raw, true
 }
 
 // Config returns the raw JSON Schema of the configuration file read by

@@ -170,38 +170,37 @@ func NewRegistry(dbs []*Database) (*Registry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schema %s: %w", name, err)
 		}
-		var meta struct {
+		var header struct {
 			Description string `json:"description"`
 		}
-		_ = json.Unmarshal(raw, &meta)
-		spec := toolSpecs[name]
+		_ = json.Unmarshal(raw, &header)
+		meta, _ := schemas.Meta(name)
+		run, ok := toolHandlers[name]
+		if !ok {
+			return nil, fmt.Errorf("schema %s: no handler", name)
+		}
 		r.tools[name] = &toolEntry{
-			info: ToolInfo{Name: name, Description: meta.Description, InputSchema: raw,
-				ReadOnly: spec.readOnly, Destructive: spec.destructive, Idempotent: spec.idempotent},
-			operation: spec.operation, scope: spec.scope, props: schemaProperties(raw), schema: sch, run: spec.run,
+			info: ToolInfo{Name: name, Description: header.Description, InputSchema: raw,
+				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
+			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: run,
 		}
 		r.order = append(r.order, name)
 	}
 	return r, nil
 }
 
-// toolSpec is the fixed behaviour of a tool beside its schema.
-type toolSpec struct {
-	operation                         string
-	scope                             string
-	readOnly, destructive, idempotent bool
-	run                               handler
-}
-
-var toolSpecs = map[string]toolSpec{
-	"select_query":    {operation: "select", scope: "read", readOnly: true, idempotent: true, run: selectQuery},
-	"describe_schema": {operation: "describe", scope: "read", readOnly: true, idempotent: true, run: describeSchema},
-	"execute_sql":     {operation: "execute", scope: "read", destructive: true, run: executeSQL},
-	"insert_data":     {operation: "insert", scope: "write", run: insertData},
-	"update_data":     {operation: "update", scope: "write", destructive: true, run: updateData},
-	"delete_data":     {operation: "delete", scope: "write", destructive: true, run: deleteData},
-	"pg_tx":           {operation: "pg_tx", scope: "read", run: pgTx},
-	"pg_transaction":  {operation: "transaction", scope: "write", destructive: true, run: pgTransaction},
+// toolHandlers maps each tool's wire name to its handler. Everything else about a tool (its
+// operation name, the scope it needs, its MCP hints) is in the "x-pgtools" object of its schema
+// file, which the n8n build reads too.
+var toolHandlers = map[string]handler{
+	"select_query":    selectQuery,
+	"describe_schema": describeSchema,
+	"execute_sql":     executeSQL,
+	"insert_data":     insertData,
+	"update_data":     updateData,
+	"delete_data":     deleteData,
+	"pg_tx":           pgTx,
+	"pg_transaction":  pgTransaction,
 }
 
 // Tools lists the registered tools in a stable order.

@@ -1,0 +1,89 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// metaKey is the top-level key of a tool schema file that holds the tool's metadata. It is an
+// annotation for pgtools itself (the runner and the n8n build) and is never served to clients:
+// Tool returns the schema without it.
+const metaKey = "x-pgtools"
+
+// ToolMeta is what pgtools knows of a tool beside its arguments, read from the "x-pgtools"
+// object of schemas/<tool>.json. The runner and the n8n nodes both read it, so the list of
+// tools and their read/write class are written down once.
+type ToolMeta struct {
+	// Name is the wire name: HTTP path segment, MCP tool name, task settings "tool".
+	Name string `json:"name"`
+	// DisplayName is the n8n node's name, e.g. "Select Query".
+	DisplayName string `json:"displayName"`
+	// Operation is the "operation" field of the tool's answers and errors, e.g. "select".
+	Operation string `json:"operation"`
+	// Scope is the token scope a caller needs to call the tool at all: "read" or "write".
+	Scope string `json:"scope"`
+	// ReadOnly, Destructive and Idempotent are the MCP tool annotations (hints to clients).
+	ReadOnly    bool `json:"readOnly"`
+	Destructive bool `json:"destructive"`
+	Idempotent  bool `json:"idempotent"`
+	// HiddenInNodes lists arguments the n8n nodes do not offer the model (kept for older callers).
+	HiddenInNodes []string `json:"hiddenInNodes,omitempty"`
+}
+
+// Meta returns the metadata of the tool with the given wire name, and false if no tool has that
+// name. The embedded files are checked by the tests, so a malformed object is a build defect
+// and panics.
+func Meta(name string) (ToolMeta, bool) {
+	if !slices.Contains(ToolNames(), name) {
+		return ToolMeta{}, false
+	}
+	var doc struct {
+		Meta *ToolMeta `json:"x-pgtools"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(mustRead(name + ".json")))
+	if err := dec.Decode(&doc); err != nil || doc.Meta == nil {
+		panic(fmt.Sprintf("schemas: %s.json has no valid %s object: %v", name, metaKey, err))
+	}
+	return *doc.Meta, true
+}
+
+// withoutMeta returns the schema document raw without its top-level "x-pgtools" member. The
+// other members keep their order and their bytes (descriptions are what a model reads, and the
+// served schema should read like the file), so the object is rewritten member by member rather
+// than through a map.
+func withoutMeta(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("schema is not a JSON object: %v", err)
+	}
+	var out bytes.Buffer
+	out.WriteString("{")
+	first := true
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("reading a key: %w", err)
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, fmt.Errorf("reading %q: %w", key, err)
+		}
+		if key == metaKey {
+			continue
+		}
+		if !first {
+			out.WriteString(",")
+		}
+		first = false
+		k, _ := json.Marshal(key)
+		out.WriteString("\n  ")
+		out.Write(k)
+		out.WriteString(": ")
+		out.Write(value)
+	}
+	out.WriteString("\n}\n")
+	return out.Bytes(), nil
+}
