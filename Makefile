@@ -3,21 +3,33 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/pgtools/pgtools/runner.Version=$(VERSION)
 
-.PHONY: help deps build demo test test-short fuzz bench vet fmt clean
+.PHONY: help deps deps-demo deps-test build install demo test test-short fuzz bench vet fmt clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
-deps: ## install what a fresh machine lacks (PostgreSQL server binaries for the tests and the demo)
-	@bash .ci/install-deps.sh
+deps: deps-test ## install what a fresh machine lacks for the demo and the tests
+
+deps-demo: ## install what make demo needs and a fresh machine lacks: PostgreSQL server binaries (and curl)
+	@bash .ci/install-deps.sh demo
+
+deps-test: ## install what make test needs: deps-demo's, plus PgBouncer, Node.js and npm
+	@bash .ci/install-deps.sh test
 
 build: ## build bin/pgtools
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/pgtools ./cmd/pgtools
 
-demo: deps build ## throwaway PostgreSQL + sample data + the runner on 127.0.0.1:8080, with curl examples
-	./bin/pgtools demo
+PREFIX ?= /usr/local
+install: build ## copy bin/pgtools to $(PREFIX)/bin (default /usr/local/bin; PREFIX=~/.local for no root)
+	install -d '$(PREFIX)/bin'
+	install -m 0755 bin/pgtools '$(PREFIX)/bin/pgtools'
 
-test: deps vet ## the whole test suite against a real PostgreSQL (what CI runs)
+# ARGS passes flags to pgtools demo: make demo ARGS='--listen 127.0.0.1:8081 --events 100000'
+ARGS ?=
+demo: deps-demo build ## throwaway PostgreSQL + sample data + the runner on 127.0.0.1:8080 (ARGS='--listen …'), with examples
+	./bin/pgtools demo $(ARGS)
+
+test: deps-test vet ## the whole test suite against a real PostgreSQL (what CI runs)
 	$(GO) test -race -count=1 ./...
 
 test-short: ## the suite without the race detector, for quick local loops
@@ -28,7 +40,7 @@ fuzz: ## fuzz argument decoding and validation for FUZZTIME (20s) per target; no
 	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime $(FUZZTIME) ./tools
 	$(GO) test -run '^$$' -fuzz '^FuzzParamList$$' -fuzztime $(FUZZTIME) ./tools
 
-bench: deps ## pgtools vs raw pgx on the same database: latency, throughput, capped reads
+bench: deps-demo ## pgtools vs raw pgx on the same database: latency, throughput, capped reads
 	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || echo "(wrk not installed: HTTP load will come from an in-process Go client)"
 	$(GO) run ./cmd/pgtools-bench
 
@@ -55,9 +67,9 @@ node_modules/.package-lock.json: package.json package-lock.json
 nodes: node_modules/.package-lock.json ## build the n8n package into dist/
 	$(NPM) run --silent build
 
-test-nodes: deps nodes ## the n8n package: official community-node lint, unit tests, nodes against a real runner
+test-nodes: deps-test nodes ## the n8n package: official community-node lint, unit tests, nodes against a real runner
 	$(NPM) run --silent lint
 	$(NPM) run --silent test
 
-e2e: deps nodes ## the n8n package in a real n8n 2.41.1 with a scripted LLM (first run installs n8n into ~/.cache/pgtools-e2e: 3 to 6 min, ~3 GB)
+e2e: deps-test nodes ## the n8n package in a real n8n 2.41.1 with a scripted LLM (first run installs n8n into ~/.cache/pgtools-e2e: 3 to 6 min, ~3 GB)
 	node n8n-nodes/e2e/run.mjs

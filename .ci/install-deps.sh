@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Installs what the tests and the demo need and a fresh machine may lack: PostgreSQL server
-# binaries (initdb, postgres), PgBouncer, and Node.js with npm for the TypeScript MCP client test.
+# Installs what a fresh machine may lack, for one purpose:
+#   install-deps.sh demo   PostgreSQL server binaries (initdb, postgres) and curl: what make demo needs
+#   install-deps.sh test   (the default) those, plus PgBouncer and Node.js with npm, which tests need
 # Idempotent and quiet when everything is present.
 set -euo pipefail
+purpose=${1:-test}
+case $purpose in
+  demo | test) ;;
+  *) echo "install-deps: unknown purpose '$purpose'; use demo or test" >&2; exit 2 ;;
+esac
 
 have_pg() {
   for d in /usr/lib/postgresql/*/bin; do
@@ -11,15 +17,19 @@ have_pg() {
   command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1
 }
 
+# go.mod's go line is the oldest Go that builds pgtools.
+go_need=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$(dirname "$0")/../go.mod")
 if ! command -v go >/dev/null 2>&1; then
-  echo "install-deps: Go is not on PATH; install Go 1.26 or newer (https://go.dev/doc/install)" >&2
+  echo "install-deps: Go is not on PATH; install Go $go_need or newer (https://go.dev/doc/install)" >&2
   exit 1
 fi
 
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 # PgBouncer: the transaction-pooling test (tools/pgbouncer_test.go) fails under CI without it.
-{ command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; } || missing+=(pgbouncer)
+if [ "$purpose" = test ]; then
+  { command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; } || missing+=(pgbouncer)
+fi
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   echo "install-deps: installing ${missing[*]}..."
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 ||
@@ -28,7 +38,7 @@ fi
 
 # Node and npm run the TypeScript MCP client test (runner/testdata/mcp-ts), which fails under CI
 # without them.
-if ! { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; }; then
+if [ "$purpose" = test ] && ! { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; }; then
   if [ "$(id -u)" = 0 ]; then
     echo "install-deps: installing Node.js and npm (apt-get install nodejs npm)..."
     { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null 2>&1 ||

@@ -39,6 +39,12 @@ Flags:
 		return flagExit(err)
 	}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, "==> "+format+"\n", a...) }
+	// The port is checked before PostgreSQL starts and the data loads, so a taken port costs a
+	// second, not a minute, and the message names the flag that fixes it.
+	if err := checkListen(*listen); err != nil {
+		fmt.Fprintf(stderr, "pgtools demo: %v\n", err)
+		return 1
+	}
 
 	adminDSN := *dbURL
 	runnerDSN := *dbURL
@@ -73,6 +79,7 @@ Flags:
 		return 1
 	}
 	say("sample data loaded (%s)", time.Since(t0).Round(time.Millisecond))
+	printedDSN := "" // the demo role's URL; not the caller's own --database-url, which may be a superuser's
 	if runnerDSN == "" {
 		password := randomHex(16)
 		if err := demodata.CreateAppRole(ctx, adminDSN, "pgtools_demo", password); err != nil {
@@ -82,6 +89,7 @@ Flags:
 		u, _ := url.Parse(adminDSN)
 		u.User = url.UserPassword("pgtools_demo", password)
 		runnerDSN = u.String()
+		printedDSN = runnerDSN
 		say("the runner connects as role pgtools_demo (SELECT/INSERT/UPDATE/DELETE on public tables, nothing else)")
 	}
 
@@ -101,7 +109,7 @@ Flags:
 	go func() { errc <- serve(ctx, cfg, brokerConfig{}, log, ready) }()
 	select {
 	case addr := <-ready:
-		printDemoHelp(stdout, addr, token)
+		printDemoHelp(stdout, demoHelp{addr: addr, token: token, dsn: printedDSN, cmd: invokedAs(), abs: executablePath()})
 	case err := <-errc:
 		fmt.Fprintf(stderr, "pgtools demo: %v\n", err)
 		return 1
@@ -111,43 +119,6 @@ Flags:
 		return 1
 	}
 	return 0
-}
-
-func printDemoHelp(w io.Writer, addr, token string) {
-	base := "http://" + addr
-	fmt.Fprintf(w, `
-pgtools demo is running on %[1]s — press Ctrl-C to stop and clean up.
-
-  export PGTOOLS_URL=%[1]s PGTOOLS_TOKEN=%[2]s
-
-  # list the tables
-  curl -s -H "Authorization: Bearer $PGTOOLS_TOKEN" -X POST $PGTOOLS_URL/v1/tools/describe_schema -d '{}'
-
-  # describe one table
-  curl -s -H "Authorization: Bearer $PGTOOLS_TOKEN" -X POST $PGTOOLS_URL/v1/tools/describe_schema -d '{"table":"orders"}'
-
-  # read with a bound parameter, sorted and paged
-  curl -s -H "Authorization: Bearer $PGTOOLS_TOKEN" -X POST $PGTOOLS_URL/v1/tools/select_query \
-    -d '{"table":"orders","columns":"id,status,total","where":"status = $1","params":["paid"],"order_by":"total desc","limit":5}'
-
-  # free SQL, read only: aggregates and joins
-  curl -s -H "Authorization: Bearer $PGTOOLS_TOKEN" -X POST $PGTOOLS_URL/v1/tools/execute_sql \
-    -d '{"sql":"select c.country, count(*) as orders, sum(o.total) as revenue from orders o join customers c on c.id = o.customer_id group by 1 order by 3 desc limit 5"}'
-
-  # a write inside a read is refused by PostgreSQL (read_only_violation)
-  curl -s -H "Authorization: Bearer $PGTOOLS_TOKEN" -X POST $PGTOOLS_URL/v1/tools/execute_sql \
-    -d '{"sql":"with d as (delete from orders returning 1) select count(*) from d"}'
-
-  # a mistake and the suggestion that fixes it (invalid_column)
-  curl -s -H "Authorization: Bearer $PGTOOLS_TOKEN" -X POST $PGTOOLS_URL/v1/tools/select_query -d '{"table":"orders","columns":"id,totl"}'
-
-  # the 1,000,000-row table: capped at the default limit, truncated: true
-  curl -s -H "Authorization: Bearer $PGTOOLS_TOKEN" -X POST $PGTOOLS_URL/v1/tools/execute_sql -d '{"sql":"select * from events"}' | head -c 300; echo
-
-  # or with the CLI
-  pgtools call select_query '{"table":"customers","limit":3}'
-
-`, base, token)
 }
 
 // prefixWriter indents progress lines from the data loader.
