@@ -8,23 +8,14 @@ import (
 // executeSQL runs one agent-written statement. In read mode it runs in a READ ONLY transaction
 // with its rows capped on the server; in write mode it runs guarded like every write.
 func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
-	if strArg(req.args, "mode") == "write" {
-		if !req.principal.Can("write") {
-			return nil, errorf(ErrNotAllowed, "Use mode \"read\", or ask the operator for a token with the write scope.",
-				"Your token lacks the \"write\" scope that execute_sql with mode \"write\" needs")
-		}
-		if e := checkFreeSQL(strArg(req.args, "sql"), false, strArg(req.args, "session_id") != ""); e != nil {
-			return nil, e
-		}
-		if e := writeGate(req, "execute_sql"); e != nil {
-			return nil, e
-		}
-		return sessionOr(ctx, req, true, func(s *Session) (*Result, *Error) { return executeWrite(ctx, req, s) })
-	}
-	if e := checkFreeSQL(strArg(req.args, "sql"), true, strArg(req.args, "session_id") != ""); e != nil {
+	write := strArg(req.args, "mode") == "write"
+	if e := checkFreeSQL(strArg(req.args, "sql"), !write, req.session != nil); e != nil {
 		return nil, e
 	}
-	return sessionOr(ctx, req, false, func(s *Session) (*Result, *Error) { return executeRead(ctx, req, s) })
+	if write {
+		return executeWrite(ctx, req, req.session)
+	}
+	return executeRead(ctx, req, req.session)
 }
 
 func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
@@ -57,7 +48,7 @@ func executeWrite(ctx context.Context, req *request, sess *Session) (*Result, *E
 		return nil, perr
 	}
 	st := writeStmt{op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
-		free: true, confirm: boolArg(req.args, "confirm_destructive"), allowDDL: req.db.Policy.AllowDDL && req.principal.Can("ddl"),
+		free: true, confirm: boolArg(req.args, "confirm_destructive"), allowDDL: req.allowDDL,
 		maxAffected: req.db.Policy.MaxAffectedRows}
 	out, err := runWriteOn(ctx, req.db, sess, st)
 	if err != nil {

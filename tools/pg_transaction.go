@@ -21,10 +21,6 @@ type opResult struct {
 // or none. It never uses a session slot, and the connection is destroyed afterwards.
 func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 	const op = "transaction"
-	if req.db.Policy.ReadOnly {
-		return nil, errorf(ErrNotAllowed, "Use select_query or execute_sql with mode \"read\"; this database accepts no writes.",
-			"Database %q is read-only under the operator's policy", req.db.Name)
-	}
 	release, lerr := req.txLimit.acquire(ctx, req.principal, req.db)
 	if lerr != nil {
 		return nil, lerr
@@ -43,7 +39,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 			return nil, failedAt(i, perr)
 		}
 		stmts[i] = writeStmt{op: op, sql: sql, params: params, free: true, keepRows: req.db.Policy.DefaultLimit,
-			maxBytes: req.maxBytes, allowDDL: req.db.Policy.AllowDDL && req.principal.Can("ddl"),
+			maxBytes: req.maxBytes, allowDDL: req.allowDDL,
 			maxAffected: req.db.Policy.MaxAffectedRows}
 	}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,6 +119,8 @@ type request struct {
 	txLimit   *TxLimiter // bound on pg_transaction connections; nil: none
 	principal Principal
 	db        *Database
+	session   *Session       // the session session_id names, locked for the call (nil: stateless)
+	allowDDL  bool           // the database allows DDL and the principal has the ddl scope
 	args      map[string]any // validated arguments, numbers as json.Number
 	started   time.Time
 	maxBytes  int // response byte cap: the database's, lowered by the principal's and the call's
@@ -276,28 +277,26 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	if e := nulError(m, ""); e != nil {
 		return nil, e
 	}
-	dbName, _ := m["database"].(string)
-	if dbName == "" {
-		dbName = "default"
+	// Route once: the session session_id names fixes the database; every gate then applies to it.
+	var sess *Session
+	db, sess, err = r.route(ctx, p, tool, m)
+	if err != nil {
+		return nil, err
 	}
-	db, ok = r.dbs[dbName]
-	if !ok || !p.mayUse(dbName) {
-		var allowed []string
-		for _, n := range r.Databases() {
-			if p.mayUse(n) {
-				allowed = append(allowed, n)
-			}
-		}
-		return nil, errorf(ErrNotAllowed, "Use one of the databases available to you: "+describeList(allowed)+" (omit database for \"default\").",
-			"Database %s is not available", quoteForMessage(dbName))
+	if sess != nil {
+		defer r.sessions.Release(sess)
 	}
-	routed = true
-	if slices.Contains(db.Policy.DisabledTools, tool) {
-		return nil, errorf(ErrNotAllowed, "Use another tool; the operator disabled this one for this database.",
-			"Tool %s is disabled on database %q", tool, dbName)
+	routed = p.mayUse(db.Name)
+	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, started: started,
+		maxBytes: responseCap(ctx, p, db)}
+	if err = r.authorize(req, tool); err != nil {
+		return nil, err
 	}
-	return t.run(ctx, &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, args: m, started: started,
-		maxBytes: responseCap(ctx, p, db)})
+	res, err = t.run(ctx, req)
+	if sess != nil {
+		res, err = settleSession(req, tool, res, err)
+	}
+	return res, err
 }
 
 func schemaProperties(raw json.RawMessage) []string {

@@ -53,7 +53,7 @@ func rowLimit(req *request) (int, *Error) {
 
 // selectQuery reads rows from one table in a READ ONLY transaction.
 func selectQuery(ctx context.Context, req *request) (*Result, *Error) {
-	return sessionOr(ctx, req, false, func(s *Session) (*Result, *Error) { return selectOn(ctx, req, s) })
+	return selectOn(ctx, req, req.session)
 }
 
 func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error) {

@@ -209,40 +209,6 @@ func sessionLost(s *Session) *Error {
 		Suggestion: `Nothing of this session was committed. Begin a new one with pg_tx {"action":"begin"} and redo its changes.`}
 }
 
-// withSession runs fn on the session named by the call, with the session locked; it reports a lost
-// session (and removes it) when the transaction is no longer open afterwards.
-func withSession(ctx context.Context, req *request, id string, fn func(s *Session) (*Result, *Error)) (*Result, *Error) {
-	if req.sessions == nil {
-		return nil, sessionsUnavailable("")
-	}
-	s, e := req.sessions.Acquire(ctx, req.principal, id)
-	if e != nil {
-		return nil, e
-	}
-	defer req.sessions.Release(s)
-	if db := strArg(req.args, "database"); db != "" && db != s.DB.Name {
-		return nil, errorf(ErrInvalidArguments, "Omit database, or give the session's database.",
-			"Invalid arguments: session %s belongs to database %q, not %q", s.ID, s.DB.Name, db)
-	}
-	req.db = s.DB
-	res, e := fn(s)
-	if s.Closed() {
-		return res, e // ended by the call itself: commit or rollback
-	}
-	pc := s.conn.PgConn()
-	if pc.IsClosed() || pc.TxStatus() != 'T' {
-		req.sessions.Finish(s)
-		return nil, sessionLost(s)
-	}
-	if e != nil {
-		if e.Type != ErrConnection && e.Type != ErrTimeout {
-			e.Suggestion += fmt.Sprintf(" The session %s is still open and usable: only this statement was rolled back.", s.ID)
-		}
-		return nil, e
-	}
-	return res, nil
-}
-
 // sessionEcho attaches active_session to a result: always for writes in a session, and for any
 // call that found the session within five minutes of expiring (the call itself slid it again).
 func sessionEcho(res *Result, s *Session, write bool) {
@@ -330,15 +296,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 	}
 	switch action {
 	case "begin":
-		if req.db.Policy.ReadOnly && !boolArg(req.args, "read_only") {
-			return nil, errorf(ErrNotAllowed, `Begin with "read_only": true; this database accepts no writes.`,
-				"Database %q is read-only under the operator's policy", req.db.Name)
-		}
 		opts := TxOptions{Isolation: strArg(req.args, "isolation_level"), ReadOnly: boolArg(req.args, "read_only")}
-		if !opts.ReadOnly && !req.principal.Can("write") {
-			return nil, errorf(ErrNotAllowed, `Begin with "read_only": true, or ask the operator for a token with the write scope.`,
-				"Your token lacks the \"write\" scope a read-write session needs")
-		}
 		s, e := req.sessions.Begin(ctx, req.principal, req.db, opts)
 		if e != nil {
 			return nil, e
@@ -355,64 +313,64 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 		n := len(list)
 		return &Result{Operation: op, Action: action, RowCount: &n, Sessions: data}, nil
 	}
-	return withSession(ctx, req, id, func(s *Session) (*Result, *Error) {
-		pc := s.conn.PgConn()
-		cc := callContext{database: s.DB.Name}
-		switch action {
-		case "commit", "rollback":
-			var err error
-			if action == "commit" {
-				err = commit(ctx, pc)
-			} else {
-				err = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
-			}
-			req.sessions.Finish(s)
-			if errors.Is(err, errCommitUnknown) {
-				return nil, &Error{Type: ErrCommitOutcomeUnknown, Message: fmt.Sprintf("The COMMIT of session %s was sent, but its answer never arrived: the transaction may or may not have committed", s.ID),
-					Suggestion: "Check with select_query whether the session's changes are in the database before redoing them."}
-			}
-			if err != nil && (pc.IsClosed() || connectionEnded(err)) {
-				// The backend was gone (terminated, crashed, restarted) before it could commit:
-				// PostgreSQL rolled the transaction back. Retrying the commit cannot help.
-				return nil, sessionLost(s)
-			}
-			if err != nil {
-				e := classify(ctx, err, cc, !s.DB.Policy.ShowErrorValues)
-				e.Message += "; the session has ended and nothing of it was committed"
-				return nil, e
-			}
-			status := map[string]string{"commit": "committed", "rollback": "rolled_back"}[action]
-			return &Result{Operation: op, Action: action, SessionID: s.ID, Status: status,
-				Hint: fmt.Sprintf("Session %s is %s and closed.", s.ID, strings.ReplaceAll(status, "_", " "))}, nil
-		default: // savepoint, release, rollback_to
-			name := strArg(req.args, "name")
-			if strings.HasPrefix(strings.ToLower(name), "pgtools_") {
-				return nil, errorf(ErrInvalidArguments, "Choose a savepoint name that does not start with pgtools_.", "Invalid arguments: savepoint names starting with pgtools_ are reserved")
-			}
-			at := lastIndex(s.savepoints, name)
-			if action != "savepoint" && at < 0 {
-				// PostgreSQL would abort the whole transaction over an unknown savepoint: refuse first.
-				return nil, &Error{Type: ErrInvalidArguments, SQLState: "3B001", Message: fmt.Sprintf("Savepoint %q does not exist in session %s", name, s.ID),
-					Suggestion: fmt.Sprintf(`Create it first with pg_tx {"action":"savepoint","session_id":"%s","name":"%s"}. Open savepoints: %s.`, s.ID, name, describeList(s.savepoints))}
-			}
-			ident := pgx.Identifier{name}.Sanitize()
-			sql := map[string]string{"savepoint": "SAVEPOINT " + ident, "release": "RELEASE SAVEPOINT " + ident, "rollback_to": "ROLLBACK TO SAVEPOINT " + ident}[action]
-			if err := simpleExec(ctx, pc, sql); err != nil {
-				return nil, classify(ctx, err, cc, true)
-			}
-			switch action {
-			case "savepoint":
-				s.savepoints = append(s.savepoints, name)
-			case "release":
-				s.savepoints = s.savepoints[:at] // releasing a savepoint releases those made after it
-			case "rollback_to":
-				s.savepoints = s.savepoints[:at+1] // it stays; later ones are gone
-			}
-			res := &Result{Operation: op, Action: action, SessionID: s.ID, Status: "ok"}
-			sessionEcho(res, s, true)
-			return res, nil
+	s := req.session
+	if s == nil {
+		return nil, sessionsUnavailable(op) // Call resolves the session for these actions whenever sessions are enabled
+	}
+	pc := s.conn.PgConn()
+	cc := callContext{database: s.DB.Name}
+	switch action {
+	case "commit", "rollback":
+		var err error
+		if action == "commit" {
+			err = commit(ctx, pc)
+		} else {
+			err = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
 		}
-	})
+		req.sessions.Finish(s)
+		if errors.Is(err, errCommitUnknown) {
+			return nil, &Error{Type: ErrCommitOutcomeUnknown, Message: fmt.Sprintf("The COMMIT of session %s was sent, but its answer never arrived: the transaction may or may not have committed", s.ID),
+				Suggestion: "Check with select_query whether the session's changes are in the database before redoing them."}
+		}
+		if err != nil && (pc.IsClosed() || connectionEnded(err)) {
+			// The backend was gone (terminated, crashed, restarted) before it could commit:
+			// PostgreSQL rolled the transaction back. Retrying the commit cannot help.
+			return nil, sessionLost(s)
+		}
+		if err != nil {
+			e := classify(ctx, err, cc, !s.DB.Policy.ShowErrorValues)
+			e.Message += "; the session has ended and nothing of it was committed"
+			return nil, e
+		}
+		status := map[string]string{"commit": "committed", "rollback": "rolled_back"}[action]
+		return &Result{Operation: op, Action: action, SessionID: s.ID, Status: status,
+			Hint: fmt.Sprintf("Session %s is %s and closed.", s.ID, strings.ReplaceAll(status, "_", " "))}, nil
+	default: // savepoint, release, rollback_to
+		name := strArg(req.args, "name")
+		if strings.HasPrefix(strings.ToLower(name), "pgtools_") {
+			return nil, errorf(ErrInvalidArguments, "Choose a savepoint name that does not start with pgtools_.", "Invalid arguments: savepoint names starting with pgtools_ are reserved")
+		}
+		at := lastIndex(s.savepoints, name)
+		if action != "savepoint" && at < 0 {
+			// PostgreSQL would abort the whole transaction over an unknown savepoint: refuse first.
+			return nil, &Error{Type: ErrInvalidArguments, SQLState: "3B001", Message: fmt.Sprintf("Savepoint %q does not exist in session %s", name, s.ID),
+				Suggestion: fmt.Sprintf(`Create it first with pg_tx {"action":"savepoint","session_id":"%s","name":"%s"}. Open savepoints: %s.`, s.ID, name, describeList(s.savepoints))}
+		}
+		ident := pgx.Identifier{name}.Sanitize()
+		sql := map[string]string{"savepoint": "SAVEPOINT " + ident, "release": "RELEASE SAVEPOINT " + ident, "rollback_to": "ROLLBACK TO SAVEPOINT " + ident}[action]
+		if err := simpleExec(ctx, pc, sql); err != nil {
+			return nil, classify(ctx, err, cc, true)
+		}
+		switch action {
+		case "savepoint":
+			s.savepoints = append(s.savepoints, name)
+		case "release":
+			s.savepoints = s.savepoints[:at] // releasing a savepoint releases those made after it
+		case "rollback_to":
+			s.savepoints = s.savepoints[:at+1] // it stays; later ones are gone
+		}
+		return &Result{Operation: op, Action: action, SessionID: s.ID, Status: "ok"}, nil
+	}
 }
 
 func lastIndex(list []string, v string) int {
@@ -422,19 +380,6 @@ func lastIndex(list []string, v string) int {
 		}
 	}
 	return -1
-}
-
-// sessionOr runs fn inside the call's session when it names one (fn gets the locked session),
-// else statelessly (fn gets nil). Results from a session carry active_session as sessionEcho says.
-func sessionOr(ctx context.Context, req *request, write bool, fn func(s *Session) (*Result, *Error)) (*Result, *Error) {
-	if id := strArg(req.args, "session_id"); id != "" {
-		return withSession(ctx, req, id, func(s *Session) (*Result, *Error) {
-			res, e := fn(s)
-			sessionEcho(res, s, write)
-			return res, e
-		})
-	}
-	return fn(nil)
 }
 
 // runReadOn reads in the session when there is one, else on the stateless pool.

@@ -16,23 +16,6 @@ const maxBindParams = 65535
 // previewRows is how many rows a dry run shows.
 const previewRows = 10
 
-// writeGate applies the checks every write shares, before any database work: the database's
-// read_only policy and stated intent (session_id or autocommit: true). A dry run changes nothing
-// and needs no intent.
-func writeGate(req *request, tool string) *Error {
-	if req.db.Policy.ReadOnly {
-		return errorf(ErrNotAllowed, "Use select_query or execute_sql with mode \"read\"; this database accepts no writes.",
-			"Database %q is read-only under the operator's policy", req.db.Name)
-	}
-	if strArg(req.args, "session_id") != "" || boolArg(req.args, "autocommit") || boolArg(req.args, "dry_run") {
-		return nil
-	}
-	return &Error{Type: ErrWriteIntentRequired,
-		Message: fmt.Sprintf("%s changes data, so it needs stated intent: autocommit: true or a session_id", tool),
-		Suggestion: fmt.Sprintf(`Either add "autocommit": true to run this call in its own transaction, committed at once, e.g. %s; `+
-			`or open a transaction with pg_tx {"action":"begin"} and pass the session_id it returns, then pg_tx {"action":"commit","session_id":"…"}.`, intentExample(tool, req.args)) + openSessionsHint(req)}
-}
-
 // intentExample shows the caller's own call with autocommit added, values elided.
 func intentExample(tool string, args map[string]any) string {
 	keys := make([]string, 0, len(args))
@@ -147,10 +130,7 @@ func insertData(ctx context.Context, req *request) (*Result, *Error) {
 		return nil, &Error{Operation: "insert", Type: ErrInvalidArguments, Message: "Invalid arguments: give exactly one of row and rows, not " + what,
 			Suggestion: `Insert one row with "row": {"name": "Ann"}, or several with "rows": [{"name": "Ann"}, {"name": "Bob"}].`}
 	}
-	if e := writeGate(req, "insert_data"); e != nil {
-		return nil, e
-	}
-	return sessionOr(ctx, req, true, func(s *Session) (*Result, *Error) { return insertOn(ctx, req, s) })
+	return insertOn(ctx, req, req.session)
 }
 
 func insertOn(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
@@ -314,12 +294,7 @@ func deleteData(ctx context.Context, req *request) (*Result, *Error) {
 }
 
 func changeRows(ctx context.Context, req *request, op string) (*Result, *Error) {
-	if strings.TrimSpace(strArg(req.args, "where")) != "" {
-		if e := writeGate(req, op+"_data"); e != nil {
-			return nil, e
-		}
-	}
-	return sessionOr(ctx, req, true, func(s *Session) (*Result, *Error) { return changeRowsOn(ctx, req, op, s) })
+	return changeRowsOn(ctx, req, op, req.session)
 }
 
 func changeRowsOn(ctx context.Context, req *request, op string, sess *Session) (*Result, *Error) {

@@ -1,0 +1,152 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// gate is what a tool's call needs before anything runs, beside the tool's schema and scope: the
+// one place where policy is decided. Call resolves the call's target first (the session named by
+// session_id fixes the database), then applies every gate to that target in authorize.
+type gate struct {
+	// writes reports whether the call changes data: it then needs the write scope and a database
+	// that is not read-only. nil: never.
+	writes func(args map[string]any) bool
+	// intent: a call that writes must state intent (session_id, autocommit: true, or dry_run).
+	intent bool
+	// session reports whether session_id names the session the call runs in. nil: never.
+	session func(args map[string]any) bool
+	// readOnlyFix and scopeFix are the suggestions for a write refused by a read-only database or
+	// a token without the write scope; scopeMsg names what needed the scope.
+	readOnlyFix, scopeFix, scopeMsg string
+}
+
+func always(map[string]any) bool { return true }
+
+func modeWrite(args map[string]any) bool { return strArg(args, "mode") == "write" }
+
+// sessionActions are the pg_tx actions that act on an open session.
+func sessionAction(args map[string]any) bool {
+	switch strArg(args, "action") {
+	case "commit", "rollback", "savepoint", "release", "rollback_to":
+		return true
+	}
+	return false
+}
+
+const noWritesFix = `Use select_query or execute_sql with mode "read"; this database accepts no writes.`
+
+var gates = map[string]gate{
+	"select_query":    {session: always},
+	"describe_schema": {},
+	"execute_sql": {writes: modeWrite, intent: true, session: always, readOnlyFix: noWritesFix,
+		scopeFix: `Use mode "read", or ask the operator for a token with the write scope.`, scopeMsg: `execute_sql with mode "write"`},
+	"insert_data":    {writes: always, intent: true, session: always, readOnlyFix: noWritesFix},
+	"update_data":    {writes: always, intent: true, session: always, readOnlyFix: noWritesFix},
+	"delete_data":    {writes: always, intent: true, session: always, readOnlyFix: noWritesFix},
+	"pg_transaction": {writes: always, readOnlyFix: noWritesFix},
+	"pg_tx": {writes: func(args map[string]any) bool {
+		return strArg(args, "action") == "begin" && !boolArg(args, "read_only")
+	},
+		session: sessionAction, readOnlyFix: `Begin with "read_only": true; this database accepts no writes.`,
+		scopeFix: `Begin with "read_only": true, or ask the operator for a token with the write scope.`, scopeMsg: "a read-write session"},
+}
+
+// route resolves the call's target: the session its session_id names (locked for the call; the
+// caller must release it) and that session's database, or the database its database argument
+// names. A database argument that disagrees with the session's is refused.
+func (r *Registry) route(ctx context.Context, p Principal, tool string, args map[string]any) (*Database, *Session, *Error) {
+	dbName := strArg(args, "database")
+	if g := gates[tool]; g.session != nil && g.session(args) {
+		if id := strArg(args, "session_id"); id != "" {
+			if r.sessions == nil {
+				return nil, nil, sessionsUnavailable("")
+			}
+			s, e := r.sessions.Acquire(ctx, p, id)
+			if e != nil {
+				return nil, nil, e
+			}
+			if dbName != "" && dbName != s.DB.Name {
+				r.sessions.Release(s)
+				return nil, nil, errorf(ErrInvalidArguments, "Omit database, or give the session's database.",
+					"Invalid arguments: session %s belongs to database %s, not %s", s.ID, quoteForMessage(s.DB.Name), quoteForMessage(dbName))
+			}
+			return s.DB, s, nil
+		}
+	}
+	if dbName == "" {
+		dbName = "default"
+	}
+	db, ok := r.dbs[dbName]
+	if !ok || !p.mayUse(dbName) {
+		return nil, nil, r.databaseUnavailable(p, dbName)
+	}
+	return db, nil, nil
+}
+
+func (r *Registry) databaseUnavailable(p Principal, name string) *Error {
+	var allowed []string
+	for _, n := range r.Databases() {
+		if p.mayUse(n) {
+			allowed = append(allowed, n)
+		}
+	}
+	return errorf(ErrNotAllowed, "Use one of the databases available to you: "+describeList(allowed)+" (omit database for \"default\").",
+		"Database %s is not available", quoteForMessage(name))
+}
+
+// authorize applies every gate of tool to a call on db (already resolved by route): database
+// access, the database's disabled tools, the write scope and read-only policy for calls that
+// write, and stated intent.
+func (r *Registry) authorize(req *request, tool string) *Error {
+	db, p, g := req.db, req.principal, gates[tool]
+	if !p.mayUse(db.Name) {
+		return r.databaseUnavailable(p, db.Name)
+	}
+	if slices.Contains(db.Policy.DisabledTools, tool) {
+		return errorf(ErrNotAllowed, "Use another tool; the operator disabled this one for this database.",
+			"Tool %s is disabled on database %q", tool, db.Name)
+	}
+	req.allowDDL = db.Policy.AllowDDL && p.Can("ddl")
+	if g.writes == nil || !g.writes(req.args) {
+		return nil
+	}
+	if !p.Can("write") {
+		return errorf(ErrNotAllowed, g.scopeFix, "Your token lacks the \"write\" scope that %s needs", g.scopeMsg)
+	}
+	if db.Policy.ReadOnly {
+		return errorf(ErrNotAllowed, g.readOnlyFix, "Database %q is read-only under the operator's policy", db.Name)
+	}
+	if g.intent && req.session == nil && !boolArg(req.args, "autocommit") && !boolArg(req.args, "dry_run") {
+		return &Error{Type: ErrWriteIntentRequired,
+			Message: fmt.Sprintf("%s changes data, so it needs stated intent: autocommit: true or a session_id", tool),
+			Suggestion: fmt.Sprintf(`Either add "autocommit": true to run this call in its own transaction, committed at once, e.g. %s; `+
+				`or open a transaction with pg_tx {"action":"begin"} and pass the session_id it returns, then pg_tx {"action":"commit","session_id":"…"}.`, intentExample(tool, req.args)) + openSessionsHint(req)}
+	}
+	return nil
+}
+
+// settleSession finishes a call that ran in a session: a session whose transaction the database
+// ended is removed and reported lost; a failed statement's suggestion says the session is still
+// usable; a result carries active_session as sessionEcho says.
+func settleSession(req *request, tool string, res *Result, e *Error) (*Result, *Error) {
+	s := req.session
+	if s.Closed() {
+		return res, e // ended by the call itself: commit or rollback
+	}
+	pc := s.conn.PgConn()
+	if pc.IsClosed() || pc.TxStatus() != 'T' {
+		req.sessions.Finish(s)
+		return nil, sessionLost(s)
+	}
+	if e != nil {
+		if e.Type != ErrConnection && e.Type != ErrTimeout {
+			e.Suggestion += fmt.Sprintf(" The session %s is still open and usable: only this statement was rolled back.", s.ID)
+		}
+		return nil, e
+	}
+	g := gates[tool]
+	sessionEcho(res, s, tool == "pg_tx" || g.writes != nil && g.writes(req.args))
+	return res, nil
+}
