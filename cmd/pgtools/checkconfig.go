@@ -20,8 +20,9 @@ func cmdCheckConfig(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.SetOutput(stderr)
 	var f serveFlags
 	f.register(fs)
+	noSecrets := fs.Bool("no-secrets", false, "check the config file's structure without reading the files it names for secrets and TLS (token_file, password_file, url_file, sslrootcert, sslcert, sslkey): placeholders stand in, e.g. in CI where they are not mounted")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: pgtools check-config [--config FILE] [serve flags]
+		fmt.Fprintf(stderr, `Usage: pgtools check-config [--no-secrets] [--config FILE] [serve flags]
 
 Checks the configuration pgtools serve would run with — the config file, environment
 (DATABASE_URL, PGTOOLS_TOKENS, …) and flags — and prints it with every default filled in.
@@ -41,9 +42,27 @@ Flags:
 		fs.Usage()
 		return 2
 	}
+	restore := func(s string) string { return s }
+	if *noSecrets && f.configFile != "" {
+		dir, err := os.MkdirTemp("", "pgtools-check-config-")
+		if err != nil {
+			fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		ws, err := configWithoutSecrets(f.configFile, dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+			return 1
+		}
+		f.configFile, restore = ws.Path, ws.Restore
+		for _, s := range ws.Skipped {
+			fmt.Fprintf(stderr, "pgtools check-config: --no-secrets: not read: %s\n", s)
+		}
+	}
 	cfg, err := f.config()
 	if err != nil {
-		fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+		fmt.Fprintf(stderr, "pgtools check-config: %v\n", restore(err.Error()))
 		return 1
 	}
 	if len(f.brokers.urls) > 0 || os.Getenv("PGTOOLS_N8N_BROKERS") != "" {
@@ -58,7 +77,7 @@ Flags:
 	for _, note := range cfg.SharedRoleNotes() {
 		fmt.Fprintf(stderr, "pgtools check-config: note: %s\n", note)
 	}
-	fmt.Fprintf(stdout, "%s\n", out)
+	fmt.Fprintf(stdout, "%s\n", restore(string(out)))
 	return 0
 }
 
