@@ -2,13 +2,10 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,9 +46,7 @@ type handler struct {
 	bodyWait time.Duration // read deadline of a request body (withBodyDeadline)
 	health   *Health
 	metrics  *Metrics
-	limiter  *limiter
-	idPrefix string
-	idSeq    atomic.Uint64
+	inv      *Invoker // runs the tool calls of /v1/tools/{name} and /mcp, with the per-token limits
 }
 
 // HandlerOptions configures NewHandlerWith. Zero fields take their defaults.
@@ -75,6 +70,9 @@ type HandlerOptions struct {
 	MetricsElsewhere bool
 	// Health answers /readyz (default: a Health over the registry, without metrics).
 	Health *Health
+	// Caller runs the tool calls of the API and of /mcp (default: the registry). A wrapper may
+	// add behaviour around every call; listings and readiness always come from the registry.
+	Caller Caller
 }
 
 // NewHandler returns the HTTP API with default options: see NewHandlerWith.
@@ -87,10 +85,8 @@ func NewHandler(reg *tools.Registry, tokens []Token, log zerolog.Logger, maxBody
 // limits. Access logs go to opts.Log, one line per request, without query strings, headers or
 // bodies.
 func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
 	h := &handler{reg: reg, auth: newAuthenticator(opts.Tokens), log: opts.Log, maxBody: opts.MaxBodyBytes,
-		health: opts.Health, metrics: opts.Metrics, idPrefix: hex.EncodeToString(b[:])}
+		health: opts.Health, metrics: opts.Metrics}
 	if h.maxBody <= 0 {
 		h.maxBody = 1 << 20
 	}
@@ -100,7 +96,11 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	if h.health == nil {
 		h.health = NewHealth(reg, opts.Log, opts.Metrics)
 	}
-	h.limiter = newLimiter(opts.Limits, h.auth.principalNames(), opts.Metrics)
+	var caller Caller = reg
+	if opts.Caller != nil {
+		caller = opts.Caller
+	}
+	h.inv = newInvoker(caller, opts.Log, newLimiter(opts.Limits, h.auth.principalNames(), opts.Metrics))
 	mux := http.NewServeMux()
 	h.probes(mux)
 	if opts.Metrics != nil && !opts.MetricsElsewhere {
@@ -109,7 +109,7 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /v1/tools", h.authed(h.listTools))
 	mux.HandleFunc("POST /v1/tools/{name}", h.authed(h.callTool))
 	mux.HandleFunc("GET /openapi.json", h.openapi)
-	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg, opts.Log, h.maxBody, h.bodyWait, h.limiter).serve))
+	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg.Tools(), h.inv, opts.Log, h.maxBody, h.bodyWait).serve))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
 			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})
@@ -140,8 +140,10 @@ const logInfoKey ctxKey = 1
 
 // logInfo collects what the access log line reports about a request.
 type logInfo struct {
+	reqID     string // the request's id, also the id of its tool calls
 	principal string
 	tool      string
+	database  string
 	errorType tools.ErrorType
 }
 
@@ -164,10 +166,10 @@ func (h *handler) logged(next http.Handler) http.Handler {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID(id) {
-			id = h.idPrefix + "-" + strconv.FormatUint(h.idSeq.Add(1), 36)
+			id = h.inv.nextID()
 		}
 		w.Header().Set("X-Request-Id", id)
-		info := &logInfo{}
+		info := &logInfo{reqID: id}
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), logInfoKey, info)))
 		ev := h.log.Info()
@@ -185,6 +187,9 @@ func (h *handler) logged(next http.Handler) http.Handler {
 		}
 		if info.tool != "" {
 			ev = ev.Str("tool", info.tool)
+		}
+		if info.database != "" {
+			ev = ev.Str("database", info.database)
 		}
 		if info.errorType != "" {
 			ev = ev.Str("error_type", string(info.errorType))
@@ -235,45 +240,32 @@ func (h *handler) authed(next principalHandler) http.HandlerFunc {
 func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Principal) {
 	name := r.PathValue("name")
 	info, _ := r.Context().Value(logInfoKey).(*logInfo)
-	if info != nil {
-		info.tool = name
+	if info == nil {
+		info = &logInfo{} // not reached through logged: nobody reads it
 	}
-	pl, wait, lerr := h.limiter.admit(p)
-	if lerr != nil {
-		if info != nil {
-			info.errorType = lerr.Type
-		}
-		w.Header().Set("Retry-After", retryAfterSeconds(wait))
-		writeError(w, lerr)
-		return
-	}
-	defer h.limiter.done(pl)
+	info.tool = name
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
-		e := bodyReadError(w, err, h.maxBody, h.bodyWait)
-		if info != nil {
-			info.errorType = e.Type
-		}
+		info.errorType = bodyReadError(w, err, h.maxBody, h.bodyWait).Type
 		return
 	}
 	ctx, terr := withResponseCap(r)
-	var res *tools.Result
-	if terr == nil {
-		res, terr = h.reg.Call(ctx, p, name, body)
-	}
 	if terr != nil {
-		if info != nil {
-			info.errorType = terr.Type
-		}
+		info.errorType = terr.Type
 		writeError(w, terr)
 		return
 	}
-	out, err := res.MarshalJSON()
-	if err != nil {
-		writeError(w, &tools.Error{Type: tools.ErrInternal, Message: "Could not encode the result", Suggestion: "Retry; report it if it persists."})
+	ans := h.inv.Invoke(ctx, Call{Principal: p, Tool: name, Args: body, RequestID: info.reqID, Transport: "http", AccessLogged: true})
+	info.database = ans.Database
+	if ans.Err != nil {
+		info.errorType = ans.Err.Type
+		if ans.RetryAfter > 0 {
+			w.Header().Set("Retry-After", retryAfterSeconds(ans.RetryAfter))
+		}
+		writeJSON(w, StatusFor(ans.Err.Type), ans.Body)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, ans.Body)
 }
 
 func (h *handler) listTools(w http.ResponseWriter, r *http.Request, p tools.Principal) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -25,20 +24,21 @@ const mcpInstructions = "PostgreSQL tools. Call describe_schema to learn the tab
 // the registry's own (name, description, raw input schema, hints); see mcpTool. Logs, one line
 // per tool call without argument values, go to log. The server is safe for concurrent use.
 func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger) *mcp.Server {
-	return newMCPServer(reg, p, log, nil)
+	return newMCPServer(reg.Tools(), p, log, NewInvoker(reg, log))
 }
 
-// newMCPServer is NewMCPServer with the per-token limits of the HTTP API (nil: none).
-func newMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, lim *limiter) *mcp.Server {
+// newMCPServer is NewMCPServer offering list and running the calls through inv (which applies
+// the per-token limits of the HTTP API on /mcp).
+func newMCPServer(list []tools.ToolInfo, p tools.Principal, log zerolog.Logger, inv *Invoker) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "pgtools", Title: "pgtools: PostgreSQL tools", Version: Version},
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log)})
-	for _, info := range reg.Tools() {
-		s.AddTool(mcpTool(reg, info, p, log, lim))
+	for _, info := range list {
+		s.AddTool(mcpTool(info, p, inv))
 	}
 	return s
 }
 
-// mcpTool maps one registry tool to its MCP form and a handler that calls reg.Call.
+// mcpTool maps one registry tool to its MCP form and a handler that runs it through inv.
 //
 // The low-level Server.AddTool is used on purpose: unlike the generic mcp.AddTool it neither
 // validates nor unmarshals the arguments, so they reach Registry.Call as the raw JSON the client
@@ -46,7 +46,7 @@ func newMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, li
 // object. Tool failures are results with isError set, carrying the same JSON object the HTTP API
 // sends, as structured content and as text (for clients that only show text). Only the SDK's own
 // failures (an unknown tool name, a malformed JSON-RPC request) are protocol errors.
-func mcpTool(reg *tools.Registry, info tools.ToolInfo, p tools.Principal, log zerolog.Logger, lim *limiter) (*mcp.Tool, mcp.ToolHandler) {
+func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker) (*mcp.Tool, mcp.ToolHandler) {
 	destructive, openWorld := info.Destructive, false
 	t := &mcp.Tool{
 		Name:        info.Name,
@@ -61,40 +61,25 @@ func mcpTool(reg *tools.Registry, info tools.ToolInfo, p tools.Principal, log ze
 		},
 	}
 	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		started := time.Now()
 		args := req.Params.Arguments
 		if string(args) == "null" {
 			// "arguments" is optional in MCP; some clients spell its absence as null.
 			args = nil
 		}
+		// On /mcp the call takes the HTTP request's id; on stdio the invoker numbers it.
+		var reqID string
+		if info, _ := ctx.Value(logInfoKey).(*logInfo); info != nil {
+			reqID = info.reqID
+		}
 		// A rate-limited call is a tool result like any refused call; MCP has no Retry-After, so the
 		// wait is in the suggestion.
-		pl, _, terr := lim.admit(p)
-		var res *tools.Result
-		if terr == nil {
-			res, terr = reg.Call(ctx, p, info.Name, args)
-			lim.done(pl)
-		}
-		var body []byte
-		if terr == nil {
-			var err error
-			if body, err = res.MarshalJSON(); err != nil {
-				terr = &tools.Error{Type: tools.ErrInternal, Message: "Could not encode the result",
-					Suggestion: "Retry; report it if it persists."}
-			}
-		}
-		ev := log.Info()
-		if terr != nil {
-			body, _ = terr.MarshalJSON()
-			ev = ev.Str("error_type", string(terr.Type))
-		}
-		ev.Str("principal", p.Name).Str("tool", info.Name).Dur("duration", time.Since(started)).Msg("mcp tool call")
+		ans := inv.Invoke(ctx, Call{Principal: p, Tool: info.Name, Args: args, RequestID: reqID, Transport: "mcp"})
 		out := &mcp.CallToolResult{
-			Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
-			StructuredContent: json.RawMessage(body),
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(ans.Body)}},
+			StructuredContent: json.RawMessage(ans.Body),
 		}
-		if terr != nil {
-			out.SetError(terr) // keeps our content; records the error for SDK middleware
+		if ans.Err != nil {
+			out.SetError(ans.Err) // keeps our content; records the error for SDK middleware
 		}
 		return out, nil
 	}

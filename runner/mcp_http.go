@@ -24,9 +24,9 @@ import (
 // interchangeable behind a load balancer and leave no per-client state to expire or hijack.
 // Answers are plain JSON, not SSE streams.
 type mcpHTTP struct {
-	reg      *tools.Registry
+	tools    []tools.ToolInfo
+	inv      *Invoker
 	log      zerolog.Logger
-	lim      *limiter
 	maxBody  int64
 	bodyWait time.Duration
 	stream   *mcp.StreamableHTTPHandler
@@ -37,11 +37,12 @@ type mcpHTTP struct {
 
 type mcpPrincipalKey struct{}
 
-// newMCPHTTP returns the /mcp handler. maxBody caps a JSON-RPC message, like a POST body of the
+// newMCPHTTP returns the /mcp handler offering list and running calls through inv (the HTTP
+// API's, with its per-token limits). maxBody caps a JSON-RPC message, like a POST body of the
 // HTTP API, and bodyWait is the body's read deadline (withBodyDeadline sets it; it is named in
-// the 408); lim applies the API's per-token limits to tool calls (nil: none).
-func newMCPHTTP(reg *tools.Registry, log zerolog.Logger, maxBody int64, bodyWait time.Duration, lim *limiter) *mcpHTTP {
-	m := &mcpHTTP{reg: reg, log: log, lim: lim, maxBody: maxBody, bodyWait: bodyWait, servers: map[string]*mcp.Server{}}
+// the 408).
+func newMCPHTTP(list []tools.ToolInfo, inv *Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration) *mcpHTTP {
+	m := &mcpHTTP{tools: list, inv: inv, log: log, maxBody: maxBody, bodyWait: bodyWait, servers: map[string]*mcp.Server{}}
 	m.stream = mcp.NewStreamableHTTPHandler(m.server, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
@@ -87,7 +88,7 @@ func (m *mcpHTTP) server(r *http.Request) *mcp.Server {
 	defer m.mu.Unlock()
 	s, ok := m.servers[key]
 	if !ok {
-		s = newMCPServer(m.reg, p, m.log, m.lim)
+		s = newMCPServer(m.tools, p, m.log, m.inv)
 		m.servers[key] = s
 	}
 	return s

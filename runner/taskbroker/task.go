@@ -7,21 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/tools"
 )
 
 // Caller runs one tool call; *tools.Registry is the implementation. Every transport is a thin
-// adapter over it.
-type Caller interface {
-	Call(ctx context.Context, p tools.Principal, tool string, rawArgs []byte) (*tools.Result, *tools.Error)
-}
-
-var _ Caller = (*tools.Registry)(nil)
+// adapter over it, through runner.Invoker.
+type Caller = runner.Caller
 
 // Settings is what a node passes to this.startJob("pgtools", settings, itemIndex): the tool's
 // wire name, its arguments and optionally the database. Args is a JSON object, or a string
@@ -167,52 +162,15 @@ func jsonKind(k reflect.Kind) string {
 
 // call runs one task's settings as a tool call and returns the JSON object the node receives:
 // the result (ok) or the error object (not ok), byte for byte what the HTTP API answers (with
-// text_result: a JSON string holding that text).
+// text_result: a JSON string holding that text). The task id is the call's request id.
 func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (body []byte, ok bool) {
-	started := time.Now()
 	tc, terr := parseSettings(raw, c.opts.MaxArgsBytes)
-	tool := tc.tool
-	var res *tools.Result
-	if terr == nil {
-		res, terr = c.callTool(tools.WithMaxResponseBytes(ctx, tc.maxBytes), tool, tc.args)
-	}
-	if terr == nil {
-		var err error
-		if body, err = res.MarshalJSON(); err != nil {
-			terr = &tools.Error{Type: tools.ErrInternal, Message: "Could not encode the result",
-				Suggestion: "Retry; report it if it persists."}
-		}
-	}
-	ev := c.log.Info()
-	if terr != nil {
-		body, _ = terr.MarshalJSON()
-		ev = ev.Str("error_type", string(terr.Type))
-	}
-	if tool != "" {
-		ev = ev.Str("tool", tool)
-	}
-	ev.Str("task_id", taskID).Str("principal", c.opts.Principal.Name).Dur("duration", time.Since(started)).Msg("n8n task")
+	ans := c.inv.Invoke(tools.WithMaxResponseBytes(ctx, tc.maxBytes), runner.Call{Principal: c.opts.Principal,
+		Tool: tc.tool, Args: tc.args, RequestID: taskID, Transport: "n8n", Refused: terr})
+	body = ans.Body
 	if tc.text {
 		// Marshalling a string cannot fail.
 		body, _ = json.Marshal(string(body))
 	}
-	return body, terr == nil
-}
-
-// callTool is Caller.Call that turns a panic into an internal_error: one bad task must not take
-// the process, and with it every other transport, down.
-func (c *Client) callTool(ctx context.Context, tool string, args []byte) (res *tools.Result, terr *tools.Error) {
-	defer func() {
-		if r := recover(); r != nil {
-			// A runtime error names the fault, never a value; anything else is logged by type only.
-			what := fmt.Sprintf("%T", r)
-			if re, ok := r.(runtime.Error); ok {
-				what = re.Error()
-			}
-			c.log.Error().Str("tool", tool).Str("panic", what).Msg("n8n task panicked")
-			res, terr = nil, &tools.Error{Type: tools.ErrInternal, Message: "Internal error while running the tool",
-				Suggestion: "Retry the call; if it fails again, report it to the operator with the time of the call."}
-		}
-	}()
-	return c.opts.Caller.Call(ctx, c.opts.Principal, tool, args)
+	return body, ans.Err == nil
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -86,8 +87,9 @@ type Options struct {
 type Client struct {
 	opts     Options
 	log      zerolog.Logger
-	id       string // runner id, stable across reconnects
-	base     string // for logs: the broker URL without its path
+	inv      *runner.Invoker // runs the tasks' calls: panic recovery, log line, encoding
+	id       string          // runner id, stable across reconnects
+	base     string          // for logs: the broker URL without its path
 	authURL  string
 	wsURL    string
 	dialer   websocket.Dialer
@@ -141,6 +143,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c := &Client{opts: opts, id: "pgtools-" + newID(), base: u.Scheme + "://" + u.Host}
 	c.log = opts.Log.With().Str("component", "n8n-broker").Str("broker", c.base).Str("runner_id", c.id).Logger()
+	c.inv = runner.NewInvoker(opts.Caller, c.log)
 	c.authURL = u.String() + "/auth"
 	ws := *u
 	ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]

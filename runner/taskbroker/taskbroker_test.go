@@ -259,7 +259,7 @@ func TestTasksAnswerLikeHTTP(t *testing.T) {
 	if n := rn.Count(brokertest.IsType("runner:taskrejected")); n != 0 {
 		t.Fatalf("%d tasks rejected", n)
 	}
-	if logs := f.logs.String(); !strings.Contains(logs, `"message":"n8n task"`) || !strings.Contains(logs, `"principal":"n8n-broker"`) {
+	if logs := f.logs.String(); !strings.Contains(logs, `"message":"tool call"`) || !strings.Contains(logs, `"principal":"n8n-broker"`) {
 		t.Fatalf("no task log lines:\n%s", logs)
 	}
 }
