@@ -22,6 +22,18 @@ type gate struct {
 	readOnlyFix, scopeFix, scopeMsg string
 }
 
+// strArg returns a string argument of a validated call, or "". Gates read the arguments as a
+// map, the form they take before a tool's struct is decoded.
+func strArg(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+func boolArg(m map[string]any, key string) bool {
+	b, _ := m[key].(bool)
+	return b
+}
+
 func always(map[string]any) bool { return true }
 
 func modeWrite(args map[string]any) bool { return strArg(args, "mode") == "write" }

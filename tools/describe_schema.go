@@ -61,8 +61,9 @@ func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 	const op = "describe"
 	cc := callContext{readOnly: true, database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
-	if name := strArg(req.args, "table"); name != "" {
-		if sc := strArg(req.args, "schema"); sc != "" {
+	a := req.in.(*describeArgs)
+	if name := a.Table; name != "" {
+		if sc := a.Schema; sc != "" {
 			if parts, ok := splitQualified(name); ok && len(parts) == 1 {
 				name = pgx.Identifier{sc}.Sanitize() + "." + pgx.Identifier{parts[0].name}.Sanitize()
 				if !parts[0].quoted {
@@ -85,7 +86,7 @@ func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
-	schema := strArg(req.args, "schema")
+	schema := a.Schema
 	list := []tableSummary{}
 	for _, r := range snap.rels {
 		if !r.canSelect || r.denied || (schema != "" && r.schema != schema) {

@@ -8,8 +8,9 @@ import (
 // executeSQL runs one agent-written statement. In read mode it runs in a READ ONLY transaction
 // with its rows capped on the server; in write mode it runs guarded like every write.
 func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
-	write := strArg(req.args, "mode") == "write"
-	if e := checkFreeSQL(strArg(req.args, "sql"), !write, req.session != nil); e != nil {
+	a := req.in.(*executeArgs)
+	write := a.Mode == "write"
+	if e := checkFreeSQL(a.SQL, !write, req.session != nil); e != nil {
 		return nil, e
 	}
 	if write {
@@ -19,12 +20,13 @@ func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
 }
 
 func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
-	params, perr := paramList(req.args["params"])
+	a := req.in.(*executeArgs)
+	params, perr := paramList(a.Params.v)
 	if perr != nil {
 		return nil, perr
 	}
 	limit := req.db.Policy.DefaultLimit
-	rs, err := runReadOn(ctx, req.db, sess, readStmt{sql: strArg(req.args, "sql"), params: params, maxRows: limit + 1, maxBytes: req.maxBytes})
+	rs, err := runReadOn(ctx, req.db, sess, readStmt{sql: a.SQL, params: params, maxRows: limit + 1, maxBytes: req.maxBytes})
 	if err != nil {
 		if errors.Is(err, errTxEscaped) {
 			return nil, &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, …) are not allowed in execute_sql; the read ran in its own READ ONLY transaction and was rolled back",
@@ -42,13 +44,14 @@ func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Er
 // transaction) and rolled back unless the policy and the token allow it.
 func executeWrite(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
 	const op = "execute"
-	sql := strArg(req.args, "sql")
-	params, perr := paramList(req.args["params"])
+	a := req.in.(*executeArgs)
+	sql := a.SQL
+	params, perr := paramList(a.Params.v)
 	if perr != nil {
 		return nil, perr
 	}
 	st := writeStmt{op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
-		free: true, confirm: boolArg(req.args, "confirm_destructive"), allowDDL: req.allowDDL,
+		free: true, confirm: a.ConfirmDestructive, allowDDL: req.allowDDL,
 		maxAffected: req.db.Policy.MaxAffectedRows}
 	out, err := runWriteOn(ctx, req.db, sess, st)
 	if err != nil {

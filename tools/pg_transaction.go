@@ -26,15 +26,14 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 		return nil, lerr
 	}
 	defer release()
-	raw, _ := req.args["operations"].([]any)
-	stmts := make([]writeStmt, len(raw))
-	for i, o := range raw {
-		m, _ := o.(map[string]any)
-		sql := strArg(m, "sql")
+	ops := req.in.(*batchArgs).Operations
+	stmts := make([]writeStmt, len(ops))
+	for i, o := range ops {
+		sql := o.SQL
 		if e := checkFreeSQL(sql, false, false); e != nil {
 			return nil, failedAt(i, e)
 		}
-		params, perr := paramList(m["params"])
+		params, perr := paramList(o.Params.v)
 		if perr != nil {
 			return nil, failedAt(i, perr)
 		}

@@ -121,7 +121,8 @@ type request struct {
 	db        *Database
 	session   *Session       // the session session_id names, locked for the call (nil: stateless)
 	allowDDL  bool           // the database allows DDL and the principal has the ddl scope
-	args      map[string]any // validated arguments, numbers as json.Number
+	args      map[string]any // validated arguments, numbers as json.Number (for policy, masking and audit)
+	in        any            // the same arguments decoded into the tool's struct (*selectArgs, …)
 	started   time.Time
 	maxBytes  int // response byte cap: the database's, lowered by the principal's and the call's
 }
@@ -277,6 +278,10 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	if e := nulError(m, ""); e != nil {
 		return nil, e
 	}
+	in, derr := argDecoders[tool](rawArgs)
+	if derr != nil {
+		return nil, argsError(derr, m)
+	}
 	// Route once: the session session_id names fixes the database; every gate then applies to it.
 	var sess *Session
 	db, sess, err = r.route(ctx, p, tool, m)
@@ -287,7 +292,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		defer r.sessions.Release(sess)
 	}
 	routed = p.mayUse(db.Name)
-	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, started: started,
+	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, in: in, started: started,
 		maxBytes: responseCap(ctx, p, db)}
 	if err = r.authorize(req, tool); err != nil {
 		return nil, err

@@ -2,37 +2,12 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
-
-// strArg returns a string argument, or "".
-func strArg(m map[string]any, key string) string {
-	s, _ := m[key].(string)
-	return s
-}
-
-// intArg returns an integer argument (validated by the schema), or def when absent.
-func intArg(m map[string]any, key string, def int64) int64 {
-	n, ok := m[key].(json.Number)
-	if !ok {
-		return def
-	}
-	v, err := strconv.ParseInt(string(n), 10, 64)
-	if err != nil {
-		return def
-	}
-	return v
-}
-
-func boolArg(m map[string]any, key string) bool {
-	b, _ := m[key].(bool)
-	return b
-}
 
 // sessionsUnavailable answers calls naming a session on a registry without a session manager.
 func sessionsUnavailable(op string) *Error {
@@ -41,9 +16,9 @@ func sessionsUnavailable(op string) *Error {
 }
 
 // rowLimit checks the limit argument against the policy.
-func rowLimit(req *request) (int, *Error) {
+func rowLimit(req *request, arg count) (int, *Error) {
 	p := req.db.Policy
-	limit := intArg(req.args, "limit", int64(p.DefaultLimit))
+	limit := arg.or(int64(p.DefaultLimit))
 	if limit > int64(p.MaxLimit) {
 		return 0, errorf(ErrInvalidArguments, fmt.Sprintf("Use a limit of at most %d and page with offset.", p.MaxLimit),
 			"Invalid arguments: limit %d exceeds the hard cap of %d rows", limit, p.MaxLimit)
@@ -58,16 +33,17 @@ func selectQuery(ctx context.Context, req *request) (*Result, *Error) {
 
 func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
 	const op = "select"
-	limit, lerr := rowLimit(req)
+	a := req.in.(*selectArgs)
+	limit, lerr := rowLimit(req, a.Limit)
 	if lerr != nil {
 		return nil, lerr
 	}
-	params, perr := paramList(req.args["params"])
+	params, perr := paramList(a.Params.v)
 	if perr != nil {
 		return nil, perr
 	}
 	cc := callContext{readOnly: true, database: req.db.Name}
-	rel, err := req.db.resolveTable(ctx, strArg(req.args, "table"))
+	rel, err := req.db.resolveTable(ctx, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, !req.db.Policy.ShowErrorValues), op, "")
 	}
@@ -75,7 +51,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 
 	var sb strings.Builder
 	sb.WriteString("SELECT ")
-	cols := listArg(req.args["columns"])
+	cols := a.Columns.names()
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
 		sb.WriteString("*")
 	} else {
@@ -95,13 +71,13 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 	}
 	sb.WriteString(" FROM ")
 	sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
-	if where := strings.TrimSpace(strArg(req.args, "where")); where != "" {
+	if where := strings.TrimSpace(a.Where); where != "" {
 		// The newlines keep a trailing "--" comment in where from swallowing the closing parenthesis.
 		sb.WriteString(" WHERE (\n")
 		sb.WriteString(where)
 		sb.WriteString("\n)")
 	}
-	if ob := trimPgSpace(strArg(req.args, "order_by")); ob != "" {
+	if ob := trimPgSpace(a.OrderBy); ob != "" {
 		clause, oerr := orderBy(rel, ob)
 		if oerr != nil {
 			return nil, withOp(oerr, op, table)
@@ -111,7 +87,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 	}
 	sb.WriteString(" LIMIT ")
 	sb.WriteString(strconv.Itoa(limit + 1))
-	offset := intArg(req.args, "offset", 0)
+	offset := a.Offset.or(0)
 	if offset > 0 {
 		sb.WriteString(" OFFSET ")
 		sb.WriteString(strconv.FormatInt(offset, 10))

@@ -276,8 +276,8 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 	if req.sessions == nil {
 		return nil, sessionsUnavailable(op)
 	}
-	action := strArg(req.args, "action")
-	id := strArg(req.args, "session_id")
+	a := req.in.(*txArgs)
+	action, id := a.Action, a.SessionID
 	// These rules live here rather than in the schema: a schema that combines alternatives at its
 	// top level (if/then, oneOf) is flattened or refused by several agent frameworks.
 	switch action {
@@ -289,14 +289,14 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 	}
 	switch action {
 	case "savepoint", "release", "rollback_to":
-		if strArg(req.args, "name") == "" {
+		if a.Name == "" {
 			return nil, errorf(ErrInvalidArguments, fmt.Sprintf(`Name the savepoint, e.g. {"action":"%s","session_id":"%s","name":"before_update"}.`, action, id),
 				"Invalid arguments: name is required for action %q", action)
 		}
 	}
 	switch action {
 	case "begin":
-		opts := TxOptions{Isolation: strArg(req.args, "isolation_level"), ReadOnly: boolArg(req.args, "read_only")}
+		opts := TxOptions{Isolation: a.IsolationLevel, ReadOnly: a.ReadOnly}
 		s, e := req.sessions.Begin(ctx, req.principal, req.db, opts)
 		if e != nil {
 			return nil, e
@@ -346,7 +346,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 		return &Result{Operation: op, Action: action, SessionID: s.ID, Status: status,
 			Hint: fmt.Sprintf("Session %s is %s and closed.", s.ID, strings.ReplaceAll(status, "_", " "))}, nil
 	default: // savepoint, release, rollback_to
-		name := strArg(req.args, "name")
+		name := a.Name
 		if strings.HasPrefix(strings.ToLower(name), "pgtools_") {
 			return nil, errorf(ErrInvalidArguments, "Choose a savepoint name that does not start with pgtools_.", "Invalid arguments: savepoint names starting with pgtools_ are reserved")
 		}

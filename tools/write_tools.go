@@ -35,8 +35,8 @@ func intentExample(tool string, args map[string]any) string {
 }
 
 // returningClause resolves the returning argument (default all columns).
-func returningClause(rel *relation, v any) (string, *Error) {
-	cols := listArg(v)
+func returningClause(rel *relation, returning nameList) (string, *Error) {
+	cols := returning.names()
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
 		return " RETURNING *", nil
 	}
@@ -120,8 +120,8 @@ func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int)
 func insertData(ctx context.Context, req *request) (*Result, *Error) {
 	// Checked here rather than by a top-level oneOf in the schema, which several agent frameworks
 	// flatten or refuse.
-	_, hasRow := req.args["row"]
-	_, hasRows := req.args["rows"]
+	a := req.in.(*insertArgs)
+	hasRow, hasRows := a.Row != nil, a.Rows != nil
 	if hasRow == hasRows {
 		what := "neither row nor rows"
 		if hasRow {
@@ -130,26 +130,21 @@ func insertData(ctx context.Context, req *request) (*Result, *Error) {
 		return nil, &Error{Operation: "insert", Type: ErrInvalidArguments, Message: "Invalid arguments: give exactly one of row and rows, not " + what,
 			Suggestion: `Insert one row with "row": {"name": "Ann"}, or several with "rows": [{"name": "Ann"}, {"name": "Bob"}].`}
 	}
-	return insertOn(ctx, req, req.session)
+	return insertOn(ctx, req, a, req.session)
 }
 
-func insertOn(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
+func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (*Result, *Error) {
 	const op = "insert"
 	cc := callContext{database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
-	rel, err := req.db.resolveTable(ctx, strArg(req.args, "table"))
+	rel, err := req.db.resolveTable(ctx, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
 	table := rel.display()
-	var rows []map[string]any
-	if one, ok := req.args["row"].(map[string]any); ok {
-		rows = []map[string]any{one}
-	} else if many, ok := req.args["rows"].([]any); ok {
-		for _, r := range many {
-			m, _ := r.(map[string]any)
-			rows = append(rows, m)
-		}
+	rows := a.Rows
+	if a.Row != nil {
+		rows = []map[string]any{a.Row}
 	}
 	keySet := map[string]bool{}
 	for _, r := range rows {
@@ -212,19 +207,19 @@ func insertOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 			sb.WriteByte(')')
 		}
 	}
-	if oc, ok := req.args["on_conflict"].(map[string]any); ok {
-		clause, oerr := onConflict(rel, oc, cols)
+	if a.OnConflict != nil {
+		clause, oerr := onConflict(rel, a.OnConflict, cols)
 		if oerr != nil {
 			return nil, withOp(oerr, op, table)
 		}
 		sb.WriteString(clause)
 	}
-	return runDML(ctx, req, sess, op, rel, &sb, params, oids, 0)
+	return runDML(ctx, req, sess, op, rel, &sb, params, oids, a.Returning, false, 0)
 }
 
 // onConflict builds ON CONFLICT (cols) DO NOTHING | DO UPDATE SET c = EXCLUDED.c, ….
-func onConflict(rel *relation, oc map[string]any, inserted []int) (string, *Error) {
-	target := listArg(oc["columns"])
+func onConflict(rel *relation, oc *conflictArgs, inserted []int) (string, *Error) {
+	target := oc.Columns.names()
 	if len(target) == 0 {
 		return "", errorf(ErrInvalidArguments, `Name the unique columns, e.g. "on_conflict": {"columns": ["email"], "action": "update"}.`,
 			"Invalid arguments: on_conflict.columns is empty")
@@ -238,11 +233,11 @@ func onConflict(rel *relation, oc map[string]any, inserted []int) (string, *Erro
 		names[i] = pgx.Identifier{rel.columns[c]}.Sanitize()
 	}
 	clause := " ON CONFLICT (" + strings.Join(names, ", ") + ")"
-	if strArg(oc, "action") != "update" {
+	if oc.Action != "update" {
 		return clause + " DO NOTHING", nil
 	}
 	var ucols []int
-	if list := listArg(oc["update_columns"]); len(list) > 0 {
+	if list := oc.UpdateColumns.names(); len(list) > 0 {
 		if ucols, err = columnSet(rel, list, "on_conflict.update_columns"); err != nil {
 			return "", err
 		}
@@ -275,9 +270,9 @@ func containsInt(s []int, v int) bool {
 }
 
 // affectedCap is the policy's max_affected_rows, lowered (never raised) by the call's own.
-func affectedCap(req *request) int {
+func affectedCap(req *request, arg count) int {
 	capN := req.db.Policy.MaxAffectedRows
-	if n := intArg(req.args, "max_affected_rows", 0); n > 0 && n < int64(capN) {
+	if n := arg.or(0); n > 0 && n < int64(capN) {
 		capN = int(n)
 	}
 	return capN
@@ -294,27 +289,27 @@ func deleteData(ctx context.Context, req *request) (*Result, *Error) {
 }
 
 func changeRows(ctx context.Context, req *request, op string) (*Result, *Error) {
-	return changeRowsOn(ctx, req, op, req.session)
+	return changeRowsOn(ctx, req, op, req.in.(*changeArgs), req.session)
 }
 
-func changeRowsOn(ctx context.Context, req *request, op string, sess *Session) (*Result, *Error) {
-	where := strings.TrimSpace(strArg(req.args, "where"))
+func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, sess *Session) (*Result, *Error) {
+	where := strings.TrimSpace(a.Where)
 	if where == "" {
 		return nil, &Error{Operation: op, Type: ErrInvalidArguments, Message: "Invalid arguments: where must not be empty",
 			Suggestion: fmt.Sprintf(`Give a where that selects the rows to %s, e.g. "id = $1" with params [42]. To really %s every row, say so: where "true" (still capped by max_affected_rows).`, op, op)}
 	}
 	cc := callContext{database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
-	params, perr := paramList(req.args["params"])
+	params, perr := paramList(a.Params.v)
 	if perr != nil {
 		return nil, withOp(perr, op, "")
 	}
-	rel, err := req.db.resolveTable(ctx, strArg(req.args, "table"))
+	rel, err := req.db.resolveTable(ctx, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
 	table := rel.display()
-	if boolArg(req.args, "dry_run") {
+	if a.DryRun {
 		if e := dryRunCheck(ctx, req, sess, rel, where, params); e != nil {
 			return nil, withOp(e, op, table)
 		}
@@ -322,7 +317,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, sess *Session) (
 	oids := make([]uint32, len(params))
 	var sb strings.Builder
 	if op == "update" {
-		set, _ := req.args["set"].(map[string]any)
+		set := a.Set
 		keys := make([]string, 0, len(set))
 		for k := range set {
 			keys = append(keys, k)
@@ -352,7 +347,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, sess *Session) (
 	sb.WriteString(" WHERE (\n")
 	sb.WriteString(where)
 	sb.WriteString("\n)")
-	return runDML(ctx, req, sess, op, rel, &sb, params, oids, affectedCap(req))
+	return runDML(ctx, req, sess, op, rel, &sb, params, oids, a.Returning, a.DryRun, affectedCap(req, a.MaxAffectedRows))
 }
 
 // dryRunCheck evaluates where in a READ ONLY transaction before a dry run executes the change and
@@ -375,14 +370,13 @@ func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation
 // runDML finishes a generated INSERT, UPDATE or DELETE in sb with its RETURNING clause, runs it
 // (in the session, if any, else in its own transaction) and answers. maxAffected caps the rows
 // it may change (0: no cap); a dry run reports the count, previews rows and rolls back.
-func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, maxAffected int) (*Result, *Error) {
+func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, returning nameList, dry bool, maxAffected int) (*Result, *Error) {
 	table := rel.display()
-	ret, rerr := returningClause(rel, req.args["returning"])
+	ret, rerr := returningClause(rel, returning)
 	if rerr != nil {
 		return nil, withOp(rerr, op, table)
 	}
 	sb.WriteString(ret)
-	dry := boolArg(req.args, "dry_run")
 	st := writeStmt{op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
 		keepRows: req.db.Policy.MaxLimit, maxBytes: req.maxBytes, dryRun: dry, maxAffected: maxAffected}
 	if dry {
