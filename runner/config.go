@@ -3,18 +3,44 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/pgtools/pgtools/runner/session"
 	"github.com/pgtools/pgtools/tools"
+)
+
+// Defaults of Config, in one place: Config.withDefaults applies them during Validate, the
+// transports read them for their own options, and schemas/config.schema.json states the same
+// values as "default"s (TestSchemaDefaultsMatchGo compares the two). Policy fields take
+// tools.Policy.WithDefaults; session defaults are the session package's.
+const (
+	// DefaultListen is Config.Listen when unset.
+	DefaultListen = "127.0.0.1:8080"
+	// DefaultMaxBodyBytes is Config.MaxBodyBytes when unset: 1 MiB.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxSessions is Config.MaxSessions when unset.
+	DefaultMaxSessions = session.DefaultMaxSessions
+	// DefaultMaxTransactions is Config.MaxTransactions when unset.
+	DefaultMaxTransactions = 10
+	// DefaultSessionTTL is Config.SessionTTL when unset.
+	DefaultSessionTTL = session.DefaultTTL
+	// DefaultShutdownGrace is Config.ShutdownGrace when unset.
+	DefaultShutdownGrace = 10 * time.Second
+	// DefaultMaxConns is DatabaseConfig.MaxConns when unset.
+	DefaultMaxConns = 10
+	// DefaultLogLevel is Config.LogLevel when unset.
+	DefaultLogLevel = "info"
 )
 
 // Config is the runner's whole configuration, from a config file (schemas/config.schema.json),
 // environment and flags. Build it with LoadConfigFile and the caller's overrides, then call
-// Validate once; the zero value of a field means its default.
+// Validate once, which fills the defaults (see withDefaults); the zero value of a field means
+// its default.
 type Config struct {
 	// Listen is the HTTP listen address (default "127.0.0.1:8080"). Without tokens it must be a
 	// loopback address.
@@ -26,7 +52,7 @@ type Config struct {
 	Tokens []Token
 	// Databases are the configured databases by name; tools default to "default".
 	Databases map[string]DatabaseConfig
-	// MaxBodyBytes caps a request body (default 1 MiB).
+	// MaxBodyBytes caps a request body, in bytes (default 1 MiB).
 	MaxBodyBytes int64
 	// Limits are the per-token call limits (default: none).
 	Limits Limits
@@ -34,7 +60,7 @@ type Config struct {
 	LogLevel string
 	// AuditLog is the audit log path, "-" for stderr, "" for none.
 	AuditLog string
-	// MaxSessions caps open pg_tx sessions (default 10).
+	// MaxSessions caps open pg_tx sessions (default 10 sessions).
 	MaxSessions int
 	// MaxSessionsPerPrincipal caps the sessions one principal may hold, read-only ones included
 	// (default: see ConnLimits).
@@ -49,7 +75,7 @@ type Config struct {
 	// principal) that share the session and transaction limits: 1 when serve joins n8n brokers.
 	// The command sets it; it only changes the per-principal defaults.
 	ExtraPrincipals int
-	// SessionTTL is a session's idle lifetime (default 30 minutes).
+	// SessionTTL is a session's idle lifetime (default 30 minutes; the file gives seconds).
 	SessionTTL time.Duration
 	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while requests are still served
 	// (default 0).
@@ -81,9 +107,10 @@ type DatabaseConfig struct {
 	URL string
 	// Password, when set, replaces the password in URL (from password_file).
 	Password string
-	// MaxConns is the stateless pool size (default 10).
+	// MaxConns is the stateless pool size, in connections (default 10).
 	MaxConns int32
-	// Policy is what the operator allows on this database.
+	// Policy is what the operator allows on this database; Validate fills its defaults with
+	// tools.Policy.WithDefaults.
 	Policy tools.Policy
 	// Origin says where URL came from ("config file", "env DATABASE_URL", "--database-url"), for
 	// check-config and messages.
@@ -331,21 +358,55 @@ func ParseTokens(specs []string, startIndex int) ([]Token, error) {
 	return out, nil
 }
 
-// Validate checks the settings that span fields or sources (file, environment, flags), fills
-// defaults, and reports every problem at once as a *ConfigError.
-func (c *Config) Validate() error {
+// withDefaults returns c with every unset field at its default: the Default* constants above,
+// a burst of RatePerSecond rounded up (at least 1) when a rate is set, and every database's
+// policy through tools.Policy.WithDefaults. The per-principal shares depend on
+// ExtraPrincipals, which the command may set after Validate, so ConnLimits derives them. The
+// databases map is copied, so c's is never changed.
+func (c Config) withDefaults() Config {
 	if c.Listen == "" {
-		c.Listen = "127.0.0.1:8080"
+		c.Listen = DefaultListen
 	}
 	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = 1 << 20
+		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if !c.ShutdownGraceSet && c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = 10 * time.Second
+		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	if c.Limits.RatePerSecond > 0 && c.Limits.Burst <= 0 {
-		c.Limits.Burst = max(1, int(c.Limits.RatePerSecond+0.999999))
+		c.Limits.Burst = max(1, int(math.Ceil(c.Limits.RatePerSecond)))
 	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxTransactions <= 0 {
+		c.MaxTransactions = DefaultMaxTransactions
+	}
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = DefaultLogLevel
+	}
+	dbs := make(map[string]DatabaseConfig, len(c.Databases))
+	for name, d := range c.Databases {
+		if d.MaxConns <= 0 {
+			d.MaxConns = DefaultMaxConns
+		}
+		d.Policy = d.Policy.WithDefaults()
+		dbs[name] = d
+	}
+	c.Databases = dbs
+	return c
+}
+
+// Validate checks the settings that span fields or sources (file, environment, flags), fills
+// the defaults (withDefaults), and reports every problem at once as a *ConfigError.
+func (c *Config) Validate() error {
+	// The policies are checked as given: their defaults would hide a default_limit above
+	// max_limit by clipping it.
+	given := c.Databases
+	*c = c.withDefaults()
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	if len(c.Databases) == 0 {
@@ -367,8 +428,8 @@ func (c *Config) Validate() error {
 	if c.Limits.Burst > 0 && c.Limits.RatePerSecond <= 0 {
 		add("limits.burst: has no effect without limits.rate_per_second; set both, or remove burst")
 	}
-	for _, name := range sortedKeys(c.Databases) {
-		d := c.Databases[name]
+	for _, name := range sortedKeys(given) {
+		d := given[name]
 		where := "databases." + name + ".url"
 		if d.Origin != "" && d.Origin != "config file" {
 			where = "databases." + name + " (" + d.Origin + ")"

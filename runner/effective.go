@@ -8,8 +8,8 @@ import (
 // redacted stands in for every secret pgtools prints.
 const redacted = "[REDACTED]"
 
-// EffectiveJSON renders a validated configuration as pgtools check-config prints it: the config
-// file's keys with every default filled in and where each token and database came from. Secrets
+// EffectiveJSON renders a validated configuration (Validate filled its defaults) as pgtools
+// check-config prints it: the config file's keys with every default and where each token and database came from. Secrets
 // never appear: tokens are "[REDACTED]", and a connection string is shown as its host, port,
 // database, user and effective TLS mode, its password as "[REDACTED]" (or "none"). null means
 // "no limit" or "none".
@@ -74,12 +74,6 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 	if c.AuditLog != "" {
 		e.AuditLog = &c.AuditLog
 	}
-	if e.LogLevel == "" {
-		e.LogLevel = "info"
-	}
-	if e.Sessions.TTLSeconds <= 0 {
-		e.Sessions.TTLSeconds = 1800
-	}
 	if l := c.Limits; l.RatePerSecond > 0 {
 		e.Limits.RatePerSecond, e.Limits.Burst = &l.RatePerSecond, &l.Burst
 	}
@@ -102,12 +96,8 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := d.Policy.WithDefaults()
-		maxConns := d.MaxConns
-		if maxConns <= 0 {
-			maxConns = 10
-		}
-		e.Databases[name] = database{URL: redacted, Connection: summary, Source: orDefault(d.Origin, "config"), MaxConns: maxConns,
+		p := d.Policy
+		e.Databases[name] = database{URL: redacted, Connection: summary, Source: orDefault(d.Origin, "config"), MaxConns: d.MaxConns,
 			Policy: policyFile{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: orEmpty(p.AllowedSchemas),
 				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), DefaultLimit: p.DefaultLimit,
 				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, StatementTimeoutMS: p.StatementTimeout.Milliseconds(),

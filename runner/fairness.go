@@ -31,18 +31,13 @@ func (c *Config) Principals() int {
 	return max(1, len(c.Tokens)) + c.ExtraPrincipals
 }
 
-// ConnLimits returns the configured limits with their defaults: 10 sessions and 10
-// pg_transaction calls at once; a principal's share is all of them when only one principal can
-// exist (open loopback access or a single token, and no n8n broker), else half, at least 1.
+// ConnLimits returns the configured limits with their defaults (withDefaults: 10 sessions and
+// 10 pg_transaction calls at once); a principal's share is all of them when only one principal
+// can exist (open loopback access or a single token, and no n8n broker), else half, at least 1.
 func (c *Config) ConnLimits() ConnLimits {
-	l := ConnLimits{MaxSessions: c.MaxSessions, MaxSessionsPerPrincipal: c.MaxSessionsPerPrincipal,
-		MaxTransactions: c.MaxTransactions, MaxTransactionsPerPrincipal: c.MaxTransactionsPerPrincipal}
-	if l.MaxSessions <= 0 {
-		l.MaxSessions = 10
-	}
-	if l.MaxTransactions <= 0 {
-		l.MaxTransactions = 10
-	}
+	d := c.withDefaults()
+	l := ConnLimits{MaxSessions: d.MaxSessions, MaxSessionsPerPrincipal: d.MaxSessionsPerPrincipal,
+		MaxTransactions: d.MaxTransactions, MaxTransactionsPerPrincipal: d.MaxTransactionsPerPrincipal}
 	if l.MaxSessionsPerPrincipal <= 0 {
 		l.MaxSessionsPerPrincipal = share(l.MaxSessions, c.Principals())
 	}

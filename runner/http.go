@@ -55,7 +55,7 @@ type HandlerOptions struct {
 	Tokens []Token
 	// Log receives the access log, one line per request.
 	Log zerolog.Logger
-	// MaxBodyBytes caps a request body (default 1 MiB).
+	// MaxBodyBytes caps a request body, in bytes (default DefaultMaxBodyBytes, 1 MiB).
 	MaxBodyBytes int64
 	// BodyReadTimeout bounds the time a client takes to send a request body after its headers
 	// (default DefaultBodyReadTimeout, 10 s); a slower body is answered 408.
@@ -88,7 +88,7 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	h := &handler{reg: reg, auth: newAuthenticator(opts.Tokens), log: opts.Log, maxBody: opts.MaxBodyBytes,
 		health: opts.Health, metrics: opts.Metrics}
 	if h.maxBody <= 0 {
-		h.maxBody = 1 << 20
+		h.maxBody = DefaultMaxBodyBytes
 	}
 	if h.bodyWait = opts.BodyReadTimeout; h.bodyWait <= 0 {
 		h.bodyWait = DefaultBodyReadTimeout

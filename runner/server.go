@@ -17,7 +17,7 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
-// OpenDatabases builds a pool per configured database. Pools connect lazily, so the runner starts
+// OpenDatabases builds a pool per configured database of cfg (validated, so defaults are filled). Pools connect lazily, so the runner starts
 // even when a database is down. closeAll releases them all.
 func OpenDatabases(ctx context.Context, cfg *Config) (dbs []*tools.Database, closeAll func(), err error) {
 	var pools []*pgxpool.Pool
@@ -28,11 +28,7 @@ func OpenDatabases(ctx context.Context, cfg *Config) (dbs []*tools.Database, clo
 	}
 	for _, name := range sortedKeys(cfg.Databases) {
 		d := cfg.Databases[name]
-		maxConns := d.MaxConns
-		if maxConns <= 0 {
-			maxConns = 10
-		}
-		pcfg, err := tools.PoolConfig(d.URL, d.Policy, maxConns)
+		pcfg, err := tools.PoolConfig(d.URL, d.Policy, d.MaxConns)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("database %q: %w", name, err)

@@ -19,6 +19,14 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
+// Defaults of Config, also the defaults of the runner's configuration (runner.Config).
+const (
+	// DefaultMaxSessions is Config.MaxSessions when unset.
+	DefaultMaxSessions = 10
+	// DefaultTTL is Config.TTL when unset.
+	DefaultTTL = 30 * time.Minute
+)
+
 // Config is the manager's configuration. Zero fields take their defaults.
 type Config struct {
 	// MaxSessions caps open sessions across all principals (default 10).
@@ -61,13 +69,13 @@ var _ tools.SessionStore = (*Manager)(nil)
 // New returns a manager. Run its Run method to expire idle sessions.
 func New(cfg Config) *Manager {
 	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = 10
+		cfg.MaxSessions = DefaultMaxSessions
 	}
 	if cfg.MaxPerPrincipal <= 0 || cfg.MaxPerPrincipal > cfg.MaxSessions {
 		cfg.MaxPerPrincipal = cfg.MaxSessions
 	}
 	if cfg.TTL <= 0 {
-		cfg.TTL = 30 * time.Minute
+		cfg.TTL = DefaultTTL
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now

@@ -60,7 +60,8 @@ type Options struct {
 	// Concurrency caps the tasks this client runs at once, which is also the number of offers it
 	// keeps outstanding (default 10).
 	Concurrency int
-	// MaxArgsBytes caps a task's args, like the HTTP API's body limit (default 1 MiB).
+	// MaxArgsBytes caps a task's args, like the HTTP API's body limit (default
+	// runner.DefaultMaxBodyBytes, 1 MiB).
 	MaxArgsBytes int64
 	// MaxMessageBytes caps one message from the broker (default 64 MiB); a larger one ends the
 	// connection.
@@ -118,7 +119,7 @@ func New(opts Options) (*Client, error) {
 		opts.Concurrency = 10
 	}
 	if opts.MaxArgsBytes <= 0 {
-		opts.MaxArgsBytes = 1 << 20
+		opts.MaxArgsBytes = runner.DefaultMaxBodyBytes
 	}
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = 64 << 20
