@@ -199,16 +199,7 @@ func TestDockerCompose(t *testing.T) {
 			t.Errorf("examples/.env.example lacks %s", v)
 		}
 	}
-
-	// n8n gets the community package this repository publishes.
-	var pkg struct{ Name string }
-	if b, err := os.ReadFile("../../package.json"); err == nil && json.Unmarshal(b, &pkg) == nil && pkg.Name != "" {
-		n8n := c.Services["n8n"]
-		df, _ := os.ReadFile(filepath.Join(examplesDir, n8n.Build.Context, "Dockerfile"))
-		if !strings.Contains(string(df), "npm install") || !strings.Contains(string(df), pkg.Name+"@") {
-			t.Errorf("the n8n image does not install %s:\n%s", pkg.Name, df)
-		}
-	}
+	// The n8n image's package: TestComposeN8nPackage.
 }
 
 // TestDockerfile checks the Dockerfile's promises: a multi-stage build of a static binary with the
