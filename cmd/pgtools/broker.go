@@ -23,9 +23,11 @@ type brokerFlags struct {
 	urls      multiFlag
 	tokenFile string
 	principal string
+	getenv    func(key string) string // the environment (os.Getenv in main)
 }
 
-func (f *brokerFlags) register(fs *flag.FlagSet) {
+func (f *brokerFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+	f.getenv = getenv
 	fs.Var(&f.urls, "n8n-broker", "n8n task broker to join as an external task runner of type pgtools, e.g. http://127.0.0.1:5679 (repeatable: one per n8n process); env PGTOOLS_N8N_BROKERS=\"url1,url2\"")
 	fs.StringVar(&f.tokenFile, "n8n-broker-token-file", "", "file holding the brokers' auth token, the N8N_RUNNERS_AUTH_TOKEN n8n runs with (default: env N8N_RUNNERS_AUTH_TOKEN)")
 	fs.StringVar(&f.principal, "n8n-principal", "n8n-broker", "principal that broker tasks run as, with scopes read,write; it owns the sessions they open")
@@ -44,7 +46,7 @@ type brokerConfig struct {
 func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
 	urls := []string(f.urls)
 	if len(urls) == 0 {
-		for _, u := range strings.Split(os.Getenv("PGTOOLS_N8N_BROKERS"), ",") {
+		for _, u := range strings.Split(f.getenv("PGTOOLS_N8N_BROKERS"), ",") {
 			if u = strings.TrimSpace(u); u != "" {
 				urls = append(urls, u)
 			}
@@ -61,7 +63,7 @@ func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
 			return brokerConfig{}, fmt.Errorf("n8n broker %s is listed twice", u)
 		}
 	}
-	token := os.Getenv("N8N_RUNNERS_AUTH_TOKEN")
+	token := f.getenv("N8N_RUNNERS_AUTH_TOKEN")
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {

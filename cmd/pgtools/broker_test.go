@@ -35,7 +35,7 @@ func TestServeJoinsSeveralBrokers(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--database-url", dsn, "--listen", "127.0.0.1:0",
-			"--n8n-broker", b1.URL, "--n8n-broker", b2.URL, "--n8n-broker-token-file", tokenFile, "--n8n-principal", "n8n-test"}, &stdout, &stderr)
+			"--n8n-broker", b1.URL, "--n8n-broker", b2.URL, "--n8n-broker-token-file", tokenFile, "--n8n-principal", "n8n-test"}, &stdout, &stderr, envOf(nil))
 	}()
 	waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
 
@@ -56,10 +56,9 @@ func TestServeJoinsSeveralBrokers(t *testing.T) {
 }
 
 func TestServeRefusesBadBrokerConfig(t *testing.T) {
-	t.Setenv("DATABASE_URL", "postgres://u@127.0.0.1/db")
-	t.Setenv("PGTOOLS_TOKENS", "")
-	t.Setenv("N8N_RUNNERS_AUTH_TOKEN", "")
-	t.Setenv("PGTOOLS_N8N_BROKERS", "")
+	t.Parallel()
+	env := map[string]string{}
+	env["DATABASE_URL"] = "postgres://u@127.0.0.1/db"
 	cases := []struct {
 		env  map[string]string
 		args []string
@@ -74,15 +73,15 @@ func TestServeRefusesBadBrokerConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		for k, v := range c.env {
-			t.Setenv(k, v)
+			env[k] = v
 		}
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), append([]string{"serve"}, c.args...), &out, &errOut)
+		code := run(context.Background(), append([]string{"serve"}, c.args...), &out, &errOut, envOf(env))
 		if code != 2 || !strings.Contains(errOut.String(), c.want) {
 			t.Errorf("%v %v: exit %d, stderr %q, want %q", c.env, c.args, code, errOut.String(), c.want)
 		}
 		for k := range c.env {
-			t.Setenv(k, "")
+			delete(env, k)
 		}
 	}
 }

@@ -11,12 +11,14 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/pgtools/pgtools/runner"
 )
 
-func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("url", firstNonEmpty(os.Getenv("PGTOOLS_URL"), "http://127.0.0.1:8080"), "runner URL; env PGTOOLS_URL")
+	url := fs.String("url", firstNonEmpty(getenv("PGTOOLS_URL"), "http://"+runner.DefaultListen), "runner URL; env PGTOOLS_URL")
 	token := fs.String("token", "", "API token; env PGTOOLS_TOKEN")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the answer")
 	fs.Usage = func() {
@@ -58,7 +60,7 @@ Flags:
 		fmt.Fprintln(stderr, "pgtools call: the arguments are not valid JSON; quote them for the shell, e.g. '{\"table\":\"orders\"}'")
 		return 2
 	}
-	tok := firstNonEmpty(*token, os.Getenv("PGTOOLS_TOKEN"))
+	tok := firstNonEmpty(*token, getenv("PGTOOLS_TOKEN"))
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*url, "/")+"/v1/tools/"+tool, bytes.NewReader(body))

@@ -11,15 +11,17 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/pgtools/pgtools/runner"
 )
 
 // cmdCheckConfig validates what serve would run with (config file, environment and flags) and
 // prints the effective configuration with every secret redacted.
-func cmdCheckConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdCheckConfig(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f serveFlags
-	f.register(fs)
+	f.register(fs, getenv)
 	noSecrets := fs.Bool("no-secrets", false, "check the config file's structure without reading the files it names for secrets and TLS (token_file, password_file, url_file, sslrootcert, sslcert, sslkey): placeholders stand in, e.g. in CI where they are not mounted")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: pgtools check-config [--no-secrets] [--config FILE] [serve flags]
@@ -65,7 +67,7 @@ Flags:
 		fmt.Fprintf(stderr, "pgtools check-config: %v\n", restore(err.Error()))
 		return 1
 	}
-	if len(f.brokers.urls) > 0 || os.Getenv("PGTOOLS_N8N_BROKERS") != "" {
+	if len(f.brokers.urls) > 0 || getenv("PGTOOLS_N8N_BROKERS") != "" {
 		cfg.ExtraPrincipals = 1 // as serve counts the broker principal in the per-principal shares
 	}
 	out, err := cfg.EffectiveJSON()
@@ -83,7 +85,7 @@ Flags:
 
 // cmdHealthcheck asks a running server whether it is alive (or ready), for container health
 // checks in images that have no curl.
-func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "", "host:port of the server (default: PGTOOLS_LISTEN with a wildcard host as 127.0.0.1, else 127.0.0.1:8080)")
@@ -104,7 +106,7 @@ Flags:
 	}
 	target := *addr
 	if target == "" {
-		target = localAddr(firstNonEmpty(os.Getenv("PGTOOLS_LISTEN"), "127.0.0.1:8080"))
+		target = localAddr(firstNonEmpty(getenv("PGTOOLS_LISTEN"), runner.DefaultListen))
 	}
 	path := "/healthz"
 	if *ready {

@@ -14,15 +14,9 @@ import (
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
-// clearEnv empties every variable pgtools reads, so the developer's shell cannot change a test.
-func clearEnv(t *testing.T) {
-	for _, name := range envNames(t) {
-		t.Setenv(name, "")
-	}
-}
-
 func TestCheckConfig(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
+	env := map[string]string{}
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
 	os.WriteFile(tokenFile, []byte("file-token-secret-0123456789\n"), 0o600)
@@ -35,10 +29,10 @@ func TestCheckConfig(t *testing.T) {
 	    "default": {"url": "postgres://app@db.internal:5432/app?sslmode=verify-full", "password_file": "`+pwFile+`"},
 	    "reports": {"url": "postgres://ro:url-password@reports.internal/reports?sslmode=require", "policy": {"read_only": true}}},
 	  "limits": {"rate_per_second": 10, "max_concurrent_per_token": 4}}`), 0o600)
-	t.Setenv("PGTOOLS_TOKENS", "env-token-secret-0123456789:read")
+	env["PGTOOLS_TOKENS"] = "env-token-secret-0123456789:read"
 
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"check-config", "--config", cfgFile}, &out, &errOut)
+	code := run(context.Background(), []string{"check-config", "--config", cfgFile}, &out, &errOut, envOf(env))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
@@ -83,16 +77,16 @@ func TestCheckConfig(t *testing.T) {
 	os.WriteFile(cfgFile, []byte(`{"listen": 8080, "tokenz": [], "databases": {"default": {"max_conns": "ten"}}}`), 0o600)
 	out.Reset()
 	errOut.Reset()
-	code = run(context.Background(), []string{"check-config", "--config", cfgFile}, &out, &errOut)
+	code = run(context.Background(), []string{"check-config", "--config", cfgFile}, &out, &errOut, envOf(env))
 	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
 	if code != 1 || out.Len() != 0 || len(lines) != 5 || !strings.Contains(lines[0], "is invalid (4 problems)") {
 		t.Fatalf("invalid file: exit %d, stdout %q, stderr:\n%s", code, out.String(), errOut.String())
 	}
 	// Environment and flags are checked with the file, with where each setting came from.
-	t.Setenv("PGTOOLS_TOKENS", "")
-	t.Setenv("DATABASE_URL", "postgres://u:pw@db:5432/app?sslmode=verify-everything")
+	delete(env, "PGTOOLS_TOKENS")
+	env["DATABASE_URL"] = "postgres://u:pw@db:5432/app?sslmode=verify-everything"
 	errOut.Reset()
-	code = run(context.Background(), []string{"check-config", "--listen", "0.0.0.0:8080"}, &out, &errOut)
+	code = run(context.Background(), []string{"check-config", "--listen", "0.0.0.0:8080"}, &out, &errOut, envOf(env))
 	for _, want := range []string{`databases.default (env DATABASE_URL): sslmode "verify-everything" is not one of`, "listen: refusing to listen on 0.0.0.0:8080 without API tokens"} {
 		if code != 1 || !strings.Contains(errOut.String(), want) {
 			t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut.String())
@@ -106,7 +100,8 @@ func TestCheckConfig(t *testing.T) {
 // TestSecretsFromFilesAndEnv starts serve with the database URL from DATABASE_URL_FILE and tokens
 // from PGTOOLS_TOKENS_FILE, the way container secrets are mounted.
 func TestSecretsFromFilesAndEnv(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
+	env := map[string]string{}
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE t (id int); INSERT INTO t VALUES (1)`)
 	dir := t.TempDir()
@@ -114,29 +109,29 @@ func TestSecretsFromFilesAndEnv(t *testing.T) {
 	os.WriteFile(urlFile, []byte(db.RoleDSN(t, "secrets")+"\n"), 0o600)
 	tokFile := filepath.Join(dir, "tokens")
 	os.WriteFile(tokFile, []byte("first-file-token-0123456:read\nsecond-file-token-012345:read,write\n"), 0o600)
-	t.Setenv("DATABASE_URL_FILE", urlFile)
-	t.Setenv("PGTOOLS_TOKENS_FILE", tokFile)
+	env["DATABASE_URL_FILE"] = urlFile
+	env["PGTOOLS_TOKENS_FILE"] = tokFile
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0"}, &stdout, &stderr) }()
+	go func() { done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0"}, &stdout, &stderr, envOf(env)) }()
 	addr := waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"call", "--url", "http://" + addr, "--token", "second-file-token-012345", "select_query", `{"table":"t"}`}, &out, &errOut); code != 0 {
+	if code := run(context.Background(), []string{"call", "--url", "http://" + addr, "--token", "second-file-token-012345", "select_query", `{"table":"t"}`}, &out, &errOut, envOf(env)); code != 0 {
 		t.Fatalf("call with a token from PGTOOLS_TOKENS_FILE: exit %d %s %s", code, out.String(), errOut.String())
 	}
 	// healthcheck, as a container runs it.
 	out.Reset()
-	if code := run(context.Background(), []string{"healthcheck", "--addr", addr, "--ready"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "/readyz: 200") {
+	if code := run(context.Background(), []string{"healthcheck", "--addr", addr, "--ready"}, &out, &errOut, envOf(env)); code != 0 || !strings.Contains(out.String(), "/readyz: 200") {
 		t.Fatalf("healthcheck --ready: exit %d %s %s", code, out.String(), errOut.String())
 	}
-	t.Setenv("PGTOOLS_LISTEN", addr)
-	if code := run(context.Background(), []string{"healthcheck"}, &out, &errOut); code != 0 {
+	env["PGTOOLS_LISTEN"] = addr
+	if code := run(context.Background(), []string{"healthcheck"}, &out, &errOut, envOf(env)); code != 0 {
 		t.Fatalf("healthcheck from PGTOOLS_LISTEN: exit %d %s %s", code, out.String(), errOut.String())
 	}
 	stopRun(t, cancel, done, "serve", &stderr, 15*time.Second)
-	if code := run(context.Background(), []string{"healthcheck", "--addr", addr, "--timeout", "2s"}, &out, &errOut); code != 1 {
+	if code := run(context.Background(), []string{"healthcheck", "--addr", addr, "--timeout", "2s"}, &out, &errOut, envOf(env)); code != 1 {
 		t.Fatalf("healthcheck against a stopped server: exit %d", code)
 	}
 }

@@ -133,7 +133,7 @@ func TestDockerCompose(t *testing.T) {
 		t.Errorf("pgtools healthcheck %v: want [CMD …/pgtools healthcheck …]", hc)
 	}
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), append(hc[2:], "--help"), &out, &errOut); code != 0 {
+	if code := run(context.Background(), append(hc[2:], "--help"), &out, &errOut, envOf(nil)); code != 0 {
 		t.Errorf("healthcheck flags %v are not pgtools healthcheck's: %s", hc[3:], errOut.String())
 	}
 
@@ -311,11 +311,11 @@ func TestComposeInitScript(t *testing.T) {
 	defer cancel()
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", cfgFile}, &stdout, &stderr) }()
+	go func() { done <- run(ctx, []string{"serve", "--config", cfgFile}, &stdout, &stderr, envOf(nil)) }()
 	addr := waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
 	call := func(tool, args string) (int, string) {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), []string{"call", "--url", "http://" + addr, "--token", "compose-api-token-0123456789", tool, args}, &out, &errOut)
+		code := run(context.Background(), []string{"call", "--url", "http://" + addr, "--token", "compose-api-token-0123456789", tool, args}, &out, &errOut, envOf(nil))
 		return code, out.String() + errOut.String()
 	}
 	for _, c := range []struct {

@@ -22,7 +22,7 @@ func TestDemoPortTaken(t *testing.T) {
 	defer cancel()
 	var out, errOut bytes.Buffer
 	start := time.Now()
-	code := run(ctx, []string{"demo", "--listen", l.Addr().String(), "--events", "100"}, &out, &errOut)
+	code := run(ctx, []string{"demo", "--listen", l.Addr().String(), "--events", "100"}, &out, &errOut, envOf(nil))
 	if code != 1 || time.Since(start) > 5*time.Second {
 		t.Fatalf("exit %d after %s, want 1 at once:\n%s%s", code, time.Since(start), out.String(), errOut.String())
 	}

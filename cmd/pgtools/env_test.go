@@ -12,8 +12,8 @@ import (
 )
 
 // envNames lists the environment variables pgtools reads, found in this package's source as the
-// literal arguments of os.Getenv and os.LookupEnv, so tests and the docker-compose check cannot
-// drift from the code.
+// literal arguments of the injected getenv (getenv(…), f.getenv(…)) and of os.Getenv and
+// os.LookupEnv, so tests and the docker-compose check cannot drift from the code.
 func envNames(t *testing.T) []string {
 	t.Helper()
 	files, _ := filepath.Glob("*.go")
@@ -32,11 +32,7 @@ func envNames(t *testing.T) []string {
 			if !ok || len(call.Args) != 1 {
 				return true
 			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || (sel.Sel.Name != "Getenv" && sel.Sel.Name != "LookupEnv") {
-				return true
-			}
-			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "os" {
+			if !readsEnv(call.Fun) {
 				return true
 			}
 			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
@@ -55,4 +51,25 @@ func envNames(t *testing.T) []string {
 		t.Fatalf("found only %v; has the way pgtools reads its environment changed?", names)
 	}
 	return names
+}
+
+// readsEnv reports whether fun is getenv, x.getenv, os.Getenv or os.LookupEnv.
+func readsEnv(fun ast.Expr) bool {
+	switch f := fun.(type) {
+	case *ast.Ident:
+		return f.Name == "getenv"
+	case *ast.SelectorExpr:
+		if f.Sel.Name == "getenv" {
+			return true
+		}
+		pkg, ok := f.X.(*ast.Ident)
+		return ok && pkg.Name == "os" && (f.Sel.Name == "Getenv" || f.Sel.Name == "LookupEnv")
+	}
+	return false
+}
+
+// envOf is a getenv over vars (nil: an empty environment), so each test gives run an
+// environment of its own and runs in parallel.
+func envOf(vars map[string]string) func(string) string {
+	return func(key string) string { return vars[key] }
 }

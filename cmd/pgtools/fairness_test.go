@@ -14,12 +14,13 @@ import (
 // different scopes share, and shows the per-principal shares serve will use — half of each limit
 // for two tokens, all of it for a single token, half again when an n8n broker joins.
 func TestCheckConfigSharedRoleNoteAndShares(t *testing.T) {
-	clearEnv(t)
-	t.Setenv("DATABASE_URL", "postgres://app@db.internal/app")
+	t.Parallel()
+	env := map[string]string{}
+	env["DATABASE_URL"] = "postgres://app@db.internal/app"
 	shares := func(args ...string) (stdout, stderr string, sessions map[string]int) {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		if code := run(context.Background(), append([]string{"check-config"}, args...), &out, &errOut); code != 0 {
+		if code := run(context.Background(), append([]string{"check-config"}, args...), &out, &errOut, envOf(env)); code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut.String())
 		}
 		var eff struct{ Sessions map[string]int }
@@ -40,7 +41,7 @@ func TestCheckConfigSharedRoleNoteAndShares(t *testing.T) {
 	if strings.Contains(stderr, "note:") || s["max_sessions_per_principal"] != 10 || s["max_transactions_per_principal"] != 10 {
 		t.Errorf("a single token: %v\n%s", s, stderr)
 	}
-	t.Setenv("PGTOOLS_N8N_BROKERS", "http://127.0.0.1:5679")
+	env["PGTOOLS_N8N_BROKERS"] = "http://127.0.0.1:5679"
 	if _, _, s = shares("--token", "reader-secret-0123456789:read"); s["max_sessions_per_principal"] != 5 {
 		t.Errorf("a token beside the n8n broker: %v", s)
 	}
@@ -49,14 +50,14 @@ func TestCheckConfigSharedRoleNoteAndShares(t *testing.T) {
 // TestServeWarnsAboutSharedRole: serve logs the same note as a warning at startup. The database
 // need not be up: pools connect on first use.
 func TestServeWarnsAboutSharedRole(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--database-url", "postgres://app@127.0.0.1:1/app?sslmode=disable", "--listen", "127.0.0.1:0",
-			"--token", "reader-secret-0123456789:read", "--token", "writer-secret-0123456789:read,write"}, &stdout, &stderr)
+			"--token", "reader-secret-0123456789:read", "--token", "writer-secret-0123456789:read,write"}, &stdout, &stderr, envOf(nil))
 	}()
 	waitFor(t, &stderr, regexp.MustCompile(`"level":"warn"[^\n]*(tokens with different scopes share it)`))
 	waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))

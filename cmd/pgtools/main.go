@@ -31,30 +31,31 @@ Run "pgtools <command> --help" for a command's flags.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)
 }
 
-// run dispatches a subcommand and returns the process exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run dispatches a subcommand and returns the process exit code. Subcommands read the
+// environment only through getenv (os.Getenv in main), so tests give each run its own.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
 	case "serve":
-		return cmdServe(ctx, args[1:], stdout, stderr)
+		return cmdServe(ctx, args[1:], stdout, stderr, getenv)
 	case "check-config":
-		return cmdCheckConfig(ctx, args[1:], stdout, stderr)
+		return cmdCheckConfig(ctx, args[1:], stdout, stderr, getenv)
 	case "healthcheck":
-		return cmdHealthcheck(ctx, args[1:], stdout, stderr)
+		return cmdHealthcheck(ctx, args[1:], stdout, stderr, getenv)
 	case "demo":
 		return cmdDemo(ctx, args[1:], stdout, stderr)
 	case "call":
-		return cmdCall(ctx, args[1:], stdout, stderr)
+		return cmdCall(ctx, args[1:], stdout, stderr, getenv)
 	case "mcp":
-		return cmdMCP(ctx, args[1:], stdout, stderr)
+		return cmdMCP(ctx, args[1:], stdout, stderr, getenv)
 	case "version", "--version", "-v":
 		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

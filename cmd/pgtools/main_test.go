@@ -24,23 +24,22 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, cmd := range []string{"serve", "check-config", "healthcheck", "demo", "call", "mcp", "version"} {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), []string{cmd, "--help"}, &out, &errOut)
+		code := run(context.Background(), []string{cmd, "--help"}, &out, &errOut, envOf(nil))
 		if code != 0 || !strings.Contains(errOut.String(), "Usage: pgtools "+cmd) {
 			t.Errorf("%s --help: exit %d, output %q", cmd, code, errOut.String())
 		}
 	}
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "Commands:") {
+	if code := run(context.Background(), []string{"help"}, &out, &errOut, envOf(nil)); code != 0 || !strings.Contains(out.String(), "Commands:") {
 		t.Errorf("help: exit %d, %q", code, out.String())
 	}
-	if code := run(context.Background(), []string{"frobnicate"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
+	if code := run(context.Background(), []string{"frobnicate"}, &out, &errOut, envOf(nil)); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
 		t.Errorf("unknown command: exit %d, %q", code, errOut.String())
 	}
 }
 
 func TestServeRefusesBadConfig(t *testing.T) {
-	t.Setenv("DATABASE_URL", "")
-	t.Setenv("PGTOOLS_TOKENS", "")
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want string
@@ -51,7 +50,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), c.args, &out, &errOut)
+		code := run(context.Background(), c.args, &out, &errOut, envOf(nil))
 		if code != 2 || !strings.Contains(errOut.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errOut.String(), c.want)
 		}
@@ -69,23 +68,23 @@ func TestServeAndCall(t *testing.T) {
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--database-url", dsn, "--listen", "127.0.0.1:0", "--token", token + ":read"}, &stdout, &stderr)
+		done <- run(ctx, []string{"serve", "--database-url", dsn, "--listen", "127.0.0.1:0", "--token", token + ":read"}, &stdout, &stderr, envOf(nil))
 	}()
 	addr := waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
 	url := "http://" + addr
 
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"call", "--url", url, "--token", token, "select_query", `{"table":"orders","where":"status = $1","params":["paid"]}`}, &out, &errOut)
+	code := run(context.Background(), []string{"call", "--url", url, "--token", token, "select_query", `{"table":"orders","where":"status = $1","params":["paid"]}`}, &out, &errOut, envOf(nil))
 	var res map[string]any
 	if code != 0 || json.Unmarshal(out.Bytes(), &res) != nil || res["rowCount"].(float64) != 1 {
 		t.Fatalf("call: exit %d, out %q, err %q", code, out.String(), errOut.String())
 	}
 	out.Reset()
-	code = run(context.Background(), []string{"call", "--url", url, "--token", token, "select_query", `{"table":"nope"}`}, &out, &errOut)
+	code = run(context.Background(), []string{"call", "--url", url, "--token", token, "select_query", `{"table":"nope"}`}, &out, &errOut, envOf(nil))
 	if code != 1 || !strings.Contains(out.String(), `"errorType": "invalid_table"`) {
 		t.Fatalf("failing call: exit %d, out %q", code, out.String())
 	}
-	if code := run(context.Background(), []string{"call", "--url", url, "select_query", `{not json`}, &out, &errOut); code != 2 {
+	if code := run(context.Background(), []string{"call", "--url", url, "select_query", `{not json`}, &out, &errOut, envOf(nil)); code != 2 {
 		t.Fatalf("invalid JSON arguments: exit %d", code)
 	}
 
@@ -106,19 +105,19 @@ func TestDemo(t *testing.T) {
 	var stdout, stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"demo", "--listen", "127.0.0.1:0", "--events", "5000"}, &stdout, &stderr)
+		done <- run(ctx, []string{"demo", "--listen", "127.0.0.1:0", "--events", "5000"}, &stdout, &stderr, envOf(nil))
 	}()
 	env := waitFor(t, &stdout, regexp.MustCompile(`export PGTOOLS_URL=(\S+) PGTOOLS_TOKEN=(\S+)`))
 	parts := strings.Fields(env)
 	url, token := parts[0], parts[1]
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"call", "--url", url, "--token", token, "execute_sql", `{"sql":"select count(*) as n from events"}`}, &out, &errOut)
+	code := run(context.Background(), []string{"call", "--url", url, "--token", token, "execute_sql", `{"sql":"select count(*) as n from events"}`}, &out, &errOut, envOf(nil))
 	if code != 0 || !strings.Contains(out.String(), `"n": 5000`) {
 		t.Fatalf("demo call: exit %d, %s %s", code, out.String(), errOut.String())
 	}
 	// The runner's role may not read server files.
 	out.Reset()
-	code = run(context.Background(), []string{"call", "--url", url, "--token", token, "execute_sql", `{"sql":"select pg_read_file('postgresql.conf')"}`}, &out, &errOut)
+	code = run(context.Background(), []string{"call", "--url", url, "--token", token, "execute_sql", `{"sql":"select pg_read_file('postgresql.conf')"}`}, &out, &errOut, envOf(nil))
 	if code != 1 || !strings.Contains(out.String(), "permission_denied") {
 		t.Fatalf("pg_read_file as the demo role: exit %d, %s", code, out.String())
 	}

@@ -16,11 +16,11 @@ import (
 // ownership.
 const stdioPrincipal = "mcp-stdio"
 
-func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f dbFlags
-	f.register(fs)
+	f.register(fs, getenv)
 	scopeList := fs.String("scopes", "read,write", "what the MCP client may do, comma-separated: read, write, ddl")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: pgtools mcp [flags]

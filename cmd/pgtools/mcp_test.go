@@ -96,8 +96,7 @@ func TestMCPStdio(t *testing.T) {
 }
 
 func TestMCPRefusesBadSettings(t *testing.T) {
-	t.Setenv("DATABASE_URL", "")
-	t.Setenv("PGTOOLS_CONFIG", "")
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want string
@@ -110,7 +109,7 @@ func TestMCPRefusesBadSettings(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), c.args, &out, &errOut)
+		code := run(context.Background(), c.args, &out, &errOut, envOf(nil))
 		if code != 2 || !strings.Contains(errOut.String(), c.want) || out.Len() != 0 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q, want %q on stderr only", c.args, code, out.String(), errOut.String(), c.want)
 		}

@@ -14,7 +14,7 @@ import (
 // where its secret and CA files are not mounted, says which files it did not read, and leaks no
 // placeholder path; without the flag the missing files are errors.
 func TestCheckConfigNoSecretsExamples(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(examplesDir, "config", "*.json"))
 	if err != nil || len(files) < 2 {
 		t.Fatalf("example configs: %v %v", files, err)
@@ -23,13 +23,13 @@ func TestCheckConfigNoSecretsExamples(t *testing.T) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			if _, err := os.Stat("/run/secrets"); err != nil {
-				if code := run(context.Background(), []string{"check-config", "--config", file}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "/run/secrets/") {
+				if code := run(context.Background(), []string{"check-config", "--config", file}, &out, &errOut, envOf(nil)); code != 1 || !strings.Contains(errOut.String(), "/run/secrets/") {
 					t.Errorf("without --no-secrets: exit %d, want 1 naming the missing secret files:\n%s", code, errOut.String())
 				}
 			}
 			out.Reset()
 			errOut.Reset()
-			code := run(context.Background(), []string{"check-config", "--no-secrets", "--config", file}, &out, &errOut)
+			code := run(context.Background(), []string{"check-config", "--no-secrets", "--config", file}, &out, &errOut, envOf(nil))
 			if code != 0 {
 				t.Fatalf("--no-secrets: exit %d:\n%s", code, errOut.String())
 			}
@@ -71,7 +71,7 @@ func TestCheckConfigNoSecretsExamples(t *testing.T) {
 // TestCheckConfigNoSecretsStillChecks: placeholders stand in for files only; every other problem
 // is still reported, against the original file's name, and TLS client files are accepted.
 func TestCheckConfigNoSecretsStillChecks(t *testing.T) {
-	clearEnv(t)
+	t.Parallel()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.json")
 	os.WriteFile(good, []byte(`{"listen":"0.0.0.0:8080",
@@ -79,7 +79,7 @@ func TestCheckConfigNoSecretsStillChecks(t *testing.T) {
 	  "databases":{"default":{"url":"postgres://app@db:5432/app?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem&sslcert=/nonexistent/c.pem&sslkey=/nonexistent/c.key",
 	    "password_file":"/nonexistent/pw"}}}`), 0o600)
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"check-config", "--no-secrets", "--config", good}, &out, &errOut); code != 0 {
+	if code := run(context.Background(), []string{"check-config", "--no-secrets", "--config", good}, &out, &errOut, envOf(nil)); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, errOut.String())
 	}
 	bad := filepath.Join(dir, "bad.json")
@@ -89,7 +89,7 @@ func TestCheckConfigNoSecretsStillChecks(t *testing.T) {
 	    "policy":{"default_limit":500,"max_limit":100}}}}`), 0o600)
 	out.Reset()
 	errOut.Reset()
-	code := run(context.Background(), []string{"check-config", "--no-secrets", "--config", bad}, &out, &errOut)
+	code := run(context.Background(), []string{"check-config", "--no-secrets", "--config", bad}, &out, &errOut, envOf(nil))
 	if code != 1 || !strings.Contains(errOut.String(), "tokenz") || !strings.Contains(errOut.String(), bad) {
 		t.Fatalf("unknown key: exit %d, want 1 naming tokenz and %s:\n%s", code, bad, errOut.String())
 	}
@@ -97,7 +97,7 @@ func TestCheckConfigNoSecretsStillChecks(t *testing.T) {
 	  "databases":{"default":{"url":"postgres://app@db/app?sslmode=verify-everything","password_file":"/nonexistent/pw",
 	    "policy":{"default_limit":500,"max_limit":100}}}}`), 0o600)
 	errOut.Reset()
-	code = run(context.Background(), []string{"check-config", "--no-secrets", "--config", bad}, &out, &errOut)
+	code = run(context.Background(), []string{"check-config", "--no-secrets", "--config", bad}, &out, &errOut, envOf(nil))
 	for _, want := range []string{"verify-everything", "default_limit 500 is above max_limit 100", bad} {
 		if code != 1 || !strings.Contains(errOut.String(), want) {
 			t.Errorf("exit %d, want 1 with %q:\n%s", code, want, errOut.String())

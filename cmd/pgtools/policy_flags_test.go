@@ -25,12 +25,12 @@ func TestPolicyFlags(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--database-url", dsn, "--listen", "127.0.0.1:0", "--token", token + ":read,write",
-			"--read-only", "--deny-tables", "secrets", "--disable-tools", "pg_transaction", "--prepared-statements=false"}, &stdout, &stderr)
+			"--read-only", "--deny-tables", "secrets", "--disable-tools", "pg_transaction", "--prepared-statements=false"}, &stdout, &stderr, envOf(nil))
 	}()
 	url := "http://" + waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
 	call := func(tool, args string) string {
 		var out, errOut bytes.Buffer
-		run(context.Background(), []string{"call", "--url", url, "--token", token, tool, args}, &out, &errOut)
+		run(context.Background(), []string{"call", "--url", url, "--token", token, tool, args}, &out, &errOut, envOf(nil))
 		return out.String()
 	}
 	for _, c := range []struct{ tool, args, want string }{
@@ -56,11 +56,11 @@ func TestPolicyFlags(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"serve", "--read-only"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "default") {
+	if code := run(context.Background(), []string{"serve", "--read-only"}, &out, &errOut, envOf(nil)); code != 2 || !strings.Contains(errOut.String(), "default") {
 		t.Errorf("policy flag without a default database: exit %d, %q", code, errOut.String())
 	}
 	errOut.Reset()
-	if code := run(context.Background(), []string{"serve", "--database-url", dsn, "--disable-tools", "drop_everything"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown tool") {
+	if code := run(context.Background(), []string{"serve", "--database-url", dsn, "--disable-tools", "drop_everything"}, &out, &errOut, envOf(nil)); code != 2 || !strings.Contains(errOut.String(), "unknown tool") {
 		t.Errorf("unknown tool in --disable-tools: exit %d, %q", code, errOut.String())
 	}
 }

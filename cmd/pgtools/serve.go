@@ -32,7 +32,8 @@ type dbFlags struct {
 	logLevel    string
 	auditLog    string
 	policy      policyFlags
-	fs          *flag.FlagSet // to tell which policy flags were given
+	fs          *flag.FlagSet           // to tell which policy flags were given
+	getenv      func(key string) string // the environment (os.Getenv in main)
 }
 
 // policyFlags set the "default" database's policy from the command line; set flags override the
@@ -46,9 +47,9 @@ type policyFlags struct {
 	statementTimeout, locked time.Duration
 }
 
-func (f *dbFlags) register(fs *flag.FlagSet) {
-	f.fs = fs
-	fs.StringVar(&f.configFile, "config", os.Getenv("PGTOOLS_CONFIG"), "JSON config file (schemas/config.schema.json); env PGTOOLS_CONFIG")
+func (f *dbFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+	f.fs, f.getenv = fs, getenv
+	fs.StringVar(&f.configFile, "config", getenv("PGTOOLS_CONFIG"), "JSON config file (schemas/config.schema.json); env PGTOOLS_CONFIG")
 	fs.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL URL of the \"default\" database; env DATABASE_URL")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info (default), warn or error; env PGTOOLS_LOG_LEVEL")
 	fs.StringVar(&f.auditLog, "audit-log", "", "audit log of write attempts: a file (appended) or - for stderr; env PGTOOLS_AUDIT_LOG")
@@ -141,10 +142,10 @@ func (f *dbFlags) load() (*runner.Config, error) {
 	}
 	url, origin := f.databaseURL, "--database-url"
 	if url == "" {
-		url, origin = os.Getenv("DATABASE_URL"), "env DATABASE_URL"
+		url, origin = f.getenv("DATABASE_URL"), "env DATABASE_URL"
 	}
 	if url == "" {
-		if file := os.Getenv("DATABASE_URL_FILE"); file != "" {
+		if file := f.getenv("DATABASE_URL_FILE"); file != "" {
 			b, err := os.ReadFile(file)
 			if err != nil {
 				return nil, fmt.Errorf("DATABASE_URL_FILE: cannot read %s: %w", file, errors.Unwrap(err))
@@ -157,10 +158,10 @@ func (f *dbFlags) load() (*runner.Config, error) {
 		d.URL, d.Origin = url, origin
 		cfg.Databases["default"] = d
 	}
-	if lvl := firstNonEmpty(f.logLevel, os.Getenv("PGTOOLS_LOG_LEVEL")); lvl != "" {
+	if lvl := firstNonEmpty(f.logLevel, f.getenv("PGTOOLS_LOG_LEVEL")); lvl != "" {
 		cfg.LogLevel = lvl
 	}
-	if a := firstNonEmpty(f.auditLog, os.Getenv("PGTOOLS_AUDIT_LOG")); a != "" {
+	if a := firstNonEmpty(f.auditLog, f.getenv("PGTOOLS_AUDIT_LOG")); a != "" {
 		cfg.AuditLog = a
 	}
 	if f.fs != nil {
@@ -180,9 +181,9 @@ type serveFlags struct {
 	tokens        multiFlag
 }
 
-func (f *serveFlags) register(fs *flag.FlagSet) {
-	f.dbFlags.register(fs)
-	f.brokers.register(fs)
+func (f *serveFlags) register(fs *flag.FlagSet, getenv func(string) string) {
+	f.dbFlags.register(fs, getenv)
+	f.brokers.register(fs, getenv)
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "separate address for /metrics, /healthz and /readyz only (default: /metrics on --listen); env PGTOOLS_METRICS_LISTEN")
 	fs.Var(&f.tokens, "token", "API token as SECRET:SCOPES, e.g. s3cret-value-0123456:read,write (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write\"")
@@ -195,20 +196,20 @@ func (f *serveFlags) config() (*runner.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l := firstNonEmpty(f.listen, os.Getenv("PGTOOLS_LISTEN")); l != "" {
+	if l := firstNonEmpty(f.listen, f.getenv("PGTOOLS_LISTEN")); l != "" {
 		cfg.Listen = l
 	}
-	if l := firstNonEmpty(f.metricsListen, os.Getenv("PGTOOLS_METRICS_LISTEN")); l != "" {
+	if l := firstNonEmpty(f.metricsListen, f.getenv("PGTOOLS_METRICS_LISTEN")); l != "" {
 		cfg.MetricsListen = l
 	}
 	sources := []struct{ origin, spec string }{}
 	for _, spec := range f.tokens {
 		sources = append(sources, struct{ origin, spec string }{"--token", spec})
 	}
-	if env := os.Getenv("PGTOOLS_TOKENS"); env != "" {
+	if env := f.getenv("PGTOOLS_TOKENS"); env != "" {
 		sources = append(sources, struct{ origin, spec string }{"env PGTOOLS_TOKENS", env})
 	}
-	if file := os.Getenv("PGTOOLS_TOKENS_FILE"); file != "" {
+	if file := f.getenv("PGTOOLS_TOKENS_FILE"); file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("PGTOOLS_TOKENS_FILE: cannot read %s: %w", file, errors.Unwrap(err))
@@ -247,11 +248,11 @@ func newLogger(w io.Writer, level string) zerolog.Logger {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }
 
-func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f serveFlags
-	f.register(fs)
+	f.register(fs, getenv)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pgtools serve [flags]\n\nServes the tools over HTTP (POST /v1/tools/{name}) and MCP (Streamable HTTP at /mcp). Needs a database:\n  DATABASE_URL=postgres://app@localhost/app pgtools serve --token \"$(openssl rand -hex 24):read\"\n\nFlags:\n")
 		fs.PrintDefaults()
