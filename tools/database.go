@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // Policy is what the operator allows on one database. The zero value of a field means its default.
@@ -110,13 +112,13 @@ type Database struct {
 	Policy Policy
 
 	cat          catalogCache
-	sessionFrame readFrame // frames a read inside a session, with this policy's timeouts
+	sessionFrame wire.Frame // frames a read inside a session, with this policy's timeouts
 }
 
 // NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.
 func NewDatabase(name string, pool *pgxpool.Pool, policy Policy) *Database {
 	db := &Database{Name: name, Pool: pool, Policy: policy.withDefaults(), cat: catalogCache{minReload: 100 * time.Millisecond}}
-	db.sessionFrame = sessionReadFrame(&db.Policy)
+	db.sessionFrame = wire.SessionFrame(db.Policy.StatementTimeout, db.Policy.LockTimeout)
 	return db
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // preparedCount counts the protocol-level prepared statements of the pool's only connection, as
@@ -70,8 +72,8 @@ func TestDescribeExecPreparesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close(context.Background())
-			rs, err := readIn(context.Background(), s, readStmt{sql: "SELECT id FROM customers WHERE id = $1", params: []any{"1"}, maxRows: 2})
-			if err != nil || rs.rowCount != 1 {
+			rs, err := readIn(context.Background(), s, wire.Stmt{SQL: "SELECT id FROM customers WHERE id = $1", Params: []any{"1"}, MaxRows: 2})
+			if err != nil || rs.RowCount != 1 {
 				t.Fatalf("read in a session: %v, %+v", err, rs)
 			}
 			var inSession int

@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 type tableSummary struct {
@@ -79,7 +81,7 @@ func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 		if err != nil {
 			return nil, withOp(classify(ctx, err, cc, mask), op, rel.display())
 		}
-		data, _ := jsonMarshal(detail)
+		data, _ := wire.Marshal(detail)
 		return &Result{Operation: op, Table: rel.display(), Data: data}, nil
 	}
 	snap, err := req.db.catalog(ctx, true)
@@ -100,7 +102,7 @@ func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 		}
 		return list[i].Name < list[j].Name
 	})
-	data, _ := jsonMarshal(list)
+	data, _ := wire.Marshal(list)
 	n := len(list)
 	res := &Result{Operation: op, RowCount: &n, Data: data}
 	if n == 0 {

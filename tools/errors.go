@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // ErrorType is the category of a failed call. A model reads it to decide how to fix its next call;
@@ -66,7 +68,7 @@ func (e *Error) Error() string { return string(e.Type) + ": " + e.Message }
 // MarshalJSON writes the error object with "success": false first, as every transport sends it.
 func (e *Error) MarshalJSON() ([]byte, error) {
 	type plain Error
-	b, err := jsonMarshal((*plain)(e))
+	b, err := wire.Marshal((*plain)(e))
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +109,13 @@ func classify(ctx context.Context, err error, cc callContext, maskValues bool) *
 	if errors.As(err, &pgErr) {
 		return classifyPg(pgErr, cc, maskValues)
 	}
+	var pe *wire.ParamError
+	if errors.As(err, &pe) {
+		return errorf(ErrInvalidArguments, "Values may be strings, numbers, booleans, null, objects or arrays.", "Invalid arguments: %s", pe.Error())
+	}
+	if errors.Is(err, wire.ErrCopyOut) {
+		return errorf(ErrNotAllowed, "Use a SELECT: rows come back as JSON, capped at the limit.", "COPY is not supported; its output is not returned")
+	}
 	if errors.Is(err, errPoolWait) {
 		return errorf(ErrTimeout, "All database connections are busy; retry in a moment, or ask the operator to raise max_conns.",
 			"Timed out waiting for a free connection to database %q (the statement never started)", cc.database)
@@ -137,7 +146,7 @@ func isNetworkError(err error) bool {
 func classifyPg(e *pgconn.PgError, cc callContext, maskValues bool) *Error {
 	msg := pgMessage(e, maskValues)
 	out := &Error{SQLState: e.Code, Message: msg}
-	if (e.Code == "42P05" || e.Code == "26000") && strings.Contains(e.Message, `"`+stmtNamePrefix) {
+	if (e.Code == "42P05" || e.Code == "26000") && strings.Contains(e.Message, `"`+wire.StmtNamePrefix) {
 		// pgtools' own prepared statements are missing or doubled on the server connection: a
 		// pooler in transaction mode hands each transaction another server connection.
 		out.Type = ErrConnection

@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"errors"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // executeSQL runs one agent-written statement. In read mode it runs in a READ ONLY transaction
@@ -26,16 +28,16 @@ func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Er
 		return nil, perr
 	}
 	limit := req.db.Policy.DefaultLimit
-	rs, err := runReadOn(ctx, req.db, sess, readStmt{sql: a.SQL, params: params, maxRows: limit + 1, maxBytes: req.maxBytes})
+	rs, err := runReadOn(ctx, req.db, sess, wire.Stmt{SQL: a.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes})
 	if err != nil {
-		if errors.Is(err, errTxEscaped) {
+		if errors.Is(err, wire.ErrTxEscaped) {
 			return nil, &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, …) are not allowed in execute_sql; the read ran in its own READ ONLY transaction and was rolled back",
 				Suggestion: "Send one query without BEGIN, COMMIT or ROLLBACK; use pg_tx to manage transactions."}
 		}
 		return nil, classify(ctx, err, callContext{readOnly: true, database: req.db.Name}, !req.db.Policy.ShowErrorValues)
 	}
 	res := rowsResult("execute", "", rs, limit, 0, req.maxBytes)
-	res.Command = rs.tag
+	res.Command = rs.Tag
 	return res, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/pgtools/pgtools/schemas"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // knownErrorTypes are the categories a call may answer with (DESIGN §4).
@@ -114,6 +116,6 @@ func FuzzParamList(f *testing.F) {
 		if len(params) > maxBindParams {
 			t.Fatalf("%d params accepted", len(params))
 		}
-		_, _ = encodeParams(params, nil)
+		_, _ = wire.EncodeParams(params, nil)
 	})
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // opResult is one operation's answer in pg_transaction's results.
@@ -64,8 +66,8 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 			return nil, failedAt(i, ClassifyError(ctx, err, req.db))
 		}
 		r := opResult{Command: out.tag, RowCount: out.affected}
-		if out.rows.rowCount > 0 {
-			r.Rows = out.rows.data
+		if out.rows.RowCount > 0 {
+			r.Rows = out.rows.Data
 		}
 		results = append(results, r)
 	}
@@ -77,7 +79,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 		e.Message += "; the COMMIT failed and nothing was committed"
 		return nil, e
 	}
-	data, _ := jsonMarshal(results)
+	data, _ := wire.Marshal(results)
 	n := len(results)
 	return &Result{Operation: op, Status: "committed", RowCount: &n, Results: data}, nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pgtools/pgtools/schemas"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // Result is a successful tool call's answer. Field names follow DESIGN §4; empty fields are omitted.
@@ -40,22 +42,22 @@ type Result struct {
 func (r *Result) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, len(r.Data)+256)
 	b = append(b, `{"success":true,"operation":`...)
-	b = appendStringS(b, r.Operation)
+	b = wire.AppendString(b, r.Operation)
 	for _, f := range [...]struct{ key, val string }{{"action", r.Action}, {"status", r.Status}, {"session_id", r.SessionID}, {"expires_in", r.ExpiresIn}} {
 		if f.val != "" {
 			b = append(b, ',', '"')
 			b = append(b, f.key...)
 			b = append(b, '"', ':')
-			b = appendStringS(b, f.val)
+			b = wire.AppendString(b, f.val)
 		}
 	}
 	if r.Table != "" {
 		b = append(b, `,"table":`...)
-		b = appendStringS(b, r.Table)
+		b = wire.AppendString(b, r.Table)
 	}
 	if r.Command != "" {
 		b = append(b, `,"command":`...)
-		b = appendStringS(b, r.Command)
+		b = wire.AppendString(b, r.Command)
 	}
 	if r.RowCount != nil {
 		b = append(b, `,"rowCount":`...)
@@ -78,11 +80,11 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	}
 	if r.ExecutionTime != "" {
 		b = append(b, `,"executionTime":`...)
-		b = appendStringS(b, r.ExecutionTime)
+		b = wire.AppendString(b, r.ExecutionTime)
 	}
 	if r.Hint != "" {
 		b = append(b, `,"hint":`...)
-		b = appendStringS(b, r.Hint)
+		b = wire.AppendString(b, r.Hint)
 	}
 	if r.Sessions != nil {
 		b = append(b, `,"sessions":`...)
@@ -93,7 +95,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		b = append(b, r.Results...)
 	}
 	if r.ActiveSession != nil {
-		as, err := jsonMarshal(r.ActiveSession)
+		as, err := wire.Marshal(r.ActiveSession)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // sessionsUnavailable answers calls naming a session on a registry without a session manager.
@@ -93,7 +95,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 		sb.WriteString(strconv.FormatInt(offset, 10))
 	}
 
-	rs, rerr := runReadOn(ctx, req.db, sess, readStmt{sql: sb.String(), params: params, maxRows: limit + 1, maxBytes: req.maxBytes})
+	rs, rerr := runReadOn(ctx, req.db, sess, wire.Stmt{SQL: sb.String(), Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes})
 	if rerr != nil {
 		return nil, withOp(classify(ctx, rerr, cc, !req.db.Policy.ShowErrorValues), op, table)
 	}
@@ -102,18 +104,18 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 }
 
 // rowsResult builds the answer of a read, with the paging hint when rows were cut.
-func rowsResult(op, table string, rs *rowSet, limit, offset, maxBytes int) *Result {
-	n := rs.rowCount
-	truncated := rs.truncated
-	res := &Result{Operation: op, Table: table, RowCount: &n, Data: rs.data, Truncated: &truncated}
+func rowsResult(op, table string, rs *wire.RowSet, limit, offset, maxBytes int) *Result {
+	n := rs.RowCount
+	truncated := rs.Truncated
+	res := &Result{Operation: op, Table: table, RowCount: &n, Data: rs.Data, Truncated: &truncated}
 	switch {
-	case rs.byBytes && op == "select":
+	case rs.ByBytes && op == "select":
 		res.Hint = fmt.Sprintf("Result cut at %d rows because it reached the %d-byte response cap; call again with offset %d for the next rows, or select fewer columns.", n, maxBytes, offset+n)
-	case rs.byBytes:
+	case rs.ByBytes:
 		res.Hint = fmt.Sprintf("Result cut at %d rows because it reached the %d-byte response cap; select fewer columns, or page with LIMIT %d OFFSET %d in your SQL.", n, maxBytes, n, n)
-	case rs.truncated && op == "select":
+	case rs.Truncated && op == "select":
 		res.Hint = fmt.Sprintf("More rows match than the limit of %d; call again with offset %d for the next page, or narrow where.", limit, offset+limit)
-	case rs.truncated:
+	case rs.Truncated:
 		res.Hint = fmt.Sprintf("Only the first %d rows are shown; add LIMIT/OFFSET or a narrower WHERE to your SQL to see others.", limit)
 	}
 	return res

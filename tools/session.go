@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // TxOptions are the options of pg_tx begin.
@@ -225,14 +227,14 @@ func sessionEcho(res *Result, s *Session, write bool) {
 
 // readIn runs a read inside the session's transaction under a read-only savepoint. Agent SQL was
 // checked by checkFreeSQL before it got here.
-func readIn(ctx context.Context, s *Session, st readStmt) (*rowSet, error) {
+func readIn(ctx context.Context, s *Session, st wire.Stmt) (*wire.RowSet, error) {
 	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
 	defer cancel()
 	pc := s.conn.PgConn()
-	st.unnamed = s.DB.Policy.DescribeExec
-	rs, destroy, err := readOn(ctx, pc, st, s.DB.sessionFrame)
-	if errors.Is(err, errRetry) && !destroy {
-		rs, destroy, err = readOn(ctx, pc, st, s.DB.sessionFrame)
+	st.Unnamed = s.DB.Policy.DescribeExec
+	rs, destroy, err := wire.Read(ctx, pc, st, s.DB.sessionFrame)
+	if errors.Is(err, wire.ErrRetry) && !destroy {
+		rs, destroy, err = wire.Read(ctx, pc, st, s.DB.sessionFrame)
 	}
 	if destroy && pc.TxStatus() != 'T' {
 		return nil, errSessionLost
@@ -248,7 +250,7 @@ func writeIn(ctx context.Context, s *Session, st writeStmt) (*writeOutcome, erro
 	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
 	defer cancel()
 	pc := s.conn.PgConn()
-	pre := sqlSavepoint + "; " + timeoutsSQL(&s.DB.Policy)
+	pre := wire.SQLSavepoint + "; " + timeoutsSQL(&s.DB.Policy)
 	var before effects
 	var err error
 	if st.free {
@@ -260,9 +262,9 @@ func writeIn(ctx context.Context, s *Session, st writeStmt) (*writeOutcome, erro
 		return nil, err
 	}
 	out, keep, err := execChecked(ctx, pc, st, before)
-	end := "RELEASE SAVEPOINT pgtools_stmt; " + sqlUnlockAll
+	end := "RELEASE SAVEPOINT pgtools_stmt; " + wire.SQLUnlockAll
 	if err != nil || !keep {
-		end = "ROLLBACK TO SAVEPOINT pgtools_stmt; RELEASE SAVEPOINT pgtools_stmt; " + sqlUnlockAll
+		end = "ROLLBACK TO SAVEPOINT pgtools_stmt; RELEASE SAVEPOINT pgtools_stmt; " + wire.SQLUnlockAll
 	}
 	if endErr := simpleExec(context.WithoutCancel(ctx), pc, end); endErr != nil && err == nil {
 		err = endErr
@@ -309,7 +311,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 		for _, s := range req.sessions.List(req.principal) {
 			list = append(list, s.Info())
 		}
-		data, _ := jsonMarshal(list)
+		data, _ := wire.Marshal(list)
 		n := len(list)
 		return &Result{Operation: op, Action: action, RowCount: &n, Sessions: data}, nil
 	}
@@ -383,7 +385,7 @@ func lastIndex(list []string, v string) int {
 }
 
 // runReadOn reads in the session when there is one, else on the stateless pool.
-func runReadOn(ctx context.Context, db *Database, s *Session, st readStmt) (*rowSet, error) {
+func runReadOn(ctx context.Context, db *Database, s *Session, st wire.Stmt) (*wire.RowSet, error) {
 	if s != nil {
 		return readIn(ctx, s, st)
 	}

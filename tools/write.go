@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // writeStmt is one write to run in a transaction, with the checks that decide whether it commits.
@@ -30,7 +31,7 @@ type writeStmt struct {
 
 // writeOutcome is what a write did.
 type writeOutcome struct {
-	rows     *rowSet
+	rows     *wire.RowSet
 	tag      string
 	affected int64
 }
@@ -75,7 +76,7 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	}
 	out, keep, err := execChecked(ctx, pc, st, before)
 	if err != nil || !keep {
-		if rbErr := simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK"); rbErr == nil && ctx.Err() == nil && safeTags[tagOf(out)] {
+		if rbErr := simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK"); rbErr == nil && ctx.Err() == nil && wire.SafeTags[tagOf(out)] {
 			destroy = false
 		}
 		return out, err
@@ -186,48 +187,22 @@ func isDestructive(tag string) bool {
 // statement) and encodes the first keepRows returned rows.
 func execStmt(ctx context.Context, pc *pgconn.PgConn, st writeStmt) (*writeOutcome, error) {
 	oids := st.colOIDs
-	if needsTypes(st.params) {
+	if wire.NeedsTypes(st.params) {
 		sd, err := pc.Prepare(ctx, "", st.sql, nil)
 		if err != nil {
 			return nil, err
 		}
 		oids = mergeOIDs(sd.ParamOIDs, st.colOIDs)
 	}
-	values, err := encodeParams(st.params, oids)
+	values, err := wire.EncodeParams(st.params, oids)
 	if err != nil {
-		return nil, &Error{Type: ErrInvalidArguments, Message: "Invalid arguments: " + err.Error(),
-			Suggestion: "Values may be strings, numbers, booleans, null, objects or arrays."}
+		return nil, err // a *wire.ParamError, which classify answers as invalid_arguments
 	}
-	rr := pc.ExecParams(ctx, st.sql, values, nil, nil, nil)
-	rs := &rowSet{data: []byte{'['}}
-	var enc rowEncoder
-	enc.init(toProtoFields(rr.FieldDescriptions()))
-	for rr.NextRow() {
-		if rs.truncated {
-			continue
-		}
-		if rs.rowCount == st.keepRows {
-			rs.truncated = true
-			continue
-		}
-		n := len(rs.data)
-		if rs.rowCount > 0 {
-			rs.data = append(rs.data, ',')
-		}
-		rs.data = enc.appendRow(rs.data, rr.Values())
-		if st.maxBytes > 0 && len(rs.data) > st.maxBytes-1 {
-			rs.data = rs.data[:n]
-			rs.truncated, rs.byBytes = true, true
-			continue
-		}
-		rs.rowCount++
-	}
-	tag, err := rr.Close()
+	rs, tag, err := wire.CollectRows(pc.ExecParams(ctx, st.sql, values, nil, nil, nil), st.keepRows, st.maxBytes)
 	if err != nil {
 		return nil, err
 	}
-	rs.data = append(rs.data, ']')
-	return &writeOutcome{rows: rs, tag: commandVerb([]byte(tag.String())), affected: tag.RowsAffected()}, nil
+	return &writeOutcome{rows: rs, tag: wire.CommandVerb([]byte(tag.String())), affected: tag.RowsAffected()}, nil
 }
 
 func mergeOIDs(described, known []uint32) []uint32 {
@@ -287,13 +262,4 @@ func connectionEnded(err error) bool {
 		sev = pgErr.Severity
 	}
 	return sev == "FATAL" || sev == "PANIC" || strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
-}
-
-// toProtoFields adapts pgconn's field descriptions to the encoder's input.
-func toProtoFields(fds []pgconn.FieldDescription) []pgproto3.FieldDescription {
-	out := make([]pgproto3.FieldDescription, len(fds))
-	for i, f := range fds {
-		out[i] = pgproto3.FieldDescription{Name: []byte(f.Name), DataTypeOID: f.DataTypeOID}
-	}
-	return out
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // maxBindParams is the protocol's limit on parameters in one statement.
@@ -55,7 +57,7 @@ func returningClause(rel *relation, returning nameList) (string, *Error) {
 // columns need their JSON values shaped for them; other types are inferred by PostgreSQL.
 func valueOID(rel *relation, i int) uint32 {
 	t := rel.colTypes[i]
-	if t == oidJSON || t == oidJSONB || rel.colArray[i] {
+	if t == wire.OIDJSON || t == wire.OIDJSONB || rel.colArray[i] {
 		return t
 	}
 	return 0
@@ -91,9 +93,9 @@ func columnSet(rel *relation, names []string, what string) ([]int, *Error) {
 
 func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int) *Result {
 	affected := int(out.affected)
-	n := out.rows.rowCount
-	truncated := out.rows.truncated
-	res := &Result{Operation: op, Table: table, AffectedRows: &affected, RowCount: &n, Data: out.rows.data, DryRun: dryRun}
+	n := out.rows.RowCount
+	truncated := out.rows.Truncated
+	res := &Result{Operation: op, Table: table, AffectedRows: &affected, RowCount: &n, Data: out.rows.Data, DryRun: dryRun}
 	if truncated {
 		res.Truncated = &truncated
 	}
@@ -108,7 +110,7 @@ func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int)
 			state = "as they are now, before the delete"
 		}
 		res.Hint = fmt.Sprintf("Dry run: %d rows would be affected (affectedRows); data shows %d of them (rowCount) %s. Nothing was changed. Call again without dry_run, with autocommit: true or a session_id, to apply it.", affected, n, state)
-	case out.rows.byBytes:
+	case out.rows.ByBytes:
 		res.Hint = fmt.Sprintf("The change is done; the returned rows were cut at the %d-byte response cap. Use returning with fewer columns to see more.", maxBytes)
 	case truncated:
 		res.Hint = "The change is done; not every returned row is shown."
@@ -355,7 +357,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 // does not undo is refused by PostgreSQL there, so a dry run changes nothing at all.
 func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation, where string, params []any) *Error {
 	sql := "SELECT 1 FROM " + pgx.Identifier{rel.schema, rel.name}.Sanitize() + " WHERE (\n" + where + "\n)"
-	_, err := runReadOn(ctx, req.db, sess, readStmt{sql: sql, params: params, maxRows: 1})
+	_, err := runReadOn(ctx, req.db, sess, wire.Stmt{SQL: sql, Params: params, MaxRows: 1})
 	if err == nil {
 		return nil
 	}

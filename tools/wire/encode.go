@@ -1,4 +1,4 @@
-package tools
+package wire
 
 import (
 	"bytes"
@@ -18,11 +18,11 @@ const (
 	oidInt2        = 21
 	oidInt4        = 23
 	oidOID         = 26
-	oidJSON        = 114
+	OIDJSON        = 114
 	oidFloat4      = 700
 	oidFloat8      = 701
 	oidNumeric     = 1700
-	oidJSONB       = 3802
+	OIDJSONB       = 3802
 	oidBoolArr     = 1000
 	oidByteaArr    = 1001
 	oidInt2Arr     = 1005
@@ -57,7 +57,7 @@ type valueEncoder func(dst, text []byte) []byte
 var arrayElems = map[uint32]uint32{
 	oidBoolArr: oidBool, oidByteaArr: oidBytea, oidInt2Arr: oidInt2, oidInt4Arr: oidInt4,
 	oidInt8Arr: oidInt8, oidFloat4Arr: oidFloat4, oidFloat8Arr: oidFloat8, oidNumericArr: oidNumeric,
-	oidJSONArr: oidJSON, oidJSONBArr: oidJSONB, oidOIDArr: oidOID, oidTextArr: 25, oidVarcharArr: 1043,
+	oidJSONArr: OIDJSON, oidJSONBArr: OIDJSONB, oidOIDArr: oidOID, oidTextArr: 25, oidVarcharArr: 1043,
 	oidBPCharArr: 1042, oidNameArr: 19, oidUUIDArr: 2950, oidDateArr: 1082, oidTSTZArr: oidTimestampTZ,
 	oidTSArr: 1114, oidTimeArr: 1083, oidIntervalArr: 1186, oidCharArr: 18, oidInetArr: 869, oidCidrArr: 650,
 }
@@ -73,7 +73,7 @@ func encoderFor(oid uint32) valueEncoder {
 		return appendFloat
 	case oidBool:
 		return appendBool
-	case oidJSON, oidJSONB:
+	case OIDJSON, OIDJSONB:
 		return appendRaw
 	case oidBytea:
 		return appendBytea
@@ -175,7 +175,7 @@ func appendString(dst, s []byte) []byte {
 	return append(dst, '"')
 }
 
-func appendStringS(dst []byte, s string) []byte { return appendString(dst, []byte(s)) }
+func AppendString(dst []byte, s string) []byte { return appendString(dst, []byte(s)) }
 
 // appendArray converts PostgreSQL's array text format (`{1,2,NULL}`, `{{"a b",c},{d,e}}`,
 // `[0:1]={…}`) to a JSON array, encoding each element with enc.
@@ -257,8 +257,8 @@ func parseArray(dst, s []byte, enc valueEncoder) ([]byte, []byte, bool) {
 	}
 }
 
-// jsonMarshal marshals without HTML escaping, so `<`, `>` and `&` stay readable for a model.
-func jsonMarshal(v any) ([]byte, error) {
+// Marshal marshals without HTML escaping, so `<`, `>` and `&` stay readable for a model.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -1,4 +1,4 @@
-package tools
+package wire
 
 import (
 	"errors"
@@ -8,14 +8,14 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
-// errRetry asks runRead to run a read once more because a cached plan went stale.
-var errRetry = errors.New("cached plan changed result type; retry")
+// ErrRetry asks runRead to run a read once more because a cached plan went stale.
+var ErrRetry = errors.New("cached plan changed result type; retry")
 
 // stmtCacheSize bounds the prepared statements pgtools keeps per connection.
 const stmtCacheSize = 128
 
-// stmtNamePrefix starts the name of every statement the cache prepares.
-const stmtNamePrefix = "pgt_"
+// StmtNamePrefix starts the name of every statement the cache prepares.
+const StmtNamePrefix = "pgt_"
 
 // stmtCache is a connection's cache of named prepared statements, so a repeated statement is
 // parsed and planned once per connection rather than on every call (as pgx's own statement cache
@@ -39,7 +39,7 @@ type stmtCache struct {
 type cachedStmt struct {
 	name    string
 	lastUse uint64
-	enc     rowEncoder // built from the statement's first RowDescription, reused while cached
+	enc     RowEncoder // built from the statement's first RowDescription, reused while cached
 }
 
 const stmtCacheKey = "pgtools.stmtcache"
@@ -84,7 +84,7 @@ func (c *stmtCache) sendBindParams(fe *pgproto3.Frontend, sql string, params [][
 			c.evictOldest()
 		}
 		c.seq++
-		st = &cachedStmt{name: stmtNamePrefix + strconv.FormatUint(c.seq, 36)}
+		st = &cachedStmt{name: StmtNamePrefix + strconv.FormatUint(c.seq, 36)}
 		c.names[sql] = st
 		c.added = append(c.added, sql)
 		fe.SendParse(&pgproto3.Parse{Name: st.name, Query: sql})
