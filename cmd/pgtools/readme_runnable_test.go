@@ -196,3 +196,20 @@ func TestReadmeRunnableBlocks(t *testing.T) {
 		t.Errorf("the demo did not clean up:\n%s", stdout.String())
 	}
 }
+
+// TestReadmeGoVersion: the Go version the README asks for is go.mod's, wherever it names one.
+func TestReadmeGoVersion(t *testing.T) {
+	t.Parallel()
+	gomod, _ := os.ReadFile("../../go.mod")
+	want := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(gomod)
+	readme, _ := os.ReadFile("../../README.md")
+	found := regexp.MustCompile(`Go (1\.\d+(?:\.\d+)?)`).FindAllSubmatch(readme, -1)
+	if want == nil || len(found) == 0 {
+		t.Fatalf("go.mod's go line %q, README mentions %q", want, found)
+	}
+	for _, m := range found {
+		if string(m[1]) != string(want[1]) {
+			t.Errorf("README says Go %s; go.mod needs %s", m[1], want[1])
+		}
+	}
+}
