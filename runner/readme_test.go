@@ -90,7 +90,7 @@ func documented(section, name string) bool {
 func TestREADMETroubleshootsEveryErrorType(t *testing.T) {
 	t.Parallel()
 	section := readmeSection(t, "## Troubleshooting")
-	file, err := parser.ParseFile(token.NewFileSet(), "../tools/errors.go", nil, 0)
+	file, err := parser.ParseFile(token.NewFileSet(), "../tools/pgerr/pgerr.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestREADMETroubleshootsEveryErrorType(t *testing.T) {
 	})
 	sort.Strings(types)
 	if len(types) < 20 {
-		t.Fatalf("found only %v in tools/errors.go", types)
+		t.Fatalf("found only %v in tools/pgerr/pgerr.go", types)
 	}
 	for _, et := range types {
 		if !strings.Contains(section, "| `"+et+"` |") {

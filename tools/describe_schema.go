@@ -61,7 +61,7 @@ var relKinds = map[byte]string{'r': "table", 'v': "view", 'm': "materialized vie
 // describeSchema lists the tables an agent may use, or describes one table.
 func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 	const op = "describe"
-	cc := callContext{readOnly: true, database: req.db.Name}
+	cc := callContext{ReadOnly: true, Database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
 	a := req.in.(*describeArgs)
 	if name := a.Table; name != "" {

@@ -3,323 +3,53 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net"
-	"regexp"
-	"strings"
-	"syscall"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/puddle/v2"
-
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/pgerr"
 )
 
-// ErrorType is the category of a failed call. A model reads it to decide how to fix its next call;
-// transports map it to a status (HTTP) or an isError result (MCP).
-type ErrorType string
+// Error is the one shape every failure takes, from every transport (pgerr.Error).
+type Error = pgerr.Error
 
-// The error categories of DESIGN §4.
+// ErrorType is the category of a failed call (pgerr.ErrorType).
+type ErrorType = pgerr.ErrorType
+
+// The error categories of DESIGN §4, as pgerr defines them.
 const (
-	ErrConnection           ErrorType = "connection_error"
-	ErrAuthentication       ErrorType = "authentication_error"
-	ErrInvalidTable         ErrorType = "invalid_table"
-	ErrInvalidColumn        ErrorType = "invalid_column"
-	ErrSyntax               ErrorType = "syntax_error"
-	ErrConstraint           ErrorType = "constraint_violation"
-	ErrPermissionDenied     ErrorType = "permission_denied"
-	ErrTimeout              ErrorType = "timeout"
-	ErrInvalidArguments     ErrorType = "invalid_arguments"
-	ErrWriteIntentRequired  ErrorType = "write_intent_required"
-	ErrSessionNotFound      ErrorType = "session_not_found"
-	ErrSessionExpired       ErrorType = "session_expired"
-	ErrSessionLimitReached  ErrorType = "session_limit_reached"
-	ErrReadOnlyViolation    ErrorType = "read_only_violation"
-	ErrNotAllowed           ErrorType = "not_allowed"
-	ErrConfirmationRequired ErrorType = "confirmation_required"
-	ErrTooManyRows          ErrorType = "too_many_rows"
-	ErrCommitOutcomeUnknown ErrorType = "commit_outcome_unknown"
-	ErrRateLimited          ErrorType = "rate_limited"
-	ErrInternal             ErrorType = "internal_error"
-	// ErrUnknownTool is not a contract category of a tool call but of routing: the tool name
-	// itself is unknown. Transports answer it with 404.
-	ErrUnknownTool ErrorType = "unknown_tool"
+	ErrAuthentication       = pgerr.ErrAuthentication
+	ErrCommitOutcomeUnknown = pgerr.ErrCommitOutcomeUnknown
+	ErrConfirmationRequired = pgerr.ErrConfirmationRequired
+	ErrConnection           = pgerr.ErrConnection
+	ErrConstraint           = pgerr.ErrConstraint
+	ErrInternal             = pgerr.ErrInternal
+	ErrInvalidArguments     = pgerr.ErrInvalidArguments
+	ErrInvalidColumn        = pgerr.ErrInvalidColumn
+	ErrInvalidTable         = pgerr.ErrInvalidTable
+	ErrNotAllowed           = pgerr.ErrNotAllowed
+	ErrPermissionDenied     = pgerr.ErrPermissionDenied
+	ErrRateLimited          = pgerr.ErrRateLimited
+	ErrReadOnlyViolation    = pgerr.ErrReadOnlyViolation
+	ErrSessionExpired       = pgerr.ErrSessionExpired
+	ErrSessionLimitReached  = pgerr.ErrSessionLimitReached
+	ErrSessionNotFound      = pgerr.ErrSessionNotFound
+	ErrSyntax               = pgerr.ErrSyntax
+	ErrTimeout              = pgerr.ErrTimeout
+	ErrTooManyRows          = pgerr.ErrTooManyRows
+	ErrUnknownTool          = pgerr.ErrUnknownTool
+	ErrWriteIntentRequired  = pgerr.ErrWriteIntentRequired
 )
-
-// Error is the one shape every failure takes, from every transport. Its fields are what a model
-// reads; none of them may contain a DSN, a password, the full SQL text or a parameter value.
-type Error struct {
-	Operation  string    `json:"operation,omitempty"`
-	Table      string    `json:"table,omitempty"`
-	Message    string    `json:"error"`
-	Type       ErrorType `json:"errorType"`
-	Suggestion string    `json:"suggestion"`
-	SQLState   string    `json:"sqlState,omitempty"`
-	// FailedOperation is the index of the failing operation of pg_transaction.
-	FailedOperation *int `json:"failedOperation,omitempty"`
-}
-
-// Error implements the error interface with the model-facing message.
-func (e *Error) Error() string { return string(e.Type) + ": " + e.Message }
-
-// MarshalJSON writes the error object with "success": false first, as every transport sends it.
-func (e *Error) MarshalJSON() ([]byte, error) {
-	type plain Error
-	b, err := wire.Marshal((*plain)(e))
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(`{"success":false,`), b[1:]...), nil
-}
-
-func newError(t ErrorType, msg, suggestion string) *Error {
-	return &Error{Type: t, Message: msg, Suggestion: suggestion}
-}
 
 // errorf builds an Error of type t with a formatted message and a suggestion.
 func errorf(t ErrorType, suggestion, format string, args ...any) *Error {
-	return &Error{Type: t, Message: fmt.Sprintf(format, args...), Suggestion: suggestion}
+	return pgerr.Errorf(t, suggestion, format, args...)
 }
 
-// callContext says what kind of statement failed, because one SQLSTATE can call for different
-// advice on the read path and on the write path.
-type callContext struct {
-	readOnly bool   // the statement ran in a READ ONLY transaction
-	database string // configured database name, for messages
-}
+// callContext says what kind of statement failed (pgerr.Context).
+type callContext = pgerr.Context
 
-// classify turns any error from running a statement into an *Error. The context is checked first:
-// with server-side cancellation a deadline surfaces as SQLSTATE 57014, not as a context error.
+// classify turns any error from running a statement into an *Error (pgerr.Classify).
 func classify(ctx context.Context, err error, cc callContext, maskValues bool) *Error {
-	var te *Error
-	if errors.As(err, &te) {
-		return te
-	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return errorf(ErrTimeout, "Narrow the query (add a where clause or a smaller limit) or ask the operator for a longer statement_timeout_ms.",
-				"The statement was cancelled: it ran past its time limit")
-		}
-		return errorf(ErrTimeout, "Retry the call if it is still needed.", "The call was cancelled before it finished")
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return classifyPg(pgErr, cc, maskValues)
-	}
-	var pe *wire.ParamError
-	if errors.As(err, &pe) {
-		return errorf(ErrInvalidArguments, "Values may be strings, numbers, booleans, null, objects or arrays.", "Invalid arguments: %s", pe.Error())
-	}
-	if errors.Is(err, wire.ErrCopyOut) {
-		return errorf(ErrNotAllowed, "Use a SELECT: rows come back as JSON, capped at the limit.", "COPY is not supported; its output is not returned")
-	}
-	if errors.Is(err, errPoolWait) {
-		return errorf(ErrTimeout, "All database connections are busy; retry in a moment, or ask the operator to raise max_conns.",
-			"Timed out waiting for a free connection to database %q (the statement never started)", cc.database)
-	}
-	if pgconn.Timeout(err) {
-		return errorf(ErrTimeout, "Retry the call; if it keeps failing, narrow the query.", "The database did not answer in time")
-	}
-	var connectErr *pgconn.ConnectError
-	if errors.As(err, &connectErr) || errors.Is(err, puddle.ErrClosedPool) || isNetworkError(err) {
-		return errorf(ErrConnection, "The database is unreachable right now; retry in a few seconds. If it persists, the operator should check that PostgreSQL is up.",
-			"Cannot reach database %q", cc.database)
-	}
-	return errorf(ErrInternal, "Retry the call; if it fails again, report it to the operator with the time of the call.",
-		"Internal error while running the statement")
-}
-
-func isNetworkError(err error) bool {
-	// pgconn marks its connection-level failures (closed or busy connection, failed send or
-	// receive) as safe to retry; the rest are the socket's own errors. Typed checks only: a
-	// message is never matched.
-	var safe interface{ SafeToRetry() bool }
-	var opErr *net.OpError
-	return errors.As(err, &safe) || errors.As(err, &opErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
-}
-
-// classifyPg maps a PostgreSQL error by SQLSTATE (exact code first, then class).
-func classifyPg(e *pgconn.PgError, cc callContext, maskValues bool) *Error {
-	msg := pgMessage(e, maskValues)
-	out := &Error{SQLState: e.Code, Message: msg}
-	if (e.Code == "42P05" || e.Code == "26000") && strings.Contains(e.Message, `"`+wire.StmtNamePrefix) {
-		// pgtools' own prepared statements are missing or doubled on the server connection: a
-		// pooler in transaction mode hands each transaction another server connection.
-		out.Type = ErrConnection
-		out.Message = "The database connection does not keep pgtools' prepared statements between transactions (a pooler in transaction mode, such as PgBouncer before 1.21 or Supavisor)"
-		out.Suggestion = "The operator must set prepared_statements: false for this database (--prepared-statements=false), or enable max_prepared_statements on PgBouncer 1.21+; retrying will not help."
-		return out
-	}
-	switch e.Code {
-	case "42P01": // undefined_table
-		out.Type, out.Suggestion = ErrInvalidTable, "Call describe_schema without arguments to list the tables you can use."
-	case "42703": // undefined_column
-		out.Type, out.Suggestion = ErrInvalidColumn, "Call describe_schema with this table to list its columns."
-		if e.TableName != "" {
-			out.Table = e.TableName
-		}
-	case "42601", "42P02", "42804", "42883", "42P18", "42725", "42803", "42P10", "42P09", "42846", "42P08", "42P22", "26000", "34000":
-		// syntax error, undefined parameter, datatype mismatch, undefined function, indeterminate
-		// datatype, ambiguous function, grouping error, invalid column reference, ambiguous alias,
-		// cannot coerce, ambiguous parameter, indeterminate collation, unknown prepared statement,
-		// unknown cursor.
-		out.Type, out.Suggestion = ErrSyntax, syntaxSuggestion(e)
-	case "08P01":
-		// protocol_violation at ERROR level (the connection survives): the only part of the
-		// protocol the caller controls is the number of values bound, so this is Bind's "bind
-		// message supplies 1 parameters, but prepared statement … requires 2". PostgreSQL's text
-		// names pgtools' internal statement, which means nothing to the model.
-		if e.SeverityUnlocalized == "ERROR" || e.Severity == "ERROR" {
-			out.Type = ErrSyntax
-			out.Message = "The number of values in params does not match the $n placeholders in the statement"
-			out.Suggestion = "Pass exactly one value per placeholder: params is a JSON array whose first element binds to $1, the second to $2, and so on; a statement without placeholders takes no params."
-		}
-	case "25006": // read_only_sql_transaction
-		out.Type = ErrReadOnlyViolation
-		out.Suggestion = "This call runs in a READ ONLY transaction, so PostgreSQL refused the write. To change data use insert_data, update_data, delete_data or execute_sql with mode \"write\", and state your intent with session_id or autocommit: true."
-	case "25001", "25P01", "25P02", "25008", "25P04", "2D000", "0B000", "3B000", "3B001":
-		// Transaction state: a statement tried to steer or escape the transaction.
-		if cc.readOnly {
-			out.Type = ErrReadOnlyViolation
-			out.Suggestion = "Reads run in their own READ ONLY transaction; transaction control and statements that cannot run inside a transaction block are refused. Use pg_tx to manage transactions."
-		} else {
-			out.Type = ErrNotAllowed
-			out.Suggestion = "Statements that control or cannot run inside a transaction block are refused; use pg_tx to manage transactions."
-		}
-	case "57014": // query_canceled without our deadline: the server cancelled it (statement_timeout)
-		out.Type = ErrTimeout
-		out.Suggestion = "Narrow the query (add a where clause or a smaller limit) or ask the operator for a longer statement_timeout_ms."
-	case "55P03": // lock_not_available (lock_timeout)
-		out.Type = ErrTimeout
-		out.Suggestion = "Another transaction holds a lock on these rows; retry in a moment."
-	case "40001", "40P01": // serialization failure, deadlock
-		out.Type = ErrTimeout
-		out.Suggestion = "The transaction conflicted with a concurrent one; retry the call."
-	case "28000", "28P01":
-		out.Type = ErrAuthentication
-		out.Message = "The runner could not authenticate to the database"
-		out.Suggestion = "The operator must fix the runner's database credentials; retrying will not help."
-	case "42501": // insufficient_privilege
-		out.Type = ErrPermissionDenied
-		out.Suggestion = "The runner's database role is not allowed to do this. Use a table or function the role can access (describe_schema lists them), or ask the operator to grant the privilege."
-	case "3D000", "3F000": // invalid catalog name, invalid schema name
-		out.Type, out.Suggestion = ErrInvalidTable, "Call describe_schema without arguments to list the schemas and tables you can use."
-	case "55000": // object not in prerequisite state: e.g. PREPARE TRANSACTION with it disabled
-		out.Type = ErrNotAllowed
-		out.Suggestion = "PostgreSQL cannot run this statement in the current state; transaction control belongs to pg_tx."
-	case "53300", "57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004":
-		out.Type = ErrConnection
-		out.Suggestion = "The database is unavailable or restarting; retry in a few seconds."
-	}
-	if out.Type != "" {
-		return out
-	}
-	switch e.Code[:2] {
-	case "23":
-		out.Type = ErrConstraint
-		out.Suggestion = constraintSuggestion(e)
-	case "22": // data exception: bad input value for a type, division by zero, out of range …
-		out.Type = ErrSyntax
-		out.Suggestion = "A value does not fit its column or operator type. Check the params: numbers as numbers, timestamps as ISO 8601 strings, and one value per $n placeholder."
-	case "42":
-		out.Type, out.Suggestion = ErrSyntax, syntaxSuggestion(e)
-	case "08", "57":
-		out.Type = ErrConnection
-		out.Suggestion = "The database connection failed; retry in a few seconds."
-	case "53", "54":
-		out.Type = ErrNotAllowed
-		out.Suggestion = "The statement exceeded a database resource limit; narrow it."
-	case "0A":
-		out.Type = ErrNotAllowed
-		out.Suggestion = "PostgreSQL does not support this statement in this form; rewrite it."
-	default:
-		out.Type = ErrInternal
-		out.Suggestion = "The database reported an unexpected error; check the statement, and report it if it persists."
-	}
-	return out
-}
-
-func syntaxSuggestion(e *pgconn.PgError) string {
-	switch e.Code {
-	case "42P02":
-		return "Every $n placeholder needs a value: pass params as a JSON array whose first element is $1."
-	case "42P18", "42P08":
-		return "PostgreSQL cannot infer the type of a placeholder; add a cast such as $1::int or $1::text."
-	case "42883":
-		return "No function or operator matches these argument types; add explicit casts (for example $1::int) or check the function name."
-	case "42804":
-		return "A value's type does not match; add an explicit cast or pass a value of the column's type."
-	}
-	if e.Hint != "" {
-		return "Fix the SQL and call again. PostgreSQL's hint: " + e.Hint
-	}
-	return "Fix the SQL syntax near the reported token and call again; send exactly one statement, with values as $1, $2 … placeholders bound through params."
-}
-
-func constraintSuggestion(e *pgconn.PgError) string {
-	switch e.Code {
-	case "23505":
-		return fmt.Sprintf("A row with the same value already exists (constraint %s). Use a different value, update the existing row, or insert with on_conflict.", e.ConstraintName)
-	case "23503":
-		return fmt.Sprintf("The referenced row does not exist, or other rows still reference this one (constraint %s). Check the referenced key first with select_query.", e.ConstraintName)
-	case "23502":
-		return fmt.Sprintf("Column %q may not be null: provide a value for it.", e.ColumnName)
-	case "23514":
-		return fmt.Sprintf("A value breaks check constraint %s; describe_schema shows the table's columns and constraints.", e.ConstraintName)
-	}
-	return "The change breaks a constraint of the table; check the values and call again."
-}
-
-var (
-	// keyValues matches "Key (email)=(a@b.c)" in constraint details.
-	keyValues = regexp.MustCompile(`\)=\((.*)\)`)
-	// failingRow matches "Failing row contains (...)".
-	failingRow = regexp.MustCompile(`(?s)(Failing row contains )\(.*\)`)
-	// quotedValue matches a trailing quoted value in data-exception messages such as
-	// `invalid input syntax for type integer: "abc"`.
-	quotedValue = regexp.MustCompile(`: "(?s:.*)"$`)
-	// quotedAny matches any other quoted text in a data-exception message, which echoes (part
-	// of) a value: `value "123…" is out of range for type integer`, `invalid value "SECR" for "YYYY"`.
-	quotedAny = regexp.MustCompile(`"[^"]*"`)
-)
-
-// pgMessage returns PostgreSQL's message with its detail, with echoed values masked when mask is
-// set. Messages name columns, constraints and types, which help the model and are kept.
-func pgMessage(e *pgconn.PgError, mask bool) string {
-	msg := e.Message
-	detail := e.Detail
-	if mask {
-		if e.Code[:2] == "22" {
-			msg = quotedValue.ReplaceAllString(msg, `: "***"`)
-			msg = quotedAny.ReplaceAllString(msg, `"***"`)
-		}
-		detail = keyValues.ReplaceAllString(detail, `)=(***)`)
-		detail = failingRow.ReplaceAllString(detail, `${1}(***)`)
-		if e.Code[:2] == "22" || e.Code[:2] == "23" {
-			// Any other detail of a data or constraint error may echo a value.
-			if detail != "" && !strings.Contains(detail, "***") {
-				detail = ""
-			}
-		}
-	}
-	if detail != "" {
-		msg += ". " + detail
-	}
-	return capitalize(msg)
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	if s[0] >= 'a' && s[0] <= 'z' {
-		return string(s[0]-'a'+'A') + s[1:]
-	}
-	return s
+	return pgerr.Classify(ctx, err, cc, maskValues)
 }
 
 // minRedactLen is the shortest value, in characters, that redactValues masks: masking "1" or
@@ -388,5 +118,5 @@ func redactValues(e *Error, args map[string]any) {
 // ClassifyError turns an error from database work on db into the *Error a model reads. Packages
 // beside tools (the session manager) use it so every failure has the same shape.
 func ClassifyError(ctx context.Context, err error, db *Database) *Error {
-	return classify(ctx, err, callContext{database: db.Name}, !db.Policy.ShowErrorValues)
+	return classify(ctx, err, callContext{Database: db.Name}, !db.Policy.ShowErrorValues)
 }

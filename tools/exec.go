@@ -9,11 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgtools/pgtools/tools/wire"
-)
 
-// errPoolWait marks a call that never got a connection: it is reported apart from a statement
-// timeout, because the fix differs (retry later vs narrow the query).
-var errPoolWait = errors.New("timed out waiting for a free connection")
+	"github.com/pgtools/pgtools/tools/pgerr"
+)
 
 // acquire takes a connection from the stateless pool, waiting at most poolWait.
 func (db *Database) acquire(ctx context.Context) (*pgxpool.Conn, error) {
@@ -26,7 +24,7 @@ func (db *Database) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	conn, err := db.Pool.Acquire(actx)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
-			return nil, errPoolWait
+			return nil, pgerr.ErrPoolWait
 		}
 		return nil, fmt.Errorf("acquiring a connection: %w", err)
 	}

@@ -44,7 +44,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 	if perr != nil {
 		return nil, perr
 	}
-	cc := callContext{readOnly: true, database: req.db.Name}
+	cc := callContext{ReadOnly: true, Database: req.db.Name}
 	rel, err := req.db.resolveTable(ctx, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, !req.db.Policy.ShowErrorValues), op, "")

@@ -320,7 +320,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 		return nil, sessionsUnavailable(op) // Call resolves the session for these actions whenever sessions are enabled
 	}
 	pc := s.conn.PgConn()
-	cc := callContext{database: s.DB.Name}
+	cc := callContext{Database: s.DB.Name}
 	switch action {
 	case "commit", "rollback":
 		var err error

@@ -137,7 +137,7 @@ func insertData(ctx context.Context, req *request) (*Result, *Error) {
 
 func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (*Result, *Error) {
 	const op = "insert"
-	cc := callContext{database: req.db.Name}
+	cc := callContext{Database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
 	rel, err := req.db.resolveTable(ctx, a.Table)
 	if err != nil {
@@ -300,7 +300,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 		return nil, &Error{Operation: op, Type: ErrInvalidArguments, Message: "Invalid arguments: where must not be empty",
 			Suggestion: fmt.Sprintf(`Give a where that selects the rows to %s, e.g. "id = $1" with params [42]. To really %s every row, say so: where "true" (still capped by max_affected_rows).`, op, op)}
 	}
-	cc := callContext{database: req.db.Name}
+	cc := callContext{Database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
 	params, perr := paramList(a.Params.v)
 	if perr != nil {
@@ -361,7 +361,7 @@ func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation
 	if err == nil {
 		return nil
 	}
-	e := classify(ctx, err, callContext{readOnly: true, database: req.db.Name}, !req.db.Policy.ShowErrorValues)
+	e := classify(ctx, err, callContext{ReadOnly: true, Database: req.db.Name}, !req.db.Policy.ShowErrorValues)
 	if e.Type == ErrReadOnlyViolation {
 		e.Message = "A dry run first evaluates where in a READ ONLY transaction, and this where changes something a rollback cannot undo (nextval, setval or another function with effects); nothing was run"
 		e.Suggestion = "Remove the function with effects from where to preview the change; to try it for real, run it in a session (pg_tx begin, then session_id) and roll back."
@@ -387,7 +387,7 @@ func runDML(ctx context.Context, req *request, sess *Session, op string, rel *re
 	}
 	out, werr := runWriteOn(ctx, req.db, sess, st)
 	if werr != nil {
-		return nil, withOp(classify(ctx, werr, callContext{database: req.db.Name}, !req.db.Policy.ShowErrorValues), op, table)
+		return nil, withOp(classify(ctx, werr, callContext{Database: req.db.Name}, !req.db.Policy.ShowErrorValues), op, table)
 	}
 	res := writeResult(op, table, out, dry, req.maxBytes)
 	if dry && maxAffected > 0 && out.affected > int64(maxAffected) {
