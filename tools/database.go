@@ -167,6 +167,13 @@ type Principal struct {
 	// MaxResponseBytes lowers every database's response byte cap for this principal (0: the
 	// database's cap applies).
 	MaxResponseBytes int
+	// Role is the PostgreSQL role every transaction of this principal's calls runs as
+	// (SET LOCAL ROLE, asserted again before every statement of a session or batch); "" runs as
+	// the runner's login role. The login role must be a member of it (DESIGN §11).
+	Role string
+	// Claims is a JSON object visible to SQL as the transaction-local setting request.jwt.claims
+	// (for row-level security policies); nil sets nothing.
+	Claims []byte
 }
 
 // Can reports whether the principal holds scope.
