@@ -55,6 +55,7 @@ type catalogSnapshot struct {
 	loaded     time.Time
 	rels       map[string]*relation // by relKey(schema, name), exact names
 	searchPath []string             // current_schemas(false) of the runner's role
+	roles      roleViews            // each agent role's view, loaded on first use
 }
 
 // catalogCache keeps the catalog of one database so that resolving identifiers costs no round
@@ -167,12 +168,17 @@ func (s *catalogSnapshot) lookup(parts []identPart) *relation {
 }
 
 // resolveTable finds the relation an agent named, or explains which names exist.
-func (db *Database) resolveTable(ctx context.Context, name string) (*relation, error) {
+//
+// role is the caller's role ("" for the runner's login role): a relation the role has no
+// privilege on is answered as missing, and suggestions name only what it can read.
+func (db *Database) resolveTable(ctx context.Context, role, name string) (*relation, error) {
 	parts, ok := splitQualified(name)
 	if !ok {
 		suggestion := "Name a table as name or schema.name, e.g. orders or public.orders; call describe_schema to list tables."
 		if snap, err := db.catalog(ctx, false); err == nil {
-			suggestion = "Name a table as name or schema.name, e.g. orders or public.orders. " + tableSuggestion(snap, name, "")
+			if view, verr := db.viewFor(ctx, snap, role); verr == nil {
+				suggestion = "Name a table as name or schema.name, e.g. orders or public.orders. " + tableSuggestion(snap, view, name, "")
+			}
 		}
 		return nil, errorf(ErrInvalidTable, suggestion, "Table name %s is not a valid name", quoteForMessage(name))
 	}
@@ -204,7 +210,11 @@ func (db *Database) resolveTable(ctx context.Context, name string) (*relation, e
 			return nil, err
 		}
 		prev = snap
-		if r := snap.lookup(parts); r != nil {
+		view, err := db.viewFor(ctx, snap, role)
+		if err != nil {
+			return nil, err
+		}
+		if r := snap.lookup(parts); r != nil && view.usableRel(r) {
 			if r.denied {
 				return nil, errorf(ErrNotAllowed, "Use another table; describe_schema lists the tables you may use.",
 					"Table %s is not available under this database's policy", quoteForMessage(name))
@@ -214,7 +224,7 @@ func (db *Database) resolveTable(ctx context.Context, name string) (*relation, e
 		if refresh || !plain {
 			return nil, &Error{Type: ErrInvalidTable, SQLState: "42P01",
 				Message:    fmt.Sprintf("Table %s does not exist or is not available", quoteForMessage(name)),
-				Suggestion: tableSuggestion(snap, partNames(parts), note)}
+				Suggestion: tableSuggestion(snap, view, partNames(parts), note)}
 		}
 	}
 	panic("unreachable")
@@ -240,12 +250,13 @@ func partNames(parts []identPart) string {
 	return strings.Join(names, ".")
 }
 
-// tableSuggestion names the tables nearest to name and lists the others, each spelled so that
-// writing it as shown reaches that table; note (may be empty) goes between the two.
-func tableSuggestion(snap *catalogSnapshot, name, note string) string {
+// tableSuggestion names the tables nearest to name that view's role can read and lists the others,
+// each spelled so that writing it as shown reaches that table; note (may be empty) goes between
+// the two.
+func tableSuggestion(snap *catalogSnapshot, view *roleView, name, note string) string {
 	var rels []*relation
 	for _, r := range snap.rels {
-		if r.canSelect && !r.denied {
+		if view.readableRel(r) && !r.denied {
 			rels = append(rels, r)
 		}
 	}

@@ -73,7 +73,7 @@ func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 				}
 			}
 		}
-		rel, err := req.db.resolveTable(ctx, name)
+		rel, err := req.db.resolveTable(ctx, req.who().role, name)
 		if err != nil {
 			return nil, withOp(classify(ctx, err, cc, mask), op, "")
 		}
@@ -89,9 +89,13 @@ func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
 	schema := a.Schema
+	view, err := req.db.viewFor(ctx, snap, req.who().role)
+	if err != nil {
+		return nil, withOp(classify(ctx, err, cc, mask), op, "")
+	}
 	list := []tableSummary{}
 	for _, r := range snap.rels {
-		if !r.canSelect || r.denied || (schema != "" && r.schema != schema) {
+		if !view.readableRel(r) || r.denied || (schema != "" && r.schema != schema) {
 			continue
 		}
 		list = append(list, tableSummary{Schema: r.schema, Name: r.name, Type: relKinds[r.kind], EstimatedRows: r.estimate, Comment: r.comment})

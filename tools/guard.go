@@ -54,6 +54,9 @@ func checkFreeSQL(sql string, read, inSession bool) *Error {
 				Suggestion: "Send one query without BEGIN, COMMIT or ROLLBACK; use pg_tx to manage transactions."}
 		}
 		return txControlRefused()
+	case changesIdentity(sql):
+		return &Error{Type: ErrNotAllowed, Message: "Statements that change the role, the session authorization or request.* settings are not allowed; nothing was run",
+			Suggestion: "Run your statement as the role you were given; pgtools sets the role and the claims for every call."}
 	case sessionStateWords[kw]:
 		return &Error{Type: ErrNotAllowed, Message: fmt.Sprintf("%s statements are not supported by pgtools; nothing was run", kw),
 			Suggestion: sessionStateSuggestion(kw)}
@@ -62,6 +65,31 @@ func checkFreeSQL(sql string, read, inSession bool) *Error {
 			Suggestion: "Rewrite it as one query. DO blocks, LOCK, SET, cursors and CALL are not available to reads; a statement that changes data needs mode \"write\" with autocommit: true or a session_id."}
 	}
 	return nil
+}
+
+// changesIdentity reports SET/RESET of the role, the session authorization or a request.* setting
+// (request.jwt.claims), and RESET ALL, which would return to the login role: a caller acting as a
+// role must not leave it (DESIGN §11), and nobody may forge claims.
+func changesIdentity(sql string) bool {
+	w := leadingWords(sql, 3)
+	if len(w) < 2 || (w[0] != "SET" && w[0] != "RESET") {
+		return false
+	}
+	rest := w[1:]
+	if rest[0] == "LOCAL" || rest[0] == "SESSION" {
+		if rest[0] == "SESSION" && len(rest) > 1 && rest[1] == "AUTHORIZATION" {
+			return true
+		}
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		return false
+	}
+	switch rest[0] {
+	case "ROLE", "REQUEST", "ALL", "SESSION_AUTHORIZATION":
+		return true
+	}
+	return false
 }
 
 func sessionStateSuggestion(kw string) string {
@@ -103,17 +131,25 @@ func timeoutsSQL(p *Policy) string {
 const effectsSQL = `SELECT (SELECT coalesce(sum(pg_catalog.pg_stat_get_xact_tuples_inserted(c) + pg_catalog.pg_stat_get_xact_tuples_updated(c) + pg_catalog.pg_stat_get_xact_tuples_deleted(c)), 0)
   FROM unnest('{pg_catalog.pg_class,pg_catalog.pg_attribute,pg_catalog.pg_type,pg_catalog.pg_proc,pg_catalog.pg_namespace,pg_catalog.pg_constraint,pg_catalog.pg_index,pg_catalog.pg_trigger,pg_catalog.pg_rewrite,pg_catalog.pg_policy,pg_catalog.pg_extension,pg_catalog.pg_description,pg_catalog.pg_attrdef,pg_catalog.pg_sequence,pg_catalog.pg_depend,pg_catalog.pg_authid,pg_catalog.pg_auth_members,pg_catalog.pg_database,pg_catalog.pg_shdepend,pg_catalog.pg_default_acl,pg_catalog.pg_event_trigger,pg_catalog.pg_publication,pg_catalog.pg_subscription}'::regclass[]) c),
  (SELECT coalesce(sum(n_tup_upd + n_tup_del), 0) FROM pg_catalog.pg_stat_xact_user_tables),
- current_setting('track_counts')::bool`
+ current_setting('track_counts')::bool,
+ current_user::text, coalesce(current_setting('request.jwt.claims', true), '')`
 
 // effects is one reading of effectsSQL.
 type effects struct {
-	catalog int64 // catalog rows written
-	changed int64 // user-table rows updated or deleted
+	catalog int64  // catalog rows written
+	changed int64  // user-table rows updated or deleted
+	user    string // the role the transaction runs as
+	claims  string // request.jwt.claims
 }
 
 // sub is what happened between an earlier reading and this one.
 func (e effects) sub(before effects) effects {
 	return effects{catalog: e.catalog - before.catalog, changed: e.changed - before.changed}
+}
+
+// sameIdentity reports whether the transaction still acts as it did at the earlier reading.
+func (e effects) sameIdentity(before effects) bool {
+	return e.user == before.user && e.claims == before.claims
 }
 
 // execReading runs pgtools' own fixed SQL whose last statement is effectsSQL, through the simple
@@ -132,7 +168,7 @@ func execReading(ctx context.Context, pc *pgconn.PgConn, sql string) (effects, e
 		return effects{}, &Error{Type: ErrInternal, Message: "The database has track_counts off, so pgtools cannot tell what a statement changed; the statement was not run",
 			Suggestion: "The operator must turn track_counts on (its default) for pgtools to run agent-written writes."}
 	}
-	var e effects
+	e := effects{user: string(row[3]), claims: string(row[4])}
 	if e.catalog, err = strconv.ParseInt(string(row[0]), 10, 64); err == nil {
 		e.changed, err = strconv.ParseInt(string(row[1]), 10, 64)
 	}

@@ -52,12 +52,13 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	pc := conn.PgConn()
-	if err := simpleExec(ctx, pc, "BEGIN"); err != nil {
+	who := req.who()
+	if err := simpleExec(ctx, pc, "BEGIN; "+who.sql(false)); err != nil {
 		return nil, ClassifyError(ctx, err, req.db)
 	}
 	results := make([]opResult, 0, len(stmts))
 	for i, st := range stmts {
-		out, keep, err := execBatched(ctx, pc, req.db, st)
+		out, keep, err := execBatched(ctx, pc, req.db, who, st)
 		if err == nil && !keep {
 			err = errors.New("operation refused")
 		}
@@ -84,12 +85,12 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 	return &Result{Operation: op, Status: "committed", RowCount: &n, Results: data}, nil
 }
 
-// execBatched runs one operation of a batch with the policy's timeouts asserted again before it
-// (an earlier operation may have changed them) and its own deadline.
-func execBatched(ctx context.Context, pc *pgconn.PgConn, db *Database, st writeStmt) (*writeOutcome, bool, error) {
+// execBatched runs one operation of a batch with the identity and the policy's timeouts asserted
+// again before it (an earlier operation may have tried to change them) and its own deadline.
+func execBatched(ctx context.Context, pc *pgconn.PgConn, db *Database, who identity, st writeStmt) (*writeOutcome, bool, error) {
 	ctx, cancel := withCallDeadline(ctx, &db.Policy)
 	defer cancel()
-	before, err := execReading(ctx, pc, timeoutsSQL(&db.Policy)+"; "+effectsSQL)
+	before, err := execReading(ctx, pc, who.prefix(true)+timeoutsSQL(&db.Policy)+"; "+effectsSQL)
 	if err != nil {
 		return nil, false, err
 	}

@@ -129,6 +129,14 @@ type request struct {
 	maxBytes  int // response byte cap: the database's, lowered by the principal's and the call's
 }
 
+// who is the identity the call acts as: its session's (fixed at begin), else its principal's.
+func (req *request) who() identity {
+	if req.session != nil {
+		return req.session.who
+	}
+	return identityOf(req.principal)
+}
+
 type handler func(ctx context.Context, req *request) (*Result, *Error)
 
 type toolEntry struct {

@@ -45,7 +45,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 		return nil, perr
 	}
 	cc := callContext{ReadOnly: true, Database: req.db.Name}
-	rel, err := req.db.resolveTable(ctx, a.Table)
+	rel, err := req.db.resolveTable(ctx, req.who().role, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, !req.db.Policy.ShowErrorValues), op, "")
 	}
@@ -95,7 +95,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 		sb.WriteString(strconv.FormatInt(offset, 10))
 	}
 
-	rs, rerr := runReadOn(ctx, req.db, sess, wire.Stmt{SQL: sb.String(), Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes})
+	rs, rerr := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: sb.String(), Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes})
 	if rerr != nil {
 		return nil, withOp(classify(ctx, rerr, cc, !req.db.Policy.ShowErrorValues), op, table)
 	}

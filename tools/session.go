@@ -46,6 +46,8 @@ type Session struct {
 	// savepoints is the stack of the agent's savepoint names, so pg_tx can refuse an unknown name
 	// before PostgreSQL would abort the whole transaction over it. Guarded by the session lock.
 	savepoints []string
+	// who is the identity the session acts as, fixed at begin and asserted before every statement.
+	who identity
 }
 
 // OpenSession connects a dedicated connection to db (counted apart from db's pool, so sessions
@@ -63,12 +65,16 @@ func OpenSession(ctx context.Context, id string, p Principal, db *Database, opts
 	if opts.ReadOnly {
 		begin += " READ ONLY"
 	}
+	who := identityOf(p)
+	if s := who.sql(false); s != "" {
+		begin += "; " + s
+	}
 	if err := simpleExec(ctx, conn.PgConn(), begin); err != nil {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	now := clock()
-	s := &Session{ID: id, Principal: p.Name, DB: db, Opts: opts, Started: now, conn: conn, sem: make(chan struct{}, 1), clock: clock}
+	s := &Session{ID: id, Principal: p.Name, DB: db, Opts: opts, Started: now, conn: conn, sem: make(chan struct{}, 1), clock: clock, who: who}
 	s.lastUsed.Store(now.UnixNano())
 	return s, nil
 }
@@ -250,7 +256,7 @@ func writeIn(ctx context.Context, s *Session, st writeStmt) (*writeOutcome, erro
 	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
 	defer cancel()
 	pc := s.conn.PgConn()
-	pre := wire.SQLSavepoint + "; " + timeoutsSQL(&s.DB.Policy)
+	pre := wire.SQLSavepoint + "; " + s.who.prefix(true) + timeoutsSQL(&s.DB.Policy)
 	var before effects
 	var err error
 	if st.free {
@@ -385,10 +391,13 @@ func lastIndex(list []string, v string) int {
 }
 
 // runReadOn reads in the session when there is one, else on the stateless pool.
-func runReadOn(ctx context.Context, db *Database, s *Session, st wire.Stmt) (*wire.RowSet, error) {
+// It acts as who (the session's identity, asserted again, inside a session).
+func runReadOn(ctx context.Context, db *Database, s *Session, who identity, st wire.Stmt) (*wire.RowSet, error) {
 	if s != nil {
+		st.Setup = s.who.pipeline(true)
 		return readIn(ctx, s, st)
 	}
+	st.Setup = who.pipeline(false)
 	return db.runRead(ctx, st)
 }
 

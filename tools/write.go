@@ -27,6 +27,7 @@ type writeStmt struct {
 	free        bool     // agent-written SQL: classify by command tag and catalog changes
 	confirm     bool     // confirm_destructive
 	allowDDL    bool     // policy allows DDL and the principal has the ddl scope
+	who         identity // the role and claims the statement runs with (outside a session)
 }
 
 // writeOutcome is what a write did.
@@ -66,10 +67,14 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	defer cancel()
 
 	var before effects
+	begin := "BEGIN"
+	if s := st.who.sql(false); s != "" {
+		begin += "; " + s
+	}
 	if st.free {
-		before, err = execReading(ctx, pc, "BEGIN; "+effectsSQL)
+		before, err = execReading(ctx, pc, begin+"; "+effectsSQL)
 	} else {
-		err = simpleExec(ctx, pc, "BEGIN")
+		err = simpleExec(ctx, pc, begin)
 	}
 	if err != nil {
 		return nil, err
@@ -120,6 +125,10 @@ func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before ef
 		after, rerr := execReading(ctx, pc, effectsSQL)
 		if rerr != nil {
 			return out, false, rerr
+		}
+		if !after.sameIdentity(before) {
+			return out, false, &Error{Type: ErrNotAllowed, Message: "The statement changed the role or the claims it runs with; it was rolled back",
+				Suggestion: "Run statements as the role you were given: SET ROLE, set_config('role', …) and changes to request.jwt.claims are refused."}
 		}
 		did := after.sub(before)
 		if !(out.tag == "UPDATE" || out.tag == "DELETE" || out.tag == "MERGE") {

@@ -139,7 +139,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 	const op = "insert"
 	cc := callContext{Database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
-	rel, err := req.db.resolveTable(ctx, a.Table)
+	rel, err := req.db.resolveTable(ctx, req.who().role, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
@@ -306,7 +306,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 	if perr != nil {
 		return nil, withOp(perr, op, "")
 	}
-	rel, err := req.db.resolveTable(ctx, a.Table)
+	rel, err := req.db.resolveTable(ctx, req.who().role, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
@@ -357,7 +357,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 // does not undo is refused by PostgreSQL there, so a dry run changes nothing at all.
 func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation, where string, params []any) *Error {
 	sql := "SELECT 1 FROM " + pgx.Identifier{rel.schema, rel.name}.Sanitize() + " WHERE (\n" + where + "\n)"
-	_, err := runReadOn(ctx, req.db, sess, wire.Stmt{SQL: sql, Params: params, MaxRows: 1})
+	_, err := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: sql, Params: params, MaxRows: 1})
 	if err == nil {
 		return nil
 	}
@@ -380,7 +380,7 @@ func runDML(ctx context.Context, req *request, sess *Session, op string, rel *re
 	}
 	sb.WriteString(ret)
 	st := writeStmt{op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
-		keepRows: req.db.Policy.MaxLimit, maxBytes: req.maxBytes, dryRun: dry, maxAffected: maxAffected}
+		keepRows: req.db.Policy.MaxLimit, maxBytes: req.maxBytes, dryRun: dry, maxAffected: maxAffected, who: req.who()}
 	if dry {
 		st.keepRows = previewRows
 		st.maxAffected = 0 // a dry run reports the count; the cap applies when it is applied

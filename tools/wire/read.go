@@ -26,6 +26,15 @@ type Stmt struct {
 	MaxRows  int  // rows to fetch at most (limit+1); the portal stops there, so the server does too
 	MaxBytes int  // size at which the JSON of the rows is cut
 	Unnamed  bool // parse every statement as the unnamed statement (pgx's describe-exec mode)
+	// Setup runs after the frame's opening statements and before the agent's, in the same round
+	// trip: the caller's identity (claims, role) for instance.
+	Setup []Exec
+}
+
+// Exec is one of pgtools' own statements with its bound parameters (text format).
+type Exec struct {
+	SQL    string
+	Params [][]byte
 }
 
 // RowSet is the encoded result of a read.
@@ -122,6 +131,9 @@ func Read(ctx context.Context, pc *pgconn.PgConn, st Stmt, fr Frame) (rs *RowSet
 	for _, sql := range fr.pre {
 		cache.sendExec(fe, sql, nil, false, 0)
 	}
+	for _, x := range st.Setup {
+		cache.sendExec(fe, x.SQL, x.Params, false, 0)
+	}
 	if fr.snapshot != "" {
 		cache.sendBind(fe, fr.snapshot)
 	}
@@ -143,7 +155,7 @@ func Read(ctx context.Context, pc *pgconn.PgConn, st Stmt, fr Frame) (rs *RowSet
 		defer cancel()
 		_ = pc.CancelRequest(cctx)
 	})
-	rs, destroy, err = readResults(pc, st, len(fr.pre), &userStmt.enc)
+	rs, destroy, err = readResults(pc, st, len(fr.pre)+len(st.Setup), &userStmt.enc)
 	// Settle the cache first: statements parsed in a group that failed may not exist, and the
 	// recovery below must not bind to them.
 	cache.settle(err != nil && !errors.Is(err, ErrTxEscaped))
