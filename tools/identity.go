@@ -52,7 +52,7 @@ func (id identity) pipeline(reassert bool) []wire.Exec {
 }
 
 // sql is the identity as simple-protocol text to append after "; " (no trailing separator), or ""
-// for none. The claims are a literal here: E'' with quotes and backslashes doubled reads the same
+// for none. The claims are a literal here: E” with quotes and backslashes doubled reads the same
 // whatever standard_conforming_strings says.
 func (id identity) sql(reassert bool) string {
 	if id.none() {
