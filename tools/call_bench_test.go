@@ -61,3 +61,33 @@ id = $1
 		}
 	}
 }
+
+// BenchmarkSelectByPKIdentity is BenchmarkSelectByPK's prepared read as the login role and as a
+// principal with a role and claims, in one run on one connection: the cost of SET LOCAL ROLE and
+// set_config(request.jwt.claims), which travel in the same round trip as the read.
+func BenchmarkSelectByPKIdentity(b *testing.B) {
+	bn := newBundleConns(b, Policy{}, 1)
+	role := bn.db.RoleName("tenant")
+	bn.db.Exec(b, "CREATE ROLE "+quoteIdent(role)+" NOLOGIN; GRANT "+quoteIdent(role)+" TO "+quoteIdent(bn.db.RoleName("agent"))+"; GRANT SELECT ON orders TO "+quoteIdent(role))
+	b.Cleanup(func() { bn.db.Exec(b, "DROP OWNED BY "+quoteIdent(role)) })
+	tenant := Principal{Name: "tenant", Scopes: []string{"read"}, Role: role, Claims: []byte(`{"sub":"user-1","tenant":1}`)}
+	args := make([][]byte, 50)
+	for i := range args {
+		args[i] = []byte(`{"table":"orders","where":"id = $1","params":[` + strconv.Itoa(i+1) + `]}`)
+	}
+	for _, p := range []struct {
+		name string
+		who  Principal
+	}{{"login-role", testPrincipal}, {"role+claims", tenant}} {
+		b.Run(p.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, e := bn.reg.Call(ctx, p.who, "select_query", args[i%50]); e != nil {
+					b.Fatal(e)
+				}
+			}
+		})
+	}
+}
