@@ -42,7 +42,8 @@ id = $1
 type caller func(ctx context.Context, id int) error
 
 // figures are one contender's measurements.
-type figures struct{ p50, p99, tput, serverUS, benchUS float64 }
+// p50 and p99 are at concurrency 1, p99c at the throughput run's concurrency.
+type figures struct{ p50, p99, tput, serverUS, benchUS, p99c float64 }
 
 func bench(ctx context.Context, o options, out io.Writer) error {
 	say := func(format string, a ...any) { fmt.Fprintf(out, "# "+format+"\n", a...) }
@@ -134,6 +135,10 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		return []byte(`{"table":"customers","where":"id = $1","params":[` + strconv.Itoa(id) + `]}`)
 	}
 	selectPK := httpCall("select_query", pkBody)
+	selectMCP, err := mcpCaller(ctx, client, base+"/mcp", token)
+	if err != nil {
+		return err
+	}
 
 	// Raw pgx on its own pool of the same size and role.
 	pcfg, err := pgxpool.ParseConfig(appDSN)
@@ -220,6 +225,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		{"raw pgx, BEGIN READ ONLY/query/COMMIT (3 round trips)", rawTx},
 		{"raw pgx, BEGIN READ ONLY/query/COMMIT pipelined", rawPipe},
 		{"pgtools select_query over HTTP", selectPK},
+		{mcpName, selectMCP},
 		{"floor: bare net/http handler + raw pipelined", httpCallAt(floorURL, pkBody)},
 	}
 	for _, c := range contenders { // warm up pools, caches and plans
@@ -234,20 +240,21 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	_, wrkErr := exec.LookPath("wrk")
 	const wrkName = "pgtools select_query over HTTP, load from wrk"
 	const floorName = "floor: bare net/http handler + raw pipelined, load from wrk"
+	const mcpWrkName = "pgtools select_query over MCP /mcp, load from wrk"
 	names := make([]string, 0, len(contenders)+2)
 	for _, c := range contenders {
 		names = append(names, c.name)
 	}
 	if wrkErr == nil {
-		names = append(names, wrkName, floorName)
+		names = append(names, wrkName, mcpWrkName, floorName)
 	}
-	samples := map[string]*[5][]float64{} // p50, p99, calls/s, server µs, bench µs
+	samples := map[string]*[6][]float64{} // p50, p99, calls/s, server µs, bench µs, p99 at c
 	for _, n := range names {
-		samples[n] = &[5][]float64{}
+		samples[n] = &[6][]float64{}
 	}
 	add := func(name string, f figures) {
 		s := samples[name]
-		for i, v := range []float64{f.p50, f.p99, f.tput, f.serverUS, f.benchUS} {
+		for i, v := range []float64{f.p50, f.p99, f.tput, f.serverUS, f.benchUS, f.p99c} {
 			s[i] = append(s[i], v)
 		}
 	}
@@ -255,17 +262,20 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		// Rotate the order each round so no contender always runs right after another.
 		for k := range names {
 			name := names[(k+r)%len(names)]
-			if name == wrkName || name == floorName {
-				url := base + "/v1/tools/select_query"
-				if name == floorName {
+			if name == wrkName || name == floorName || name == mcpWrkName {
+				url, script := base+"/v1/tools/select_query", wrkScript
+				switch name {
+				case floorName:
 					url = floorURL
+				case mcpWrkName:
+					url, script = base+"/mcp", wrkMCPScript
 				}
-				w1, err := runWrk(ctx, url, token, 1, d)
+				w1, err := runWrk(ctx, script, url, token, 1, d)
 				if err != nil {
 					return err
 				}
 				srv0, self0 := backendCPU(ctx, dbAdmin), selfCPU()
-				w32, err := runWrk(ctx, url, token, o.concurrency, d)
+				w32, err := runWrk(ctx, script, url, token, o.concurrency, d)
 				if err != nil {
 					return err
 				}
@@ -274,7 +284,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 				}
 				add(name, figures{p50: w1.p50, p99: w1.p99, tput: w32.rps,
 					serverUS: (backendCPU(ctx, dbAdmin) - srv0) / float64(w32.requests) * 1e6,
-					benchUS:  (selfCPU() - self0) / float64(w32.requests) * 1e6})
+					benchUS:  (selfCPU() - self0) / float64(w32.requests) * 1e6, p99c: w32.p99})
 				continue
 			}
 			var fn caller
@@ -288,7 +298,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			var n atomic.Int64
-			if o.cpuProfile != "" && name == "pgtools select_query over HTTP" && r == 0 {
+			if o.cpuProfile != "" && name == o.profile && r == 0 {
 				f, err := os.Create(o.cpuProfile)
 				if err != nil {
 					return err
@@ -298,26 +308,28 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 			}
 			start := time.Now()
 			srv0, self0 := backendCPU(ctx, dbAdmin), selfCPU()
-			if err := driveCount(ctx, fn, o.concurrency, d, &n); err != nil {
+			latC, err := driveCount(ctx, fn, o.concurrency, d, &n)
+			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
-			if o.cpuProfile != "" && name == "pgtools select_query over HTTP" && r == 0 {
+			if o.cpuProfile != "" && name == o.profile && r == 0 {
 				pprof.StopCPUProfile()
 			}
 			add(name, figures{p50: pct(lat, 50), p99: pct(lat, 99), tput: float64(n.Load()) / time.Since(start).Seconds(),
 				serverUS: (backendCPU(ctx, dbAdmin) - srv0) / float64(n.Load()) * 1e6,
-				benchUS:  (selfCPU() - self0) / float64(n.Load()) * 1e6})
+				benchUS:  (selfCPU() - self0) / float64(n.Load()) * 1e6, p99c: pct(latC, 99)})
 		}
 	}
 	res := map[string]figures{}
 	for _, n := range names {
 		s := samples[n]
-		res[n] = figures{p50: pct(s[0], 50), p99: pct(s[1], 50), tput: pct(s[2], 50), serverUS: pct(s[3], 50), benchUS: pct(s[4], 50)}
+		res[n] = figures{p50: pct(s[0], 50), p99: pct(s[1], 50), tput: pct(s[2], 50), serverUS: pct(s[3], 50), benchUS: pct(s[4], 50), p99c: pct(s[5], 50)}
 	}
-	fmt.Fprintf(out, "\n%-58s %9s %9s %13s %13s %13s\n", "primary-key read", "p50 ms", "p99 ms", "calls/s @c"+strconv.Itoa(o.concurrency), "server µs/call", "bench µs/call")
+	cs := strconv.Itoa(o.concurrency)
+	fmt.Fprintf(out, "\n%-58s %9s %9s %13s %11s %13s %13s\n", "primary-key read", "p50 ms", "p99 ms", "calls/s @c"+cs, "p99 ms @c"+cs, "server µs/call", "bench µs/call")
 	for _, n := range names {
 		f := res[n]
-		fmt.Fprintf(out, "%-58s %9.3f %9.3f %13.0f %13.1f %13.1f\n", n, f.p50, f.p99, f.tput, f.serverUS, f.benchUS)
+		fmt.Fprintf(out, "%-58s %9.3f %9.3f %13.0f %11.2f %13.1f %13.1f\n", n, f.p50, f.p99, f.tput, f.p99c, f.serverUS, f.benchUS)
 	}
 	if wrkErr != nil {
 		fmt.Fprintln(out, "(wrk not found: apt-get install wrk for the separate-process HTTP load; make bench installs it)")
@@ -341,6 +353,11 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "CPU per call, PostgreSQL + client/runner process: pgtools %.0f µs vs raw pipelined %.0f µs\n",
 		pgTput.serverUS+pgTput.benchUS, pp.serverUS+pp.benchUS)
+	mcpLat, mcpTput := res[mcpName], res[mcpName]
+	if wrkErr == nil {
+		mcpTput = res[mcpWrkName]
+	}
+	printMCPRatios(out, o.concurrency, res["pgtools select_query over HTTP"], mcpLat, pgTput, mcpTput, wrkErr == nil)
 
 	// The capped read of a large table.
 	fmt.Fprintf(out, "\n%-58s %10s %14s %16s\n", "capped read (default limit 1000)", "ms/call", "runner KB/call", "backend peak MB")
@@ -427,28 +444,38 @@ func drive(ctx context.Context, fn caller, c, n int) error {
 	return <-errc
 }
 
-// driveCount runs c workers for d, counting calls in n.
-func driveCount(ctx context.Context, fn caller, c int, d time.Duration, n *atomic.Int64) error {
+// driveCount runs c workers for d, counting calls in n, and returns the calls' durations in ms.
+func driveCount(ctx context.Context, fn caller, c int, d time.Duration, n *atomic.Int64) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
 	errc := make(chan error, c)
+	lats := make([][]float64, c)
 	for w := 0; w < c; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
+				start := time.Now()
 				if err := fn(context.Background(), 1+rand.IntN(customers)); err != nil {
 					errc <- err
 					return
 				}
+				lats[w] = append(lats[w], float64(time.Since(start).Microseconds())/1000)
 				n.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
 	close(errc)
-	return <-errc
+	var all []float64
+	for _, l := range lats {
+		all = append(all, l...)
+	}
+	if len(all) == 0 {
+		all = []float64{0}
+	}
+	return all, <-errc
 }
 
 // backendPeakMB reads the peak resident size of the database's backends from /proc (the server

@@ -32,6 +32,7 @@ type options struct {
 	events      int
 	bigN        int
 	cpuProfile  string
+	profile     string
 	rounds      int
 	only        string
 }
@@ -47,9 +48,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.concurrency, "c", 32, "concurrency of the throughput measurement")
 	fs.IntVar(&o.events, "events", 1_000_000, "rows of the large table")
 	fs.IntVar(&o.bigN, "big-n", 20, "calls per large-table measurement")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the pgtools throughput run to this file")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of one contender's first throughput run (--profile) to this file")
+	fs.StringVar(&o.profile, "profile", "pgtools select_query over HTTP", "the contender --cpuprofile profiles (in-process load), e.g. \""+mcpName+"\"")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pgtools-bench [flags]\n\nCompares a primary-key select_query through HTTP with raw pgx (bare, BEGIN READ ONLY as three\nround trips, and pipelined) and with the floor of any HTTP tool (a bare net/http handler around\nthe raw pipelined read), and a capped read of a large table with raw LIMIT 1001.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: pgtools-bench [flags]\n\nCompares a primary-key select_query through HTTP with raw pgx (bare, BEGIN READ ONLY as three\nround trips, and pipelined) and with the floor of any HTTP tool (a bare net/http handler around\nthe raw pipelined read), the same read as an MCP tools/call on /mcp beside the HTTP API, and a\ncapped read of a large table with raw LIMIT 1001.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

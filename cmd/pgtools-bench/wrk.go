@@ -20,6 +20,19 @@ request = function()
 end
 `
 
+// wrkMCPScript makes wrk send the same read as a tools/call to /mcp, after the initialize that
+// mcpCaller sent once (a stateless server needs no session id).
+const wrkMCPScript = `
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["Mcp-Protocol-Version"] = "` + mcpProtocolVersion + `"
+wrk.headers["Authorization"] = "Bearer %s"
+request = function()
+  return wrk.format(nil, nil, nil, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"customers","where":"id = $1","params":[' .. math.random(1, %d) .. ']}}}')
+end
+`
+
 // wrkResult is what one wrk run reports.
 type wrkResult struct {
 	rps      float64
@@ -29,14 +42,14 @@ type wrkResult struct {
 }
 
 // runWrk drives url with wrk (a separate process, so the load generator's cost is not the
-// runner's) for d with c connections on one thread.
-func runWrk(ctx context.Context, url, token string, c int, d time.Duration) (*wrkResult, error) {
+// runner's) for d with c connections on one thread, with script (wrkScript or wrkMCPScript).
+func runWrk(ctx context.Context, script, url, token string, c int, d time.Duration) (*wrkResult, error) {
 	f, err := os.CreateTemp("", "pgtools-wrk-*.lua")
 	if err != nil {
 		return nil, err
 	}
 	defer os.Remove(f.Name())
-	fmt.Fprintf(f, wrkScript, token, customers)
+	fmt.Fprintf(f, script, token, customers)
 	f.Close()
 	secs := max(1, int(d.Seconds()))
 	cmd := exec.CommandContext(ctx, "wrk", "-t1", "-c"+strconv.Itoa(c), "-d"+strconv.Itoa(secs)+"s", "--latency", "-s", f.Name(), url)

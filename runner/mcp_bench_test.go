@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/tools/toolstest"
+)
+
+// BenchmarkToolCall compares the runner's own cost of one primary-key select_query on the HTTP
+// API and as an MCP tools/call on /mcp, in process (no network), so -cpuprofile and -benchmem
+// show what MCP adds. cmd/pgtools-bench measures the same over loopback under load.
+func BenchmarkToolCall(b *testing.B) {
+	db := pgtest.New(b)
+	db.Exec(b, mcptest.Fixture)
+	reg := toolstest.Registry(b, db.RoleDSN(b, "bench"), tools.Policy{}, 8)
+	h := NewHandler(reg, mcpTokens(), zerolog.New(io.Discard), 1<<20)
+	args := func(id int64) string {
+		return `{"table":"orders","where":"id = $1","params":[` + strconv.FormatInt(id%5+1, 10) + `]}`
+	}
+	run := func(b *testing.B, newReq func(id int64) *http.Request) {
+		var n atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, newReq(n.Add(1)))
+				if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"success":true`) {
+					b.Errorf("status %d: %.300s", w.Code, w.Body.String())
+					return
+				}
+			}
+		})
+	}
+	b.Run("http", func(b *testing.B) {
+		run(b, func(id int64) *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/v1/tools/select_query", strings.NewReader(args(id)))
+			r.Header.Set("Authorization", "Bearer "+agentToken)
+			return r
+		})
+	})
+	b.Run("mcp", func(b *testing.B) {
+		run(b, func(id int64) *http.Request {
+			body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"tools/call","params":{"name":"select_query","arguments":` + args(id) + `}}`
+			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+			r.Header.Set("Authorization", "Bearer "+agentToken)
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			return r
+		})
+	})
+}
