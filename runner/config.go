@@ -84,6 +84,15 @@ type Config struct {
 	// cancelled (default 10 s). Set ShutdownGraceSet to use an explicit 0.
 	ShutdownGrace    time.Duration
 	ShutdownGraceSet bool
+	// ReplicaID names this runner among the replicas of a deployment: every pg_tx session id
+	// starts with its tag (session.ReplicaTag), so a replica can say that a session belongs to
+	// another one and a proxy can route by prefix. Default: the host name (a Kubernetes pod's
+	// name). Up to 63 letters, digits, '.', '_' or '-'.
+	ReplicaID string
+	// Tracer, when set, traces every tool call and its database round trips with OpenTelemetry
+	// (the command builds it from the OTEL_* environment: TracingEnabled, NewTracerProvider);
+	// nil, the default, traces nothing.
+	Tracer TracerProvider
 	// File is the config file the settings came from, "" for none (for messages).
 	File string
 }
@@ -153,8 +162,9 @@ type fileConfig struct {
 		DrainDelaySeconds float64  `json:"drain_delay_seconds"`
 		GraceSeconds      *float64 `json:"grace_seconds"`
 	} `json:"shutdown"`
-	AuditLog string `json:"audit_log"`
-	LogLevel string `json:"log_level"`
+	AuditLog  string `json:"audit_log"`
+	LogLevel  string `json:"log_level"`
+	ReplicaID string `json:"replica_id"`
 }
 
 // ConfigError lists every problem found in a configuration, one per line, each naming where the
@@ -219,7 +229,7 @@ func LoadConfigFile(path string) (*Config, error) {
 		MaxSessions: fc.Sessions.MaxSessions, SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second,
 		DrainDelay: seconds(fc.Shutdown.DrainDelaySeconds), File: path,
 		MaxSessionsPerPrincipal: fc.Sessions.MaxSessionsPerPrincipal, MaxTransactions: fc.Sessions.MaxTransactions,
-		MaxTransactionsPerPrincipal: fc.Sessions.MaxTransactionsPerPrincipal}
+		MaxTransactionsPerPrincipal: fc.Sessions.MaxTransactionsPerPrincipal, ReplicaID: fc.ReplicaID}
 	if g := fc.Shutdown.GraceSeconds; g != nil {
 		cfg.ShutdownGrace, cfg.ShutdownGraceSet = seconds(*g), true
 	}
@@ -388,6 +398,12 @@ func (c Config) withDefaults() Config {
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
 	}
+	if c.ReplicaID == "" {
+		// "" when unknown or not a plain name: the session manager then picks a random tag.
+		if h, err := os.Hostname(); err == nil && validReplicaID(h) {
+			c.ReplicaID = h
+		}
+	}
 	dbs := make(map[string]DatabaseConfig, len(c.Databases))
 	for name, d := range c.Databases {
 		if d.MaxConns <= 0 {
@@ -424,6 +440,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxTransactionsPerPrincipal > limits.MaxTransactions {
 		add("sessions.max_transactions_per_principal: %d is above max_transactions %d; lower it or raise max_transactions", c.MaxTransactionsPerPrincipal, limits.MaxTransactions)
+	}
+	if !validReplicaID(c.ReplicaID) {
+		add("replica_id: %q is not a replica name; use up to 63 letters, digits, '.', '_' or '-' (e.g. the pod name)", c.ReplicaID)
 	}
 	if c.Limits.Burst > 0 && c.Limits.RatePerSecond <= 0 {
 		add("limits.burst: has no effect without limits.rate_per_second; set both, or remove burst")
@@ -495,4 +514,18 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// validReplicaID accepts "" (no name) and short plain names, which messages and logs quote.
+func validReplicaID(s string) bool {
+	if len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

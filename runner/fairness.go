@@ -60,7 +60,7 @@ func share(total, principals int) int {
 func AttachConnLimits(cfg *Config, reg *tools.Registry, log zerolog.Logger) *session.Manager {
 	l := cfg.ConnLimits()
 	sessions := session.New(session.Config{MaxSessions: l.MaxSessions, MaxPerPrincipal: l.MaxSessionsPerPrincipal,
-		TTL: cfg.SessionTTL, Log: log})
+		TTL: cfg.SessionTTL, Log: log, ReplicaID: cfg.ReplicaID})
 	reg.SetSessions(sessions)
 	reg.SetTxLimiter(tools.NewTxLimiter(l.MaxTransactions, l.MaxTransactionsPerPrincipal))
 	return sessions

@@ -73,6 +73,8 @@ type HandlerOptions struct {
 	// Caller runs the tool calls of the API and of /mcp (default: the registry). A wrapper may
 	// add behaviour around every call; listings and readiness always come from the registry.
 	Caller Caller
+	// Tracer, when set, traces every tool call (OpenTelemetry, runner/otel.go); nil: off.
+	Tracer TracerProvider
 }
 
 // NewHandler returns the HTTP API with default options: see NewHandlerWith.
@@ -101,6 +103,7 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 		caller = opts.Caller
 	}
 	h.inv = newInvoker(caller, opts.Log, newLimiter(opts.Limits, h.auth.principalNames(), opts.Metrics))
+	h.inv.SetTracerProvider(opts.Tracer)
 	mux := http.NewServeMux()
 	h.probes(mux)
 	if opts.Metrics != nil && !opts.MetricsElsewhere {
@@ -164,6 +167,7 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 func (h *handler) logged(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		r = withSessionHeader(withTraceContext(r)) // runner/sessionroute.go, runner/otel.go
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID(id) {
 			id = h.inv.nextID()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgtools/pgtools/tools"
 )
@@ -68,6 +69,7 @@ type Invoker struct {
 	log      zerolog.Logger
 	idPrefix string
 	idSeq    atomic.Uint64
+	tracer   trace.Tracer // nil: no spans (SetTracerProvider)
 }
 
 // NewInvoker returns an Invoker over c without limits; log receives one line per call (never
@@ -98,6 +100,10 @@ func (iv *Invoker) Invoke(ctx context.Context, c Call) (ans Answer) {
 	if c.RequestID == "" {
 		c.RequestID = iv.nextID()
 	}
+	ctx, span := iv.startSpan(ctx, c)
+	if c.Refused == nil {
+		c.Refused = checkSessionHeader(ctx, c.Args)
+	}
 	if c.Refused != nil {
 		ans = Answer{Err: c.Refused}
 	} else if pl, wait, terr := iv.lim.admit(c.Principal); terr != nil {
@@ -113,6 +119,7 @@ func (iv *Invoker) Invoke(ctx context.Context, c Call) (ans Answer) {
 	if !c.AccessLogged {
 		iv.logCall(c, ans, started)
 	}
+	iv.endSpan(span, ans)
 	return ans
 }
 
@@ -130,6 +137,8 @@ func (iv *Invoker) run(ctx context.Context, c Call) (ans Answer) {
 	if terr != nil {
 		return Answer{Err: terr}
 	}
+	traceResult(ctx, res)
+	addRoutingHint(c.Tool, res)
 	body, err := res.MarshalJSON()
 	if err != nil {
 		return Answer{Err: &tools.Error{Type: tools.ErrInternal, Message: "Could not encode the result",

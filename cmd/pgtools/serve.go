@@ -178,6 +178,7 @@ type serveFlags struct {
 	brokers       brokerFlags
 	listen        string
 	metricsListen string
+	replicaID     string
 	tokens        multiFlag
 }
 
@@ -186,6 +187,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	f.brokers.register(fs, getenv)
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "separate address for /metrics, /healthz and /readyz only (default: /metrics on --listen); env PGTOOLS_METRICS_LISTEN")
+	fs.StringVar(&f.replicaID, "replica-id", "", "name of this replica, whose tag starts every session id (default: the host name); env PGTOOLS_REPLICA_ID")
 	fs.Var(&f.tokens, "token", "API token as SECRET:SCOPES, e.g. s3cret-value-0123456:read,write (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write\"")
 }
 
@@ -201,6 +203,9 @@ func (f *serveFlags) config() (*runner.Config, error) {
 	}
 	if l := firstNonEmpty(f.metricsListen, f.getenv("PGTOOLS_METRICS_LISTEN")); l != "" {
 		cfg.MetricsListen = l
+	}
+	if id := firstNonEmpty(f.replicaID, f.getenv("PGTOOLS_REPLICA_ID")); id != "" {
+		cfg.ReplicaID = id
 	}
 	sources := []struct{ origin, spec string }{}
 	for _, spec := range f.tokens {
@@ -271,6 +276,21 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return 2
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	if runner.TracingEnabled(getenv) {
+		// The exporter reads the OTEL_* variables itself (endpoint, headers, sampler, batching).
+		tp, shutdown, err := runner.NewTracerProvider(ctx, cfg.ReplicaID)
+		if err != nil {
+			fmt.Fprintf(stderr, "pgtools serve: %v\n", err)
+			return 2
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = shutdown(sctx) // flushes the last spans
+		}()
+		cfg.Tracer = tp
+		log.Info().Msg("OpenTelemetry tracing on (OTLP/HTTP)")
+	}
 	if err := serve(ctx, cfg, brokers, log, nil); err != nil {
 		log.Error().Err(err).Msg("serve failed")
 		return 1
@@ -315,7 +335,7 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 		}
 	}
 	ev := log.Info().Str("listen", ln.Addr().String()).Strs("databases", reg.Databases()).Int("tokens", len(cfg.Tokens)).
-		Str("version", runner.Version)
+		Str("version", runner.Version).Str("replica", cfg.ReplicaID).Str("session_prefix", sessions.Tag())
 	if metricsLn != nil {
 		ev = ev.Str("metrics_listen", metricsLn.Addr().String())
 	}

@@ -7,6 +7,8 @@ package session
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -41,6 +43,36 @@ type Config struct {
 	Clock func() time.Time
 	// Log receives session lifecycle lines (never values).
 	Log zerolog.Logger
+	// ReplicaID names this runner among the replicas of a deployment (runner.Config.ReplicaID,
+	// default there: the host name). Every session id starts with its tag (ReplicaTag), so a
+	// replica can tell a session opened elsewhere and a proxy can route by prefix. "" picks a
+	// random tag per Manager.
+	ReplicaID string
+}
+
+// ReplicaTag is the 8 lowercase hex digits that open every session id of replica id: id itself
+// when it is already 8 hex digits (so an operator can choose the prefixes a proxy's map routes
+// on), else the first 8 hex digits of its SHA-256. The id's other 90 random bits keep it
+// unguessable; the result is still a UUIDv4, which the tool schemas require.
+func ReplicaTag(id string) string {
+	if len(id) == 8 {
+		if _, err := hex.DecodeString(id); err == nil {
+			return strings.ToLower(id)
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:4])
+}
+
+// TagOf is the replica tag a session id starts with, "" when id is not shaped like one.
+func TagOf(id string) string {
+	if len(id) != 36 || id[8] != '-' {
+		return ""
+	}
+	if _, err := hex.DecodeString(id[:8]); err != nil {
+		return ""
+	}
+	return strings.ToLower(id[:8])
 }
 
 // rememberExpired bounds how many expired ids are remembered for session_expired answers.
@@ -49,6 +81,7 @@ const rememberExpired = 10000
 // Manager implements tools.SessionStore. It is safe for concurrent use.
 type Manager struct {
 	cfg      Config
+	tag      string // ReplicaTag of cfg.ReplicaID, the first group of every id
 	mu       sync.Mutex
 	sessions map[string]*tools.Session
 	pending  int                  // begins in progress, counted against MaxSessions
@@ -80,7 +113,11 @@ func New(cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Manager{cfg: cfg, sessions: map[string]*tools.Session{}, held: map[string]int{}, expired: map[string]expiredID{}}
+	tag := ReplicaTag(cfg.ReplicaID)
+	if cfg.ReplicaID == "" {
+		tag = newID()[:8]
+	}
+	return &Manager{cfg: cfg, tag: tag, sessions: map[string]*tools.Session{}, held: map[string]int{}, expired: map[string]expiredID{}}
 }
 
 // newID returns a random UUIDv4.
@@ -91,6 +128,12 @@ func newID() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// Tag is the replica tag every session id of this manager starts with.
+func (m *Manager) Tag() string { return m.tag }
+
+// ReplicaID is the replica name the manager was configured with ("" when none).
+func (m *Manager) ReplicaID() string { return m.cfg.ReplicaID }
 
 // Begin implements tools.SessionStore.
 func (m *Manager) Begin(ctx context.Context, p tools.Principal, db *tools.Database, opts tools.TxOptions) (*tools.Session, *tools.Error) {
@@ -120,7 +163,7 @@ func (m *Manager) Begin(ctx context.Context, p tools.Principal, db *tools.Databa
 	m.held[p.Name]++
 	m.mu.Unlock()
 
-	id := newID()
+	id := m.tag + newID()[8:]
 	// The database's idle-in-transaction timeout is a backstop a little beyond our own TTL.
 	s, err := tools.OpenSession(ctx, id, p, db, opts, m.cfg.TTL+time.Minute, m.cfg.Clock)
 	m.mu.Lock()
@@ -189,9 +232,24 @@ func (m *Manager) missing(p tools.Principal, id string) *tools.Error {
 			Message:    fmt.Sprintf("Session %s expired after %s without use and was rolled back", id, humanTTL(m.cfg.TTL)),
 			Suggestion: `Nothing of it was committed. Begin a new session with pg_tx {"action":"begin"} and redo its changes.`}
 	}
+	if tag := TagOf(id); tag != "" && tag != m.tag {
+		// Minted by another replica: whether it is still open there (and whose it is) is that
+		// replica's business, so this says only where the id came from and how to get there.
+		return &tools.Error{Type: tools.ErrSessionNotFound,
+			Message:    fmt.Sprintf("Session %s was opened by another replica (tag %s); this request reached replica %s (tag %s), which does not hold it", id, tag, m.replicaName(), m.tag),
+			Suggestion: fmt.Sprintf(`Send the id also as HTTP header X-PgTools-Session: %s with every call of the session, so the load balancer routes it to the replica holding it. If that replica has stopped, the session was rolled back: begin a new one with pg_tx {"action":"begin"} and redo its changes.`, id) + m.describe(p)}
+	}
 	// Another principal's session is reported exactly like an unknown one.
 	return &tools.Error{Type: tools.ErrSessionNotFound, Message: fmt.Sprintf("No open session has id %s", id),
 		Suggestion: `Check the session_id (pg_tx {"action":"list"} shows your sessions), begin one with pg_tx {"action":"begin"}, or drop session_id (a write then needs autocommit: true). On a multi-replica deployment, send the id also as header X-PgTools-Session so the request reaches the replica holding it.` + m.describe(p)}
+}
+
+// replicaName quotes the replica id for messages, or says it has none.
+func (m *Manager) replicaName() string {
+	if m.cfg.ReplicaID == "" {
+		return "(unnamed)"
+	}
+	return fmt.Sprintf("%q", m.cfg.ReplicaID)
 }
 
 func humanTTL(d time.Duration) string {

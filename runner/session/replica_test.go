@@ -1,0 +1,101 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/toolstest"
+)
+
+var uuidV4RE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// TestReplicaTaggedIDs: every session id of a replica starts with its tag and is still a UUIDv4
+// (the tool schemas require one), the rest stays random, and a tag of 8 hex digits is taken as is.
+func TestReplicaTaggedIDs(t *testing.T) {
+	t.Parallel()
+	if got := ReplicaTag("0000000A"); got != "0000000a" {
+		t.Fatalf("ReplicaTag of 8 hex digits: %q", got)
+	}
+	if a, b := ReplicaTag("pgtools-0"), ReplicaTag("pgtools-1"); a == b || len(a) != 8 || a != ReplicaTag("pgtools-0") {
+		t.Fatalf("ReplicaTag not a stable 8-digit hash: %q %q", a, b)
+	}
+	f := newFixture(t, Config{ReplicaID: "pgtools-0", MaxSessions: 4}, tools.Policy{})
+	seen := map[string]bool{}
+	for range 3 {
+		id := f.begin(t, alice, "")
+		if !uuidV4RE.MatchString(id) || TagOf(id) != ReplicaTag("pgtools-0") || seen[id[9:]] {
+			t.Fatalf("session id %q: want a UUIDv4 starting with %s and a random rest", id, ReplicaTag("pgtools-0"))
+		}
+		seen[id[9:]] = true
+	}
+}
+
+// TestForeignReplicaSession: a replica receiving a session another replica opened answers
+// session_not_found naming the other replica's tag and the routing header, while the replica
+// holding it serves it. Two managers over one database stand for two replicas.
+func TestForeignReplicaSession(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{ReplicaID: "replica-a"}, tools.Policy{})
+	other := New(Config{ReplicaID: "replica-b"})
+	t.Cleanup(func() { other.Close(context.Background()) })
+	regB := toolstest.Registry(t, f.db.RoleDSN(t, "sess"), tools.Policy{}, 2)
+	regB.SetSessions(other)
+
+	id := f.begin(t, alice, "")
+	_, e := regB.Call(context.Background(), alice, "select_query", []byte(fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id)))
+	if e == nil || e.Type != tools.ErrSessionNotFound {
+		t.Fatalf("foreign session on replica b: %v", e)
+	}
+	for _, want := range []string{"another replica (tag " + ReplicaTag("replica-a") + ")", `replica "replica-b"`, "X-PgTools-Session: " + id} {
+		if !strings.Contains(e.Message+" "+e.Suggestion, want) {
+			t.Errorf("answer lacks %q: %s / %s", want, e.Message, e.Suggestion)
+		}
+	}
+	checkGolden(t, "session_not_found-other-replica", e)
+	// The holder still serves it: the foreign attempt touched nothing.
+	f.must(t, alice, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id))
+	// An unknown id of this replica's own tag is the plain session_not_found.
+	own := ReplicaTag("replica-a") + id[8:len(id)-1] + "0"
+	if own == id {
+		own = ReplicaTag("replica-a") + id[8:len(id)-1] + "1"
+	}
+	if e := f.fail(t, tools.ErrSessionNotFound, alice, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, own)); strings.Contains(e.Message, "another replica") {
+		t.Fatalf("own tag reported as foreign: %s", e.Message)
+	}
+}
+
+// checkGolden compares e, ids replaced, with testdata/name.golden (-update rewrites it).
+func checkGolden(t *testing.T, name string, e *tools.Error) {
+	t.Helper()
+	raw, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := json.Indent(&got, uuidRE.ReplaceAll(raw, []byte("<session-id>")), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	got.WriteByte('\n')
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got.String() != string(want) {
+		t.Errorf("%s differs (run with -update and review):\n--- got\n%s--- want\n%s", path, got.String(), want)
+	}
+}
