@@ -25,7 +25,7 @@ export interface ToolArg {
 	description: string;
 	/** modelDescription is what the model reads: the schema's words, then what n8n's tool schema cannot say (the JSON shape, the allowed values). */
 	modelDescription: string;
-	/** schemaDefault is the schema's default; a value equal to it is not sent, so the runner's configured default applies. */
+	/** schemaDefault is the schema's default, for reference: the node sends a value equal to it like any other. */
 	schemaDefault?: unknown;
 	minimum?: number;
 	/** jsonShape is the JSON type a json argument must have once parsed. */
@@ -137,9 +137,8 @@ export function isOmitted(value: unknown): boolean {
 
 /**
  * fromAIExpression is the default value of an argument's node parameter. A required argument
- * has no $fromAI default, so the model must fill it; an optional one gets a default (the
- * schema's, an empty value or the omitted marker, neither of which is sent), which makes it
- * optional in the tool schema.
+ * has no $fromAI default, so the model must fill it; an optional one gets unsetValue as its
+ * default, which makes it optional in the tool schema and is never sent.
  */
 export function fromAIExpression(arg: ToolArg): string {
 	const parts = [quote(arg.key), quote(arg.modelDescription), quote(fromAIType(arg))];
@@ -147,17 +146,29 @@ export function fromAIExpression(arg: ToolArg): string {
 	return `={{ $fromAI(${parts.join(', ')}) }}`;
 }
 
-function fromAIDefault(arg: ToolArg): string {
+/**
+ * unsetValue is the value that means "not given" for an optional argument: the $fromAI default
+ * when the model leaves the argument out, which the node does not send, so the runner applies
+ * its own (possibly configured) default. It is never a value the model could mean: an empty
+ * string, a number below the schema's minimum (limit 0, offset -1), the omitted marker for JSON;
+ * for a boolean false, which is the runner's default of every boolean argument.
+ */
+export function unsetValue(arg: ToolArg): unknown {
 	switch (arg.kind) {
 		case 'number':
-			return String(typeof arg.schemaDefault === 'number' ? arg.schemaDefault : 0);
+			return (arg.minimum ?? 0) - 1;
 		case 'boolean':
-			return String(arg.schemaDefault === true);
+			return false;
 		case 'json':
-			return quote(JSON.stringify(arg.jsonShape === 'object' ? omitted.object : omitted.array));
+			return arg.jsonShape === 'object' ? omitted.object : omitted.array;
 		default:
-			return quote(typeof arg.schemaDefault === 'string' ? arg.schemaDefault : '');
+			return '';
 	}
+}
+
+function fromAIDefault(arg: ToolArg): string {
+	const unset = unsetValue(arg);
+	return typeof unset === 'string' || typeof unset === 'object' ? quote(typeof unset === 'string' ? unset : JSON.stringify(unset)) : String(unset);
 }
 
 // quote makes a single-quoted literal that both JavaScript (the expression) and n8n's $fromAI

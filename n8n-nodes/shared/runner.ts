@@ -15,7 +15,7 @@ import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import { brokerCommand, type Connection, taskType } from './connection';
 import { inexactNumbers, jsonObjectText, parseJson, RawJson } from './json';
-import { isOmitted, type ToolArg } from './properties';
+import { isOmitted, type ToolArg, unsetValue } from './properties';
 import type { ToolName } from './schemas';
 
 /** credentialType is the name of the "pgtools API" credential. */
@@ -55,12 +55,15 @@ export interface Answer {
 }
 
 /**
- * buildArguments turns parameter values into a request body. Empty values and values equal to
- * the schema's default are left out (so the runner applies its own configured defaults, and an
- * empty session_id never reaches it). A JSON argument given as text is checked and forwarded as
- * that text; one given as a value (n8n parsed the model's JSON) is refused when it holds a
- * number JavaScript may have rounded. A value that cannot be used becomes an invalid_arguments
- * answer the model can act on.
+ * buildArguments turns parameter values into a request body, forwarding every value the model
+ * or the builder gave as given, including values equal to a schema default (an explicit limit of
+ * 1000 reaches the runner as 1000): the runner validates them and applies its own configured
+ * defaults to what is left out. Left out are only the values that mean "not given": no value,
+ * an empty string, and the $fromAI default of an optional argument (see unsetValue). Two checks
+ * must happen here because the runner never sees the value as n8n holds it: a JSON argument
+ * given as text is parsed (it is forwarded as that text, so it must be JSON), and one given as a
+ * value n8n already parsed is refused when it holds a number JavaScript may have rounded. Either
+ * problem becomes an invalid_arguments answer in the runner's shape.
  */
 export function buildArguments(args: readonly ToolArg[], value: (param: string) => unknown): BuiltArguments {
 	const body: Body = {};
@@ -81,7 +84,7 @@ export function buildArguments(args: readonly ToolArg[], value: (param: string) 
 				errorType: 'invalid_arguments',
 				suggestion: rounded
 					? 'Write each such number as a JSON string, e.g. {"id": "9007199254740993"} (PostgreSQL converts it to the column\'s type), or send the whole argument as a string holding its JSON text, e.g. row: "{\\"id\\": 9007199254740993}".'
-					: 'Fix the arguments named in error and call again: a JSON argument must hold valid JSON of the kind its description shows (e.g. row: {"name": "Ann"}, params: [42]), a number a number, a boolean true or false.',
+					: 'Send the argument named in error as valid JSON of the kind its description shows, e.g. row: {"name": "Ann"}, params: [42].',
 			},
 		};
 	}
@@ -91,70 +94,35 @@ export function buildArguments(args: readonly ToolArg[], value: (param: string) 
 type Normalized = { value?: unknown } | { problem: string; rounded?: boolean };
 
 function normalize(arg: ToolArg, raw: unknown): Normalized {
-	if (raw === undefined || raw === null) return {};
-	switch (arg.kind) {
-		case 'number': {
-			let n: unknown = raw;
-			if (typeof n === 'string') {
-				if (n.trim() === '') return {};
-				n = Number(n);
-			}
-			if (typeof n !== 'number' || !Number.isFinite(n)) return { problem: `${arg.key} must be a number` };
-			if (n === arg.schemaDefault || (n === 0 && (arg.minimum ?? 0) >= 1)) return {};
-			return { value: n };
-		}
-		case 'boolean': {
-			let b: unknown = raw;
-			if (b === 'true' || b === 'false') b = b === 'true';
-			if (typeof b !== 'boolean') return { problem: `${arg.key} must be true or false` };
-			return b === (arg.schemaDefault ?? false) ? {} : { value: b };
-		}
-		case 'json':
-			return normalizeJson(arg, raw);
-		default: {
-			// Lists (columns, returning) may arrive as arrays; the runner takes both forms.
-			if (Array.isArray(raw)) return raw.length === 0 ? {} : { value: raw };
-			const s = typeof raw === 'string' ? raw : String(raw);
-			if (s.trim() === '' || s === arg.schemaDefault) return {};
-			return { value: s };
-		}
-	}
+	if (raw === undefined || raw === null || raw === unsetValue(arg)) return {};
+	if (typeof raw === 'string' && raw.trim() === '') return {};
+	if (arg.kind === 'json') return normalizeJson(arg, raw);
+	// n8n hands a boolean parameter set by an expression over as text.
+	if (arg.kind === 'boolean' && (raw === 'true' || raw === 'false')) return raw === 'true' ? { value: true } : {};
+	return { value: raw };
 }
 
-// normalizeJson checks a JSON argument's shape. Text is parsed only to check it (parseJson keeps
-// every number) and is sent as written; a value n8n already parsed is sent unless it holds a
-// number that may have been rounded on the way.
+// normalizeJson forwards a JSON argument. Text is parsed only to check it (parseJson keeps every
+// number) and is sent as written; a value n8n already parsed is sent unless it holds a number
+// that may have been rounded on the way. Its shape is the runner's to judge.
 function normalizeJson(arg: ToolArg, raw: unknown): Normalized {
-	let v: unknown = raw;
-	let text: string | undefined;
-	if (typeof raw === 'string') {
-		text = raw.trim();
-		if (text === '') return {};
-		try {
-			v = parseJson(text);
-		} catch (error) {
-			return { problem: `${arg.key} is not valid JSON (${(error as Error).message})` };
-		}
-	}
-	if (v === null || isOmitted(v)) return {};
-	if (Array.isArray(v)) {
-		if (arg.jsonShape === 'object') return { problem: `${arg.key} must be a JSON object, not an array` };
-		if (v.length === 0) return {};
-	} else if (typeof v === 'object') {
-		if (arg.jsonShape === 'array') return { problem: `${arg.key} must be a JSON array, not an object` };
-		if (Object.keys(v).length === 0) return {};
-	} else {
-		return { problem: `${arg.key} must be JSON (an object or an array)` };
-	}
-	if (text !== undefined) return { value: new RawJson(text) };
-	const inexact = inexactNumbers(v, arg.key);
-	if (inexact.length > 0) {
+	if (typeof raw !== 'string') {
+		if (isOmitted(raw)) return {};
+		const inexact = inexactNumbers(raw, arg.key);
+		if (inexact.length === 0) return { value: raw };
 		return {
 			problem: `${inexact.join(', ')}: a number JavaScript cannot hold exactly (past ±2^53, or more than 15 significant digits), so it may have been rounded before it reached pgtools`,
 			rounded: true,
 		};
 	}
-	return { value: v };
+	const text = raw.trim();
+	let parsed: unknown;
+	try {
+		parsed = parseJson(text);
+	} catch (error) {
+		return { problem: `${arg.key} is not valid JSON (${(error as Error).message})` };
+	}
+	return isOmitted(parsed) ? {} : { value: new RawJson(text) };
 }
 
 /** responseSizeLimit is the byte budget of one answer for this item: the tool option, 0 for none (a workflow node has none). */

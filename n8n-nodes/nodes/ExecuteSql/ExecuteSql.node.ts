@@ -1,47 +1,19 @@
-import type {
-	IExecuteFunctions,
-	INodeExecutionData,
-	INodeType,
-	INodeTypeDescription,
-} from 'n8n-workflow';
-import { NodeConnectionTypes } from 'n8n-workflow';
+import type { INodeType, INodeTypeDescription } from 'n8n-workflow';
 
-import { testPgToolsApi } from '../../shared/credentialTest';
-import { executeTool } from '../../shared/runner';
-import { toolSchemas } from '../../shared/schemas';
-import { toolNodeProperties, tools } from '../../shared/tools';
+import { toolNode } from '../../shared/tools';
 
-/** ExecuteSql is the Execute SQL node: the pgtools tool execute_sql. */
+const node = toolNode('execute_sql');
+
+/** ExecuteSql is the Execute SQL node: the pgtools tool execute_sql, built from schemas/execute_sql.json. */
 export class ExecuteSql implements INodeType {
+	// icon, subtitle, usableAsTool and credentials stay in this literal: the community-node lint reads them here.
 	description: INodeTypeDescription = {
-		displayName: 'Execute SQL',
-		name: 'executeSql',
+		...node.description,
 		icon: { light: 'file:../../icons/pgtools.svg', dark: 'file:../../icons/pgtools.dark.svg' },
-		group: ['transform'],
-		version: 1,
 		subtitle: 'pgtools: execute_sql',
-		description: toolSchemas.execute_sql.description,
-		// The default name is the tool's wire name, which is also the tool name the model sees:
-		// the tool descriptions refer to each other by these names.
-		defaults: { name: 'execute_sql' },
-		inputs: [NodeConnectionTypes.Main],
-		outputs: [NodeConnectionTypes.Main],
 		usableAsTool: true,
-		// The credential is asked for only with the HTTP connection.
-		credentials: [
-			{
-				name: 'pgToolsApi',
-				required: true,
-				testedBy: 'pgToolsApiTest',
-				displayOptions: { show: { connection: ['http'] } },
-			},
-		],
-		properties: toolNodeProperties('execute_sql'),
+		credentials: [{ name: 'pgToolsApi', required: true, testedBy: 'pgToolsApiTest', displayOptions: { show: { connection: ['http'] } } }],
 	};
-
-	methods = { credentialTest: { pgToolsApiTest: testPgToolsApi } };
-
-	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		return await executeTool.call(this, tools.execute_sql);
-	}
+	methods = node.methods;
+	execute = node.execute;
 }

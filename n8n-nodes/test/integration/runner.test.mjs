@@ -2,11 +2,14 @@
 // helper n8n would give it: the credential's authenticate headers applied, the runner's
 // answers returned whatever their status.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
 import { context, loadCredential, loadNode } from '../helpers.mjs';
-import { buildRunner, call, startDemo } from '../runner.mjs';
+import { buildRunner, call, startDemo, startServe } from '../runner.mjs';
 
 let runner;
 let skip = false;
@@ -295,5 +298,26 @@ describe('nodes against a real runner', { skip }, () => {
 		assert.equal(read.truncated, true);
 		assert.match(read.hint, /4096-byte response cap/);
 		assert.ok(JSON.stringify(read.data).length <= 4096, `${JSON.stringify(read.data).length} bytes of rows`);
+	});
+
+	test('an explicit limit equal to the schema default (1000) reaches the runner; an omitted one is the operator\'s default_limit', async () => {
+		// A second runner on the demo database whose operator set default_limit 5.
+		const dir = mkdtempSync(join(tmpdir(), 'pgtools-limit-'));
+		const token = 'limit-test-token-0123456789';
+		const config = join(dir, 'config.json');
+		writeFileSync(config, JSON.stringify({ databases: { default: { url: runner.databaseUrl, policy: { default_limit: 5 } } }, tokens: [{ name: 'n8n', token, scopes: ['read'] }] }));
+		const serve = await startServe(buildRunner(), ['--config', config]);
+		try {
+			const options = { credentials: { url: serve.url, token }, pinned: { responseSizeLimit: 0 } };
+			const [explicit] = await run('SelectQuery', [{ table: 'events', columns: 'id', limit: 1000 }], options);
+			assert.equal(explicit.success, true, JSON.stringify(explicit).slice(0, 300));
+			assert.equal(explicit.rowCount, 1000, 'limit: 1000 was sent, not dropped as the schema default');
+			const [omitted] = await run('SelectQuery', [{ table: 'events', columns: 'id' }], options);
+			assert.equal(omitted.rowCount, 5, 'no limit given: the operator\'s default_limit');
+			assert.equal(omitted.truncated, true);
+		} finally {
+			await serve.stop();
+			rmSync(dir, { recursive: true, force: true });
+		}
 	});
 });

@@ -40,7 +40,7 @@ test('a model call with only the required argument sends only that', async () =>
 	assert.deepEqual(items, [{ json: { success: true, operation: 'x' }, pairedItem: { item: 0 } }]);
 });
 
-test('every argument is forwarded; defaults and empty values are not', async () => {
+test('every argument is forwarded as given, schema defaults included; empty values are not', async () => {
 	const session = '9ffcaa13-4488-4720-bcdb-020aab9b510d';
 	const { calls } = await run('SelectQuery', {
 		args: [
@@ -65,10 +65,13 @@ test('every argument is forwarded; defaults and empty values are not', async () 
 		params: ['paid', 100],
 		order_by: 'total desc',
 		limit: 5,
+		offset: 0,
+		database: 'default',
 		session_id: session,
 	});
 	assert.equal(calls[0].options.headers['X-PgTools-Session'], session);
-	assert.deepEqual(calls[1].options.body, { table: 'orders' }, 'schema defaults are left to the runner');
+	// An explicit limit of 1000 must reach the runner: the operator's default_limit applies only when none is given.
+	assert.deepEqual(calls[1].options.body, { table: 'orders', limit: 1000, columns: '*' }, 'values equal to schema defaults are sent');
 	assert.equal(calls[1].options.headers['X-PgTools-Session'], undefined, 'no empty session header');
 });
 
@@ -106,9 +109,9 @@ test('a value that is not JSON becomes an invalid_arguments answer, without a re
 	assert.ok(items[0].json.suggestion);
 });
 
-test('shapes are checked: set must be an object', async () => {
-	const { items } = await run('UpdateData', { args: [{ table: 'orders', set: '[1]', where: 'id = 1' }] });
-	assert.match(items[0].json.error, /set must be a JSON object/);
+test('shapes are the runner\'s to check: a JSON array for set is forwarded as written', async () => {
+	const { calls } = await run('UpdateData', { args: [{ table: 'orders', set: '[1]', where: 'id = 1' }] });
+	assert.equal(calls[0].options.bodyText, '{"table":"orders","set":[1],"where":"id = 1"}');
 });
 
 test('a pinned parameter is sent as pinned', async () => {
@@ -136,14 +139,14 @@ test('pg_transaction sends operations as JSON and has no action parameter', asyn
 	assert.deepEqual(calls[0].options.body, { operations: [{ sql: 'update t set x = $1', params: [1] }, { sql: 'select 1' }] });
 });
 
-test('execute_sql: mode write and confirm_destructive are forwarded, mode read is the default', async () => {
+test('execute_sql: mode and confirm_destructive are forwarded as given', async () => {
 	const { calls } = await run('ExecuteSql', {
 		args: [
 			{ sql: 'select 1', mode: 'read' },
 			{ sql: 'delete from t where id = $1', params: [1], mode: 'write', autocommit: true, confirm_destructive: true },
 		],
 	});
-	assert.deepEqual(calls[0].options.body, { sql: 'select 1' });
+	assert.deepEqual(calls[0].options.body, { sql: 'select 1', mode: 'read' });
 	assert.deepEqual(calls[1].options.body, {
 		sql: 'delete from t where id = $1',
 		params: [1],
@@ -279,8 +282,8 @@ test('with the n8n task runner, a call is a pgtools task: tool, args, database a
 			type: 'pgtools',
 			settings: {
 				tool: 'select_query',
-				args: { table: 'orders', columns: 'id,total', where: 'status = $1', params: ['paid'], session_id: session },
-				argsText: `{"table":"orders","columns":"id,total","where":"status = $1","params":["paid"],"session_id":"${session}"}`,
+				args: { table: 'orders', columns: 'id,total', where: 'status = $1', params: ['paid'], limit: 1000, session_id: session },
+				argsText: `{"table":"orders","columns":"id,total","where":"status = $1","params":["paid"],"limit":1000,"session_id":"${session}"}`,
 				text_result: true,
 				max_response_bytes: 16384,
 			},
