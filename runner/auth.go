@@ -3,8 +3,12 @@ package runner
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/pgtools/pgtools/tools"
 )
@@ -22,20 +26,83 @@ type Token struct {
 	// MaxResponseBytes lowers every database's response byte cap for this token (0: the
 	// databases' caps apply).
 	MaxResponseBytes int
+	// Role is the PostgreSQL role the token's calls run as (SET LOCAL ROLE; DESIGN §11); "" runs
+	// them as the runner's login role.
+	Role string
+	// ActAs lets the token act for end users: a request with the header X-PgTools-Act-As:
+	// <subject> runs as principal "<name>:<subject>" with ActAsRole and the claims
+	// {"sub": subject, "via": name} plus ActAsClaims. Without it the header is refused.
+	ActAs bool
+	// ActAsRole is the role of the calls made for a subject (default: Role).
+	ActAsRole string
+	// ActAsClaims are fixed claims added to every subject's claim set, e.g. {"app": "crm"};
+	// "sub" and "via" are always the runner's.
+	ActAsClaims map[string]any
 	// Origin says where the token was configured ("config file tokens[0]", "env PGTOOLS_TOKENS",
 	// "--token"), for check-config and messages.
 	Origin string
 }
 
-// authenticator checks bearer tokens in constant time.
+// ActAsHeader is the HTTP header naming the end user a token with act_as acts for.
+const ActAsHeader = "X-PgTools-Act-As"
+
+// ActAs is what a principal allowed to act for end users becomes for one subject. The zero
+// value acts with the base principal's role and no fixed claims.
+type ActAs struct {
+	// Role is the subject's role ("" keeps the base principal's).
+	Role string
+	// Claims are fixed claims added to {"sub": subject, "via": base name}.
+	Claims map[string]any
+}
+
+// Principal returns the principal that acts for subject on behalf of base: Name
+// "<base>:<subject>" (so every subject owns its own sessions), base's scopes and databases, the
+// role, and the claims {"sub": subject, "via": base name} merged over the fixed claims. An
+// unusable subject is an invalid_arguments error that does not repeat it.
+func (a ActAs) Principal(base tools.Principal, subject string) (tools.Principal, *tools.Error) {
+	if subject == "" || len(subject) > maxSubjectLen || strings.IndexFunc(subject, unicode.IsControl) >= 0 {
+		return tools.Principal{}, &tools.Error{Type: tools.ErrInvalidArguments,
+			Message:    fmt.Sprintf("The act-as subject must be 1 to %d characters without control characters", maxSubjectLen),
+			Suggestion: "Send the end user's id, e.g. " + ActAsHeader + ": user-42 (the task setting \"subject\" on the n8n broker)."}
+	}
+	claims := maps.Clone(a.Claims)
+	if claims == nil {
+		claims = map[string]any{}
+	}
+	claims["sub"], claims["via"] = subject, base.Name
+	body, err := json.Marshal(claims)
+	if err != nil {
+		return tools.Principal{}, &tools.Error{Type: tools.ErrInternal, Message: "The act-as claims cannot be encoded",
+			Suggestion: "Report it to the operator: act_as_claims must be JSON values."}
+	}
+	p := base
+	p.Name = base.Name + ":" + subject
+	if a.Role != "" {
+		p.Role = a.Role
+	}
+	p.Claims = body
+	return p, nil
+}
+
+// actAsRefused answers an act-as request from a principal not allowed to act for others.
+func actAsRefused(name string) *tools.Error {
+	return &tools.Error{Type: tools.ErrNotAllowed,
+		Message:    fmt.Sprintf("Principal %q may not act for other users", name),
+		Suggestion: "Leave out " + ActAsHeader + " (or the subject setting), or have the operator set act_as: true on this token."}
+}
+
+// authenticator checks bearer tokens in constant time, and JWTs when an issuer is configured.
 type authenticator struct {
 	tokens []hashedToken
-	open   bool // no tokens configured: every caller is the local principal
+	open   bool         // no tokens and no JWT issuer: every caller is the local principal
+	jwt    *jwtVerifier // nil: no JWTs accepted
+	oauth  *oauthResource
 }
 
 type hashedToken struct {
 	sum       [32]byte
 	principal tools.Principal
+	actAs     *ActAs // nil: may not act for others
 }
 
 // localPrincipal is the caller when no tokens are configured, which is allowed on loopback only.
@@ -44,8 +111,12 @@ var localPrincipal = tools.Principal{Name: "local", Scopes: []string{"read", "wr
 func newAuthenticator(tokens []Token) *authenticator {
 	a := &authenticator{open: len(tokens) == 0}
 	for _, t := range tokens {
-		a.tokens = append(a.tokens, hashedToken{sum: sha256.Sum256([]byte(t.Secret)),
-			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases, MaxResponseBytes: t.MaxResponseBytes}})
+		ht := hashedToken{sum: sha256.Sum256([]byte(t.Secret)),
+			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases, MaxResponseBytes: t.MaxResponseBytes, Role: t.Role}}
+		if t.ActAs {
+			ht.actAs = &ActAs{Role: t.ActAsRole, Claims: t.ActAsClaims}
+		}
+		a.tokens = append(a.tokens, ht)
 	}
 	return a
 }
@@ -62,26 +133,64 @@ func (a *authenticator) principalNames() []string {
 	return names
 }
 
-// authenticate returns the principal of the request's bearer token. Every configured token is
-// compared (on equal-length digests), so timing reveals neither which token nor how much matched.
-func (a *authenticator) authenticate(r *http.Request) (tools.Principal, bool) {
+// authenticate returns the principal of the request: its bearer token's (every configured token
+// is compared, on equal-length digests, so timing reveals neither which token nor how much
+// matched), else the verified JWT's, then the act-as subject's when the request names one. The
+// error says what failed without repeating the token or any claim.
+func (a *authenticator) authenticate(r *http.Request) (tools.Principal, *tools.Error) {
 	if a.open {
-		return localPrincipal, true
+		return withActAs(r, localPrincipal, nil)
 	}
 	h := r.Header.Get("Authorization")
 	const prefix = "bearer "
 	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return tools.Principal{}, false
+		msg := "Missing or invalid API token"
+		if h == "" {
+			msg = "Missing API token"
+		}
+		return tools.Principal{}, &tools.Error{Type: tools.ErrAuthentication, Message: msg, Suggestion: a.suggestion()}
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(h[len(prefix):])))
+	raw := strings.TrimSpace(h[len(prefix):])
+	sum := sha256.Sum256([]byte(raw))
 	found := -1
 	for i := range a.tokens {
 		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum[:]) == 1 {
 			found = i
 		}
 	}
-	if found < 0 {
-		return tools.Principal{}, false
+	if found >= 0 {
+		return withActAs(r, a.tokens[found].principal, a.tokens[found].actAs)
 	}
-	return a.tokens[found].principal, true
+	if a.jwt != nil && looksLikeJWT(raw) {
+		p, terr := a.jwt.verify(r.Context(), raw, r.URL.Path == "/mcp")
+		if terr != nil {
+			return tools.Principal{}, terr
+		}
+		return withActAs(r, p, nil)
+	}
+	return tools.Principal{}, &tools.Error{Type: tools.ErrAuthentication, Message: "Missing or invalid API token", Suggestion: a.suggestion()}
+}
+
+func (a *authenticator) suggestion() string {
+	if a.jwt != nil {
+		return "Send the header Authorization: Bearer <token> with a token configured on the runner or a JWT from its issuer."
+	}
+	return "Send the header Authorization: Bearer <token> with a token configured on the runner."
+}
+
+// withActAs applies the request's act-as header to p: refused (not_allowed) when p may not act
+// for others (act nil).
+func withActAs(r *http.Request, p tools.Principal, act *ActAs) (tools.Principal, *tools.Error) {
+	vals, ok := r.Header[http.CanonicalHeaderKey(ActAsHeader)]
+	if !ok {
+		return p, nil
+	}
+	if act == nil {
+		return tools.Principal{}, actAsRefused(p.Name)
+	}
+	if len(vals) != 1 {
+		return tools.Principal{}, &tools.Error{Type: tools.ErrInvalidArguments, Message: "The request names more than one act-as subject",
+			Suggestion: "Send " + ActAsHeader + " once."}
+	}
+	return act.Principal(p, strings.TrimSpace(vals[0]))
 }

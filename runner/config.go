@@ -48,8 +48,12 @@ type Config struct {
 	// MetricsListen is a separate address serving only /metrics, /healthz and /readyz; "" (the
 	// default) serves /metrics on Listen.
 	MetricsListen string
-	// Tokens are the accepted API tokens; none means open access, on loopback only.
+	// Tokens are the accepted API tokens; none (and no JWT) means open access, on loopback only.
 	Tokens []Token
+	// JWT, when set, also accepts JSON Web Tokens from one issuer as bearer tokens (DESIGN §11).
+	JWT *JWTConfig
+	// MCPOAuth, when set, makes /mcp an OAuth 2.1 resource server; it needs JWT.
+	MCPOAuth *MCPOAuthConfig
 	// Databases are the configured databases by name; tools default to "default".
 	Databases map[string]DatabaseConfig
 	// MaxBodyBytes caps a request body, in bytes (default 1 MiB).
@@ -131,13 +135,19 @@ type fileConfig struct {
 	Listen        string `json:"listen"`
 	MetricsListen string `json:"metrics_listen"`
 	Tokens        []struct {
-		Token            string   `json:"token"`
-		TokenFile        string   `json:"token_file"`
-		Name             string   `json:"name"`
-		Scopes           []string `json:"scopes"`
-		Databases        []string `json:"databases"`
-		MaxResponseBytes int      `json:"max_response_bytes"`
+		Token            string         `json:"token"`
+		TokenFile        string         `json:"token_file"`
+		Name             string         `json:"name"`
+		Scopes           []string       `json:"scopes"`
+		Databases        []string       `json:"databases"`
+		MaxResponseBytes int            `json:"max_response_bytes"`
+		Role             string         `json:"role"`
+		ActAs            bool           `json:"act_as"`
+		ActAsRole        string         `json:"act_as_role"`
+		ActAsClaims      map[string]any `json:"act_as_claims"`
 	} `json:"tokens"`
+	JWT       *jwtFile      `json:"jwt"`
+	MCPOAuth  *mcpOAuthFile `json:"mcp_oauth"`
 	Databases map[string]struct {
 		URL          string     `json:"url"`
 		URLFile      string     `json:"url_file"`
@@ -249,7 +259,16 @@ func LoadConfigFile(path string) (*Config, error) {
 			secret = s
 		}
 		cfg.Tokens = append(cfg.Tokens, Token{Secret: secret, Name: t.Name, Scopes: t.Scopes, Databases: t.Databases,
-			MaxResponseBytes: t.MaxResponseBytes, Origin: fmt.Sprintf("config file tokens[%d]", i)})
+			MaxResponseBytes: t.MaxResponseBytes, Role: t.Role, ActAs: t.ActAs, ActAsRole: t.ActAsRole, ActAsClaims: t.ActAsClaims,
+			Origin: fmt.Sprintf("config file tokens[%d]", i)})
+	}
+	if fc.JWT != nil {
+		j, more := fc.JWT.jwtConfig()
+		problems = append(problems, more...)
+		cfg.JWT = j
+	}
+	if m := fc.MCPOAuth; m != nil {
+		cfg.MCPOAuth = &MCPOAuthConfig{Resource: m.Resource, AuthorizationServers: m.AuthorizationServers, ScopesSupported: m.ScopesSupported}
 	}
 	for _, name := range sortedKeys(fc.Databases) {
 		d := fc.Databases[name]
@@ -332,8 +351,10 @@ func ValidateConfig(raw []byte) error {
 	return nil
 }
 
-// ParseTokens parses PGTOOLS_TOKENS / --token values: "secret:read,write;other:read".
-// Principal names are "token-1", "token-2", … in order, counting from startIndex.
+// ParseTokens parses PGTOOLS_TOKENS / --token values: "secret:read,write;other:read", each
+// optionally followed by ":ROLE", the PostgreSQL role its calls run as
+// ("secret:read:tenant_agent"). Principal names are "token-1", "token-2", … in order, counting
+// from startIndex.
 func ParseTokens(specs []string, startIndex int) ([]Token, error) {
 	var out []Token
 	n := startIndex
@@ -343,29 +364,54 @@ func ParseTokens(specs []string, startIndex int) ([]Token, error) {
 			if item == "" {
 				continue
 			}
-			i := strings.LastIndexByte(item, ':')
-			if i <= 0 {
-				return nil, fmt.Errorf("token #%d: expected secret:scopes, e.g. s3cret-token-value:read,write", n+1)
+			secret, scopeList, role, ok := splitTokenSpec(item)
+			if !ok {
+				return nil, fmt.Errorf("token #%d: expected secret:scopes or secret:scopes:role, e.g. s3cret-token-value:read,write", n+1)
 			}
-			secret, scopeList := item[:i], item[i+1:]
 			if len(secret) < minTokenLen {
 				return nil, fmt.Errorf("token #%d: secret is shorter than 16 characters; use a long random value (openssl rand -hex 24)", n+1)
 			}
-			var scopes []string
-			for _, s := range strings.Split(scopeList, ",") {
-				s = strings.TrimSpace(s)
-				switch s {
-				case "read", "write", "ddl":
-					scopes = append(scopes, s)
-				default:
-					return nil, fmt.Errorf("token #%d: unknown scope %q; scopes are read, write, ddl", n+1, s)
-				}
+			scopes, bad, ok := parseScopes(scopeList)
+			if !ok {
+				return nil, fmt.Errorf("token #%d: unknown scope %q; scopes are read, write, ddl", n+1, bad)
+			}
+			if role != "" && !validRoleName(role) {
+				return nil, fmt.Errorf("token #%d: role %q is not a plain PostgreSQL role name (letters, digits, _ and $, at most 63 bytes)", n+1, role)
 			}
 			n++
-			out = append(out, Token{Secret: secret, Name: fmt.Sprintf("token-%d", n), Scopes: scopes})
+			out = append(out, Token{Secret: secret, Name: fmt.Sprintf("token-%d", n), Scopes: scopes, Role: role})
 		}
 	}
 	return out, nil
+}
+
+// splitTokenSpec splits "secret:scopes" or "secret:scopes:role". The secret may hold colons, so
+// the split is from the right: a role is recognised when the part before it is a scope list.
+func splitTokenSpec(item string) (secret, scopes, role string, ok bool) {
+	i := strings.LastIndexByte(item, ':')
+	if i <= 0 {
+		return "", "", "", false
+	}
+	if j := strings.LastIndexByte(item[:i], ':'); j > 0 {
+		if _, _, ok := parseScopes(item[j+1 : i]); ok {
+			return item[:j], item[j+1 : i], item[i+1:], true
+		}
+	}
+	return item[:i], item[i+1:], "", true
+}
+
+// parseScopes parses "read,write"; when not ok, bad is the first unknown scope.
+func parseScopes(list string) (scopes []string, bad string, ok bool) {
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		switch s {
+		case "read", "write", "ddl":
+			scopes = append(scopes, s)
+		default:
+			return nil, s, false
+		}
+	}
+	return scopes, "", true
 }
 
 // withDefaults returns c with every unset field at its default: the Default* constants above,
@@ -413,6 +459,14 @@ func (c Config) withDefaults() Config {
 		dbs[name] = d
 	}
 	c.Databases = dbs
+	if c.JWT != nil {
+		j := c.JWT.withDefaults()
+		c.JWT = &j
+	}
+	if c.MCPOAuth != nil {
+		m := c.MCPOAuth.withDefaults(c.JWT)
+		c.MCPOAuth = &m
+	}
 	return c
 }
 
@@ -428,7 +482,7 @@ func (c *Config) Validate() error {
 	if len(c.Databases) == 0 {
 		add("databases: no database configured: set DATABASE_URL, pass --database-url, or give a config file with databases")
 	}
-	if len(c.Tokens) == 0 && !isLoopback(c.Listen) {
+	if len(c.Tokens) == 0 && c.JWT == nil && !isLoopback(c.Listen) {
 		add("listen: refusing to listen on %s without API tokens: add a token (--token SECRET:read or PGTOOLS_TOKENS) or listen on 127.0.0.1", c.Listen)
 	}
 	if c.MetricsListen != "" && c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
@@ -465,6 +519,7 @@ func (c *Config) Validate() error {
 			add("databases.%s.policy: default_limit %d is above the default max_limit 10000; raise max_limit too", name, p.DefaultLimit)
 		}
 	}
+	problems = append(problems, c.identityProblems()...)
 	names := map[string]int{}
 	secrets := map[string]int{}
 	for i, t := range c.Tokens {

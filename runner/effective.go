@@ -15,12 +15,30 @@ const redacted = "[REDACTED]"
 // "no limit" or "none".
 func (c *Config) EffectiveJSON() ([]byte, error) {
 	type token struct {
-		Name             string   `json:"name"`
-		Token            string   `json:"token"`
-		Scopes           []string `json:"scopes"`
-		Databases        []string `json:"databases"`
-		MaxResponseBytes *int     `json:"max_response_bytes"`
-		Source           string   `json:"source"`
+		Name             string         `json:"name"`
+		Token            string         `json:"token"`
+		Scopes           []string       `json:"scopes"`
+		Databases        []string       `json:"databases"`
+		MaxResponseBytes *int           `json:"max_response_bytes"`
+		Role             *string        `json:"role"`
+		ActAs            bool           `json:"act_as"`
+		ActAsRole        *string        `json:"act_as_role,omitempty"`
+		ActAsClaims      map[string]any `json:"act_as_claims,omitempty"`
+		Source           string         `json:"source"`
+	}
+	type jwtEff struct {
+		Name          string   `json:"name"`
+		Issuer        string   `json:"issuer"`
+		Audience      *string  `json:"audience"`
+		SecretFile    *string  `json:"secret_file,omitempty"`
+		JWKSFile      *string  `json:"jwks_file,omitempty"`
+		JWKSURL       *string  `json:"jwks_url,omitempty"`
+		LeewaySeconds float64  `json:"leeway_seconds"`
+		RoleClaim     string   `json:"role_claim"`
+		Roles         []string `json:"roles"`
+		DefaultRole   *string  `json:"default_role"`
+		DefaultScopes []string `json:"default_scopes"`
+		Databases     []string `json:"databases"`
 	}
 	type database struct {
 		URL        string      `json:"url"`
@@ -55,6 +73,8 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		Sessions      sessions            `json:"sessions"`
 		Limits        limits              `json:"limits"`
 		Shutdown      shutdown            `json:"shutdown"`
+		JWT           *jwtEff             `json:"jwt,omitempty"`
+		MCPOAuth      *MCPOAuthConfig     `json:"mcp_oauth,omitempty"`
 		AuditLog      *string             `json:"audit_log"`
 		LogLevel      string              `json:"log_level"`
 	}
@@ -89,8 +109,29 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		if t.MaxResponseBytes > 0 {
 			tok.MaxResponseBytes = ptr(t.MaxResponseBytes)
 		}
+		if t.Role != "" {
+			tok.Role = ptr(t.Role)
+		}
+		if tok.ActAs = t.ActAs; t.ActAs {
+			tok.ActAsRole, tok.ActAsClaims = ptr(orDefault(t.ActAsRole, t.Role)), t.ActAsClaims
+		}
 		e.Tokens = append(e.Tokens, tok)
 	}
+	if j := c.JWT; j != nil {
+		dbs := j.Databases
+		if len(dbs) == 0 {
+			dbs = sortedKeys(c.Databases)
+		}
+		e.JWT = &jwtEff{Name: j.Name, Issuer: j.Issuer, LeewaySeconds: j.Leeway.Seconds(), RoleClaim: j.RoleClaim,
+			Roles: j.Roles, DefaultScopes: j.DefaultScopes, Databases: dbs}
+		e.JWT.Audience = optional(j.Audience)
+		if j.Audience == "" && c.MCPOAuth != nil {
+			e.JWT.Audience = &c.MCPOAuth.Resource
+		}
+		e.JWT.SecretFile, e.JWT.JWKSFile, e.JWT.JWKSURL = optional(j.SecretFile), optional(j.JWKSFile), optional(j.JWKSURL)
+		e.JWT.DefaultRole = optional(j.DefaultRole)
+	}
+	e.MCPOAuth = c.MCPOAuth
 	for name, d := range c.Databases {
 		summary, err := DescribeDSN(d.URL, d.Password)
 		if err != nil {
@@ -123,3 +164,11 @@ func orEmpty(s []string) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// optional is nil for "", so the printed configuration says null.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -52,7 +52,7 @@ func TestConnLimitsConfig(t *testing.T) {
 	if cfg.Tokens[0].MaxResponseBytes != 4096 || cfg.Tokens[1].MaxResponseBytes != 0 {
 		t.Errorf("token max_response_bytes: %+v", cfg.Tokens)
 	}
-	if p, ok := newAuthenticator(cfg.Tokens).authenticate(bearerRequest("reader-secret-0123456789")); !ok || p.MaxResponseBytes != 4096 {
+	if p, terr := newAuthenticator(cfg.Tokens).authenticate(bearerRequest("reader-secret-0123456789")); terr != nil || p.MaxResponseBytes != 4096 {
 		t.Errorf("the reader's principal does not carry its cap: %+v", p)
 	}
 	raw, err := cfg.EffectiveJSON()

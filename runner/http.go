@@ -75,6 +75,10 @@ type HandlerOptions struct {
 	Caller Caller
 	// Tracer, when set, traces every tool call (OpenTelemetry, runner/otel.go); nil: off.
 	Tracer TracerProvider
+	// JWT and MCPOAuth accept JWT bearer tokens and make /mcp an OAuth resource server
+	// (Config.JWT, Config.MCPOAuth, validated); nil: off.
+	JWT      *JWTConfig
+	MCPOAuth *MCPOAuthConfig
 }
 
 // NewHandler returns the HTTP API with default options: see NewHandlerWith.
@@ -89,6 +93,7 @@ func NewHandler(reg *tools.Registry, tokens []Token, log zerolog.Logger, maxBody
 func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	h := &handler{reg: reg, auth: newAuthenticator(opts.Tokens), log: opts.Log, maxBody: opts.MaxBodyBytes,
 		health: opts.Health, metrics: opts.Metrics}
+	h.auth.withIdentity(opts.JWT, opts.MCPOAuth, opts.Log)
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBodyBytes
 	}
@@ -112,6 +117,7 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /v1/tools", h.authed(h.listTools))
 	mux.HandleFunc("POST /v1/tools/{name}", h.authed(h.callTool))
 	mux.HandleFunc("GET /openapi.json", h.openapi)
+	h.auth.oauth.register(mux)
 	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg.Tools(), h.inv, opts.Log, h.maxBody, h.bodyWait).serve))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
@@ -145,6 +151,7 @@ const logInfoKey ctxKey = 1
 type logInfo struct {
 	reqID     string // the request's id, also the id of its tool calls
 	principal string
+	role      string // the principal's PostgreSQL role, "" for the login role
 	tool      string
 	database  string
 	errorType tools.ErrorType
@@ -189,6 +196,9 @@ func (h *handler) logged(next http.Handler) http.Handler {
 		if info.principal != "" {
 			ev = ev.Str("principal", info.principal)
 		}
+		if info.role != "" {
+			ev = ev.Str("role", info.role)
+		}
 		if info.tool != "" {
 			ev = ev.Str("tool", info.tool)
 		}
@@ -221,21 +231,23 @@ type principalHandler func(w http.ResponseWriter, r *http.Request, p tools.Princ
 
 func (h *handler) authed(next principalHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := h.auth.authenticate(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="pgtools"`)
-			missing := r.Header.Get("Authorization") == ""
-			h.metrics.authFailed(missing)
-			msg := "Missing or invalid API token"
-			if missing {
-				msg = "Missing API token"
+		p, terr := h.auth.authenticate(r)
+		info, _ := r.Context().Value(logInfoKey).(*logInfo)
+		if terr != nil {
+			if info != nil {
+				info.errorType = terr.Type
 			}
-			writeErrorStatus(w, http.StatusUnauthorized, &tools.Error{Type: tools.ErrAuthentication, Message: msg,
-				Suggestion: "Send the header Authorization: Bearer <token> with a token configured on the runner."})
+			if terr.Type == tools.ErrAuthentication {
+				w.Header().Set("WWW-Authenticate", h.auth.challenge(r))
+				h.metrics.authFailed(r.Header.Get("Authorization") == "")
+				writeErrorStatus(w, http.StatusUnauthorized, terr)
+				return
+			}
+			writeError(w, terr) // act-as refused or malformed: 403 not_allowed, 400
 			return
 		}
-		if info, _ := r.Context().Value(logInfoKey).(*logInfo); info != nil {
-			info.principal = p.Name
+		if info != nil {
+			info.principal, info.role = p.Name, p.Role
 		}
 		next(w, r, p)
 	}

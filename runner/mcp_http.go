@@ -83,6 +83,9 @@ func (m *mcpHTTP) server(r *http.Request) *mcp.Server {
 	if !ok {
 		return nil // not reached through authed: the SDK answers 400
 	}
+	if p.Claims != nil {
+		return newMCPServer(m.tools, p, m.log, m.inv) // per-user principals (JWT, act-as): not cached, unbounded
+	}
 	key := principalKey(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -46,6 +46,9 @@ type Policy struct {
 	DisabledTools []string
 	// ShowErrorValues keeps values PostgreSQL echoes in error details (default false: masked).
 	ShowErrorValues bool
+	// DefaultFormat is the row format of calls that give none: "objects" (default), "columns" or
+	// "csv" (DESIGN §12).
+	DefaultFormat string
 	// DescribeExec parses every read statement on each call as PostgreSQL's unnamed statement
 	// (pgx's describe-exec mode), still in one round trip, instead of preparing it once per
 	// connection under a name (default false). For poolers in transaction mode that cannot track
@@ -171,6 +174,9 @@ type Principal struct {
 	// (SET LOCAL ROLE, asserted again before every statement of a session or batch); "" runs as
 	// the runner's login role. The login role must be a member of it (DESIGN §11).
 	Role string
+	// DefaultFormat is the row format of this principal's calls that give none, before the
+	// database's ("" for the database's).
+	DefaultFormat string
 	// Claims is a JSON object visible to SQL as the transaction-local setting request.jwt.claims
 	// (for row-level security policies); nil sets nothing.
 	Claims []byte

@@ -28,7 +28,7 @@ func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Er
 		return nil, perr
 	}
 	limit := req.db.Policy.DefaultLimit
-	rs, err := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: a.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes})
+	rs, err := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: a.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
 	if err != nil {
 		if errors.Is(err, wire.ErrTxEscaped) {
 			return nil, &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, …) are not allowed in execute_sql; the read ran in its own READ ONLY transaction and was rolled back",
@@ -54,7 +54,7 @@ func executeWrite(ctx context.Context, req *request, sess *Session) (*Result, *E
 	}
 	st := writeStmt{op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
 		free: true, confirm: a.ConfirmDestructive, allowDDL: req.allowDDL,
-		maxAffected: req.db.Policy.MaxAffectedRows, who: req.who()}
+		maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: req.format(a.Format)}
 	out, err := runWriteOn(ctx, req.db, sess, st)
 	if err != nil {
 		return nil, classify(ctx, err, callContext{Database: req.db.Name}, !req.db.Policy.ShowErrorValues)

@@ -16,6 +16,7 @@ import (
 type opResult struct {
 	Command  string          `json:"command"`
 	RowCount int64           `json:"rowCount"`
+	Columns  json.RawMessage `json:"columns,omitempty"` // format columns
 	Rows     json.RawMessage `json:"rows,omitempty"`
 }
 
@@ -28,7 +29,8 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 		return nil, lerr
 	}
 	defer release()
-	ops := req.in.(*batchArgs).Operations
+	batch := req.in.(*batchArgs)
+	ops, format := batch.Operations, req.format(batch.Format)
 	stmts := make([]writeStmt, len(ops))
 	for i, o := range ops {
 		sql := o.SQL
@@ -41,7 +43,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 		}
 		stmts[i] = writeStmt{op: op, sql: sql, params: params, free: true, keepRows: req.db.Policy.DefaultLimit,
 			maxBytes: req.maxBytes, allowDDL: req.allowDDL,
-			maxAffected: req.db.Policy.MaxAffectedRows}
+			maxAffected: req.db.Policy.MaxAffectedRows, format: format}
 	}
 
 	cfg := req.db.Pool.Config().ConnConfig.Copy()
@@ -68,7 +70,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 		}
 		r := opResult{Command: out.tag, RowCount: out.affected}
 		if out.rows.RowCount > 0 {
-			r.Rows = out.rows.Data
+			r.Rows, r.Columns = out.rows.Data, out.rows.Columns
 		}
 		results = append(results, r)
 	}

@@ -28,6 +28,7 @@ type Result struct {
 	RowCount      *int            `json:"rowCount,omitempty"`
 	AffectedRows  *int            `json:"affectedRows,omitempty"`
 	Data          json.RawMessage `json:"data,omitempty"`
+	Columns       json.RawMessage `json:"columns,omitempty"` // format columns: the names; Data goes out as "rows"
 	Truncated     *bool           `json:"truncated,omitempty"`
 	DryRun        bool            `json:"dryRun,omitempty"`
 	ExecutionTime string          `json:"executionTime,omitempty"`
@@ -67,7 +68,13 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"affectedRows":`...)
 		b = strconv.AppendInt(b, int64(*r.AffectedRows), 10)
 	}
-	if r.Data != nil {
+	switch {
+	case r.Columns != nil:
+		b = append(b, `,"columns":`...)
+		b = append(b, r.Columns...)
+		b = append(b, `,"rows":`...)
+		b = append(b, r.Data...)
+	case r.Data != nil:
 		b = append(b, `,"data":`...)
 		b = append(b, r.Data...)
 	}
@@ -127,6 +134,17 @@ type request struct {
 	in        any            // the same arguments decoded into the tool's struct (*selectArgs, …)
 	started   time.Time
 	maxBytes  int // response byte cap: the database's, lowered by the principal's and the call's
+}
+
+// format is the row format of the call: its format argument (validated by the schema), else the
+// principal's default, else the database's.
+func (req *request) format(arg string) wire.Format {
+	for _, s := range []string{arg, req.principal.DefaultFormat, req.db.Policy.DefaultFormat} {
+		if f, ok := wire.ParseFormat(s); ok && s != "" {
+			return f
+		}
+	}
+	return wire.Objects
 }
 
 // who is the identity the call acts as: its session's (fixed at begin), else its principal's.

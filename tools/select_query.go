@@ -95,7 +95,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 		sb.WriteString(strconv.FormatInt(offset, 10))
 	}
 
-	rs, rerr := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: sb.String(), Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes})
+	rs, rerr := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: sb.String(), Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
 	if rerr != nil {
 		return nil, withOp(classify(ctx, rerr, cc, !req.db.Policy.ShowErrorValues), op, table)
 	}
@@ -107,7 +107,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 func rowsResult(op, table string, rs *wire.RowSet, limit, offset, maxBytes int) *Result {
 	n := rs.RowCount
 	truncated := rs.Truncated
-	res := &Result{Operation: op, Table: table, RowCount: &n, Data: rs.Data, Truncated: &truncated}
+	res := &Result{Operation: op, Table: table, RowCount: &n, Data: rs.Data, Columns: rs.Columns, Truncated: &truncated}
 	switch {
 	case rs.ByBytes && op == "select":
 		res.Hint = fmt.Sprintf("Result cut at %d rows because it reached the %d-byte response cap; call again with offset %d for the next rows, or select fewer columns.", n, maxBytes, offset+n)

@@ -22,6 +22,7 @@ type target struct {
 
 type selectArgs struct {
 	target
+	Format  string   `json:"format"`
 	Table   string   `json:"table"`
 	Columns nameList `json:"columns"`
 	Where   string   `json:"where"`
@@ -39,6 +40,7 @@ type describeArgs struct {
 
 type executeArgs struct {
 	target
+	Format             string   `json:"format"`
 	SQL                string   `json:"sql"`
 	Params             rawValue `json:"params"`
 	Mode               string   `json:"mode"`
@@ -48,6 +50,7 @@ type executeArgs struct {
 
 type insertArgs struct {
 	target
+	Format     string           `json:"format"`
 	Table      string           `json:"table"`
 	Row        map[string]any   `json:"row"`
 	Rows       []map[string]any `json:"rows"`
@@ -65,6 +68,7 @@ type conflictArgs struct {
 // changeArgs are update_data's and delete_data's (delete has no set).
 type changeArgs struct {
 	target
+	Format          string         `json:"format"`
 	Table           string         `json:"table"`
 	Set             map[string]any `json:"set"`
 	Where           string         `json:"where"`
@@ -85,6 +89,7 @@ type txArgs struct {
 
 type batchArgs struct {
 	target
+	Format     string `json:"format"`
 	Action     string `json:"action"`
 	Operations []struct {
 		SQL    string   `json:"sql"`

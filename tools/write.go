@@ -19,15 +19,16 @@ type writeStmt struct {
 	table       string // display name, for messages
 	sql         string
 	params      []any
-	colOIDs     []uint32 // known parameter types (insert/update values), 0 = let PostgreSQL infer
-	keepRows    int      // returned rows to keep (the rest are counted, not sent)
-	maxBytes    int      // byte cap of the kept rows
-	maxAffected int      // more affected rows → rolled back with too_many_rows (0 = no cap); for free SQL, the rows it updated or deleted in any table
-	dryRun      bool     // execute, report, roll back
-	free        bool     // agent-written SQL: classify by command tag and catalog changes
-	confirm     bool     // confirm_destructive
-	allowDDL    bool     // policy allows DDL and the principal has the ddl scope
-	who         identity // the role and claims the statement runs with (outside a session)
+	colOIDs     []uint32    // known parameter types (insert/update values), 0 = let PostgreSQL infer
+	keepRows    int         // returned rows to keep (the rest are counted, not sent)
+	format      wire.Format // how the returned rows are written
+	maxBytes    int         // byte cap of the kept rows
+	maxAffected int         // more affected rows → rolled back with too_many_rows (0 = no cap); for free SQL, the rows it updated or deleted in any table
+	dryRun      bool        // execute, report, roll back
+	free        bool        // agent-written SQL: classify by command tag and catalog changes
+	confirm     bool        // confirm_destructive
+	allowDDL    bool        // policy allows DDL and the principal has the ddl scope
+	who         identity    // the role and claims the statement runs with (outside a session)
 }
 
 // writeOutcome is what a write did.
@@ -207,7 +208,7 @@ func execStmt(ctx context.Context, pc *pgconn.PgConn, st writeStmt) (*writeOutco
 	if err != nil {
 		return nil, err // a *wire.ParamError, which classify answers as invalid_arguments
 	}
-	rs, tag, err := wire.CollectRows(pc.ExecParams(ctx, st.sql, values, nil, nil, nil), st.keepRows, st.maxBytes)
+	rs, tag, err := wire.CollectRows(pc.ExecParams(ctx, st.sql, values, nil, nil, nil), st.format, st.keepRows, st.maxBytes)
 	if err != nil {
 		return nil, err
 	}

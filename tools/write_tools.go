@@ -95,7 +95,7 @@ func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int)
 	affected := int(out.affected)
 	n := out.rows.RowCount
 	truncated := out.rows.Truncated
-	res := &Result{Operation: op, Table: table, AffectedRows: &affected, RowCount: &n, Data: out.rows.Data, DryRun: dryRun}
+	res := &Result{Operation: op, Table: table, AffectedRows: &affected, RowCount: &n, Data: out.rows.Data, Columns: out.rows.Columns, DryRun: dryRun}
 	if truncated {
 		res.Truncated = &truncated
 	}
@@ -216,7 +216,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 		}
 		sb.WriteString(clause)
 	}
-	return runDML(ctx, req, sess, op, rel, &sb, params, oids, a.Returning, false, 0)
+	return runDML(ctx, req, sess, op, rel, &sb, params, oids, a.Returning, req.format(a.Format), false, 0)
 }
 
 // onConflict builds ON CONFLICT (cols) DO NOTHING | DO UPDATE SET c = EXCLUDED.c, ….
@@ -349,7 +349,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 	sb.WriteString(" WHERE (\n")
 	sb.WriteString(where)
 	sb.WriteString("\n)")
-	return runDML(ctx, req, sess, op, rel, &sb, params, oids, a.Returning, a.DryRun, affectedCap(req, a.MaxAffectedRows))
+	return runDML(ctx, req, sess, op, rel, &sb, params, oids, a.Returning, req.format(a.Format), a.DryRun, affectedCap(req, a.MaxAffectedRows))
 }
 
 // dryRunCheck evaluates where in a READ ONLY transaction before a dry run executes the change and
@@ -372,7 +372,7 @@ func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation
 // runDML finishes a generated INSERT, UPDATE or DELETE in sb with its RETURNING clause, runs it
 // (in the session, if any, else in its own transaction) and answers. maxAffected caps the rows
 // it may change (0: no cap); a dry run reports the count, previews rows and rolls back.
-func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, returning nameList, dry bool, maxAffected int) (*Result, *Error) {
+func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, returning nameList, format wire.Format, dry bool, maxAffected int) (*Result, *Error) {
 	table := rel.display()
 	ret, rerr := returningClause(rel, returning)
 	if rerr != nil {
@@ -380,7 +380,7 @@ func runDML(ctx context.Context, req *request, sess *Session, op string, rel *re
 	}
 	sb.WriteString(ret)
 	st := writeStmt{op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
-		keepRows: req.db.Policy.MaxLimit, maxBytes: req.maxBytes, dryRun: dry, maxAffected: maxAffected, who: req.who()}
+		keepRows: req.db.Policy.MaxLimit, maxBytes: req.maxBytes, dryRun: dry, maxAffected: maxAffected, who: req.who(), format: format}
 	if dry {
 		st.keepRows = previewRows
 		st.maxAffected = 0 // a dry run reports the count; the cap applies when it is applied

@@ -188,7 +188,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "separate address for /metrics, /healthz and /readyz only (default: /metrics on --listen); env PGTOOLS_METRICS_LISTEN")
 	fs.StringVar(&f.replicaID, "replica-id", "", "name of this replica, whose tag starts every session id (default: the host name); env PGTOOLS_REPLICA_ID")
-	fs.Var(&f.tokens, "token", "API token as SECRET:SCOPES, e.g. s3cret-value-0123456:read,write (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write\"")
+	fs.Var(&f.tokens, "token", "API token as SECRET:SCOPES[:ROLE], e.g. s3cret-value-0123456:read,write or s3cret-value-0123456:read:tenant_agent to run its calls as PostgreSQL role tenant_agent (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write:role\"")
 }
 
 // config merges file, environment and flags: flags win over environment, which wins over the file.
@@ -317,6 +317,10 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 		return err
 	}
 	defer closeReg()
+	// A mapped role that could change its role or claims voids row-level security: refuse to serve.
+	if err := runner.CheckRoles(ctx, cfg, reg.Database); err != nil {
+		return err
+	}
 	// Deferred after closeReg, so it runs first: broker tasks finish before sessions and pools close.
 	stopBrokers, err := startBrokers(ctx, brokers, reg, cfg.MaxBodyBytes, 10*time.Second, log)
 	if err != nil {

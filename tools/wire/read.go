@@ -23,9 +23,10 @@ var ErrCopyOut = errors.New("COPY output is not returned")
 type Stmt struct {
 	SQL      string
 	Params   []any
-	MaxRows  int  // rows to fetch at most (limit+1); the portal stops there, so the server does too
-	MaxBytes int  // size at which the JSON of the rows is cut
-	Unnamed  bool // parse every statement as the unnamed statement (pgx's describe-exec mode)
+	MaxRows  int    // rows to fetch at most (limit+1); the portal stops there, so the server does too
+	MaxBytes int    // size at which the JSON of the rows is cut
+	Unnamed  bool   // parse every statement as the unnamed statement (pgx's describe-exec mode)
+	Format   Format // how the rows are written
 	// Setup runs after the frame's opening statements and before the agent's, in the same round
 	// trip: the caller's identity (claims, role) for instance.
 	Setup []Exec
@@ -39,11 +40,14 @@ type Exec struct {
 
 // RowSet is the encoded result of a read.
 type RowSet struct {
-	Data      []byte // JSON array of row objects
+	Format    Format // how Data is written (set before rows are added)
+	Data      []byte // the rows: a JSON array, or for CSV a JSON string
+	Columns   []byte // for Columns: a JSON array of the column names
 	RowCount  int
 	Truncated bool   // more rows existed than limit, or the byte cap was reached
 	ByBytes   bool   // truncated by the byte cap rather than by the row limit
 	Tag       string // PostgreSQL command tag
+	opened    bool
 }
 
 // The statements that frame every read. A read always rolls back (it has nothing to commit, and a
@@ -219,7 +223,7 @@ func endRead(pc *pgconn.PgConn, cache *stmtCache, fr Frame) error {
 func readResults(pc *pgconn.PgConn, st Stmt, execUser int, enc *RowEncoder) (*RowSet, bool, error) {
 	execRollback := execUser + 1
 	var (
-		rs      = &RowSet{}
+		rs      = &RowSet{Format: st.Format, Data: make([]byte, 0, 1024)}
 		userErr error
 		sysErr  error
 		done    int // executions finished
@@ -227,7 +231,6 @@ func readResults(pc *pgconn.PgConn, st Stmt, execUser int, enc *RowEncoder) (*Ro
 		full    bool
 		copyOut bool // COPY … TO STDOUT: its data is not rows; refused after the fact
 	)
-	rs.Data = append(make([]byte, 0, 1024), '[')
 	for {
 		msg, err := pc.ReceiveMessage(context.Background())
 		if err != nil {
@@ -241,7 +244,7 @@ func readResults(pc *pgconn.PgConn, st Stmt, execUser int, enc *RowEncoder) (*Ro
 		}
 		switch m := msg.(type) {
 		case *pgproto3.ReadyForQuery:
-			rs.Data = append(rs.Data, ']')
+			rs.close(enc)
 			destroy := !SafeTags[rs.Tag]
 			switch {
 			case userErr != nil:
@@ -321,6 +324,8 @@ type RowEncoder struct {
 	encs  []valueEncoder
 	names []string // the fields it was built for
 	oids  []uint32
+	// colNames are the names rows are keyed by: the fields' names, duplicates renamed.
+	colNames []string
 }
 
 // matches reports whether the encoder was built for these fields (same names and types), so a
@@ -345,6 +350,7 @@ func (e *RowEncoder) Init(fields []pgproto3.FieldDescription) {
 	}
 	e.keys = make([]string, len(fields))
 	e.encs = make([]valueEncoder, len(fields))
+	e.colNames = make([]string, len(fields))
 	used := make(map[string]bool, len(fields))
 	for i, f := range fields {
 		name := string(f.Name)
@@ -357,6 +363,7 @@ func (e *RowEncoder) Init(fields []pgproto3.FieldDescription) {
 			}
 		}
 		used[name] = true
+		e.colNames[i] = name
 		e.keys[i] = string(AppendString(nil, name)) + ":"
 		e.encs[i] = encoderFor(f.DataTypeOID)
 	}
@@ -378,10 +385,10 @@ func (e *RowEncoder) AppendRow(dst []byte, values [][]byte) []byte {
 	return append(dst, '}')
 }
 
-// CollectRows reads a result's rows as JSON objects (the first keepRows of them, cut at maxBytes
-// of JSON; the rest are read and counted as truncation, not sent) and its command tag.
-func CollectRows(rr *pgconn.ResultReader, keepRows, maxBytes int) (*RowSet, pgconn.CommandTag, error) {
-	rs := &RowSet{Data: []byte{'['}}
+// CollectRows reads a result's rows in format f (the first keepRows of them, cut at maxBytes of
+// JSON; the rest are read and counted as truncation, not sent) and its command tag.
+func CollectRows(rr *pgconn.ResultReader, f Format, keepRows, maxBytes int) (*RowSet, pgconn.CommandTag, error) {
+	rs := &RowSet{Format: f}
 	var enc RowEncoder
 	fds := rr.FieldDescriptions()
 	fields := make([]pgproto3.FieldDescription, len(fds))
@@ -403,18 +410,18 @@ func CollectRows(rr *pgconn.ResultReader, keepRows, maxBytes int) (*RowSet, pgco
 	if err != nil {
 		return nil, tag, err
 	}
-	rs.Data = append(rs.Data, ']')
+	rs.close(&enc)
 	return rs, tag, nil
 }
 
 // appendRow adds one row unless it would take the JSON past maxBytes (0: no cap), in which case
 // the set is marked truncated by bytes and false is returned.
 func (rs *RowSet) appendRow(enc *RowEncoder, values [][]byte, maxBytes int) bool {
-	n := len(rs.Data)
-	if rs.RowCount > 0 {
-		rs.Data = append(rs.Data, ',')
+	if !rs.opened {
+		rs.open(enc)
 	}
-	rs.Data = enc.AppendRow(rs.Data, values)
+	n := len(rs.Data)
+	rs.appendValues(enc, values)
 	if maxBytes > 0 && len(rs.Data) > maxBytes-1 {
 		rs.Data = rs.Data[:n]
 		rs.Truncated, rs.ByBytes = true, true

@@ -1,0 +1,249 @@
+package runner
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/pgtools/pgtools/tools/pgtest"
+)
+
+const (
+	actAsToken  = "act-as-token-0123456789abcdef"
+	plainToken  = "plain-token-0123456789abcdef"
+	mcpResource = "https://pgtools.test.invalid/mcp"
+)
+
+// identityFixture is the HTTP API over a database with a table under row-level security: rows
+// of a tenant are visible and writable only to calls whose request.jwt.claims name that tenant.
+// Tokens: "hub" may act for users (role agent, fixed claim app=crm), "plain" may not; JWTs of
+// iss are accepted with audience testAudience on the API and mcpResource on /mcp.
+type identityFixture struct {
+	jwtFixture
+	iss *issuer
+}
+
+func newIdentityFixture(t *testing.T) *identityFixture {
+	t.Helper()
+	db := pgtest.New(t)
+	role := db.RoleName("agent")
+	db.Exec(t, `CREATE ROLE `+role+` NOLOGIN`)
+	db.Exec(t, `CREATE TABLE probe (id int PRIMARY KEY, tenant text); GRANT SELECT, INSERT ON probe TO `+role)
+	db.Exec(t, `CREATE TABLE docs (id int PRIMARY KEY, tenant text NOT NULL, body text);
+		INSERT INTO docs VALUES (1, 'a', 'a1'), (2, 'a', 'a2'), (3, 'b', 'b1');
+		ALTER TABLE docs ENABLE ROW LEVEL SECURITY;
+		CREATE POLICY by_tenant ON docs USING (tenant = current_setting('request.jwt.claims', true)::jsonb ->> 'tenant')
+			WITH CHECK (tenant = current_setting('request.jwt.claims', true)::jsonb ->> 'tenant');
+		GRANT SELECT, INSERT, UPDATE, DELETE ON docs TO `+role)
+	iss := newIssuer(t)
+	cfg := &Config{Databases: map[string]DatabaseConfig{"default": {URL: db.DSN}},
+		Tokens: []Token{
+			{Secret: actAsToken, Name: "hub", Scopes: []string{"read", "write"}, Role: role, ActAs: true, ActAsClaims: map[string]any{"app": "crm"}},
+			{Secret: plainToken, Name: "plain", Scopes: []string{"read", "write"}},
+		},
+		JWT:      &JWTConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: iss.url(), Roles: []string{role}},
+		MCPOAuth: &MCPOAuthConfig{Resource: mcpResource}}
+	// As pgtools serve builds it: sessions, limits, metrics.
+	sf := newServerFixture(t, cfg)
+	return &identityFixture{jwtFixture: jwtFixture{srv: sf.http, log: sf.log, db: db, role: role}, iss: iss}
+}
+
+func (f *identityFixture) tenantToken(t *testing.T, sub, tenant string) string {
+	return sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.rsa, with(validClaims(sub, f.role), "tenant", tenant))
+}
+
+func rowsOf(t *testing.T, body map[string]any) []map[string]any {
+	t.Helper()
+	data, ok := body["data"].([]any)
+	if !ok {
+		t.Fatalf("no rows in %v", body)
+	}
+	out := make([]map[string]any, len(data))
+	for i, r := range data {
+		out[i], _ = r.(map[string]any)
+	}
+	return out
+}
+
+// TestTwoTenantsSeeAndChangeOnlyTheirRows: two JWTs naming two tenants read, update and delete
+// only their rows through select_query, execute_sql and a session; a write violating the
+// policy's WITH CHECK is refused and nothing lands.
+func TestTwoTenantsSeeAndChangeOnlyTheirRows(t *testing.T) {
+	t.Parallel()
+	f := newIdentityFixture(t)
+	a, b := f.tenantToken(t, "alice", "a"), f.tenantToken(t, "bob", "b")
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{a, 2}, {b, 1}} {
+		status, body, _ := f.post(t, "/v1/tools/select_query", c.token, `{"table": "docs"}`)
+		if status != http.StatusOK || len(rowsOf(t, body)) != c.want {
+			t.Fatalf("select_query: %d %v, want %d rows", status, body, c.want)
+		}
+		for _, r := range rowsOf(t, body) {
+			if (c.token == a) != (r["tenant"] == "a") {
+				t.Errorf("a tenant read another's row: %v", r)
+			}
+		}
+	}
+	// b updates everything it can: only its row changes.
+	status, body, _ := f.post(t, "/v1/tools/execute_sql", b, `{"sql": "UPDATE docs SET body = 'changed'", "mode": "write", "autocommit": true}`)
+	if status != http.StatusOK {
+		t.Fatalf("update: %d %v", status, body)
+	}
+	if n := f.db.QueryInt(t, `SELECT count(*) FROM docs WHERE body = 'changed'`); n != 1 {
+		t.Errorf("tenant b changed %d rows, want its 1", n)
+	}
+	// a deletes inside a session: only its rows go.
+	status, body, _ = f.post(t, "/v1/tools/pg_tx", a, `{"action": "begin"}`)
+	if status != http.StatusOK {
+		t.Fatalf("begin: %d %v", status, body)
+	}
+	sid, _ := body["session_id"].(string)
+	status, body, _ = f.post(t, "/v1/tools/execute_sql", a, `{"sql": "DELETE FROM docs", "mode": "write", "confirm_destructive": true, "session_id": "`+sid+`"}`)
+	if status != http.StatusOK {
+		t.Fatalf("delete in session: %d %v", status, body)
+	}
+	if status, body, _ = f.post(t, "/v1/tools/pg_tx", a, `{"action": "commit", "session_id": "`+sid+`"}`); status != http.StatusOK {
+		t.Fatalf("commit: %d %v", status, body)
+	}
+	if n := f.db.QueryInt(t, `SELECT count(*) FROM docs`); n != 1 {
+		t.Errorf("%d rows left, want tenant b's 1", n)
+	}
+	// a inserts a row of tenant b: WITH CHECK refuses it, nothing lands.
+	status, body, _ = f.post(t, "/v1/tools/execute_sql", a, `{"sql": "INSERT INTO docs VALUES (9, 'b', 'forged')", "mode": "write", "autocommit": true}`)
+	if status == http.StatusOK || body["errorType"] != "permission_denied" {
+		t.Errorf("a write violating WITH CHECK: %d %v, want permission_denied", status, body)
+	}
+	if n := f.db.QueryInt(t, `SELECT count(*) FROM docs WHERE id = 9`); n != 0 {
+		t.Error("the forged row landed")
+	}
+	if strings.Contains(f.log.String(), tenantSecret) {
+		t.Errorf("a claim value reached the log:\n%s", f.log.String())
+	}
+}
+
+// TestActAs: a token with act_as acts for the subject of X-PgTools-Act-As (role and claims
+// {"sub", "via"} plus the fixed ones); its sessions belong to the subject; a token without
+// act_as sending the header is refused with not_allowed and nothing runs.
+func TestActAs(t *testing.T) {
+	t.Parallel()
+	f := newIdentityFixture(t)
+	status, body, _ := f.post(t, "/v1/tools/execute_sql", actAsToken,
+		`{"sql": "SELECT current_user AS u, current_setting('request.jwt.claims', true) AS c"}`, ActAsHeader, "user-42")
+	if status != http.StatusOK {
+		t.Fatalf("act as: %d %v", status, body)
+	}
+	row := rowsOf(t, body)[0]
+	var claims map[string]any
+	_ = json.Unmarshal([]byte(row["c"].(string)), &claims)
+	if row["u"] != f.role || claims["sub"] != "user-42" || claims["via"] != "hub" || claims["app"] != "crm" {
+		t.Errorf("acting for user-42 ran as %v with claims %v", row["u"], claims)
+	}
+	if !strings.Contains(f.log.String(), `"principal":"hub:user-42"`) {
+		t.Errorf("the access log does not name the subject's principal:\n%s", f.log.String())
+	}
+
+	// Sessions are the subject's: another subject of the same token cannot use one.
+	status, body, _ = f.post(t, "/v1/tools/pg_tx", actAsToken, `{"action": "begin"}`, ActAsHeader, "alice")
+	if status != http.StatusOK {
+		t.Fatalf("begin: %d %v", status, body)
+	}
+	sid, _ := body["session_id"].(string)
+	for _, other := range []string{"bob", ""} {
+		h := []string{ActAsHeader, other}
+		if other == "" {
+			h = nil // the token itself, acting for nobody
+		}
+		status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, h...)
+		if status != http.StatusNotFound || body["errorType"] != "session_not_found" {
+			t.Errorf("subject %q used alice's session: %d %v, want session_not_found", other, status, body)
+		}
+	}
+	if status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, ActAsHeader, "alice"); status != http.StatusOK {
+		t.Errorf("alice cannot use her session: %d %v", status, body)
+	}
+
+	// A token without act_as: not_allowed, nothing run.
+	status, body, _ = f.post(t, "/v1/tools/execute_sql", plainToken, insertProbe, ActAsHeader, "user-42")
+	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
+		t.Errorf("act-as without act_as: %d %v, want 403 not_allowed", status, body)
+	}
+	// A JWT principal may not act for others either.
+	status, body, _ = f.post(t, "/v1/tools/execute_sql", f.tenantToken(t, "alice", "a"), insertProbe, ActAsHeader, "user-42")
+	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
+		t.Errorf("act-as with a JWT: %d %v, want 403 not_allowed", status, body)
+	}
+	if n := f.db.QueryInt(t, `SELECT count(*) FROM probe`); n != 0 {
+		t.Errorf("%d rows landed through refused act-as calls", n)
+	}
+	// A subject with control characters is refused without being echoed.
+	status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe"}`, ActAsHeader, "a\tb")
+	if status != http.StatusBadRequest || body["errorType"] != "invalid_arguments" {
+		t.Errorf("bad subject: %d %v", status, body)
+	}
+}
+
+// TestMCPOAuthResourceServer: the protected-resource metadata (RFC 9728), the 401 challenge
+// naming it, and access tokens verified with the resource as their audience on /mcp only.
+func TestMCPOAuthResourceServer(t *testing.T) {
+	t.Parallel()
+	f := newIdentityFixture(t)
+	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+		resp, err := http.Get(f.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var meta map[string]any
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &meta) != nil {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, raw)
+		}
+		if meta["resource"] != mcpResource || !strings.Contains(string(raw), `"authorization_servers":["`+testIssuer+`"]`) ||
+			!strings.Contains(string(raw), `"bearer_methods_supported":["header"]`) || !strings.Contains(string(raw), `"scopes_supported":["read","write"]`) {
+			t.Errorf("%s: metadata %s", path, raw)
+		}
+	}
+	mcpCall := `{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_sql", "arguments": {"sql": "SELECT current_user AS u"}}}`
+	post := func(token string) (int, string, http.Header) {
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/mcp", strings.NewReader(mcpCall))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(raw), resp.Header
+	}
+	wantChallenge := `Bearer resource_metadata="https://pgtools.test.invalid/.well-known/oauth-protected-resource/mcp"`
+	if status, _, hdr := post(""); status != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") != wantChallenge {
+		t.Errorf("no token on /mcp: %d, challenge %q, want %q", status, hdr.Get("WWW-Authenticate"), wantChallenge)
+	}
+	// A token for the HTTP API's audience is not an access token for /mcp.
+	if status, body, _ := post(f.tenantToken(t, "alice", "a")); status != http.StatusUnauthorized || !strings.Contains(body, "another audience") {
+		t.Errorf("API-audience token on /mcp: %d %s", status, body)
+	}
+	access := sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.rsa, with(validClaims("alice", f.role), "aud", mcpResource+"/"))
+	status, body, _ := post(access)
+	if status != http.StatusOK || !strings.Contains(body, `\"u\":\"`+f.role+`\"`) {
+		t.Errorf("access token on /mcp: %d %s", status, body)
+	}
+	// ...and not a token for the HTTP API, whose audience is jwt.audience.
+	if status, body, _ := f.post(t, "/v1/tools/select_query", access, `{"table": "probe"}`); status != http.StatusUnauthorized {
+		t.Errorf("MCP access token on the HTTP API: %d %v", status, body)
+	}
+	// The HTTP API keeps its own challenge.
+	if _, _, hdr := f.post(t, "/v1/tools/select_query", "", `{}`); !strings.HasPrefix(hdr.Get("WWW-Authenticate"), `Bearer realm=`) {
+		t.Errorf("HTTP API challenge %q", hdr.Get("WWW-Authenticate"))
+	}
+}
