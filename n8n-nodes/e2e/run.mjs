@@ -23,15 +23,14 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { credentials as exampleCredentials, examples, mcpNodeName } from '../scripts/examples.mjs';
-import { pkg, root, schemaOf } from '../test/helpers.mjs';
+import { hiddenInNodes, pkg, root, schemaOf, toolNames } from '../test/helpers.mjs';
 import { buildRunner, call, startDemo, startServe } from '../test/runner.mjs';
 import { startFakeLLM, toolResults, toolTexts } from './fake-llm.mjs';
 
 const started = Date.now();
 const log = (msg) => console.log(`e2e [${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
 
-const wireNames = ['select_query', 'insert_data', 'update_data', 'delete_data', 'execute_sql', 'describe_schema', 'pg_tx', 'pg_transaction'];
-const notForModel = { pg_transaction: ['action'] };
+const wireNames = toolNames;
 const example = Object.fromEntries(examples.map((e) => [e.file.replace(/^pgtools-|\.json$/g, ''), e]));
 // Variants of the read example built here: the same agent with a credential whose runner is
 // down, and with a second Select Query node pinned to another table.
@@ -313,7 +312,7 @@ function checkToolSchemas(request, pinned = {}) {
 	for (const name of wireNames) {
 		const schema = schemaOf(name);
 		const fn = offered[name];
-		const hidden = [...(notForModel[name] ?? []), ...Object.keys(pinned[name] ?? {})];
+		const hidden = [...hiddenInNodes(name), ...Object.keys(pinned[name] ?? {})];
 		const fixed = Object.entries(pinned[name] ?? {}).map(([k, v]) => `${k} ${JSON.stringify(v)}`);
 		assert.equal(fn.description, `${schema.description}${fixed.length ? ` Fixed for this tool: ${fixed.join(', ')}.` : ''}`, `${name}: tool description`);
 		const keys = Object.keys(schema.properties).filter((k) => !hidden.includes(k));

@@ -37,6 +37,14 @@ export function schemaOf(tool) {
 	return JSON.parse(readFileSync(join(root, 'schemas', `${tool}.json`), 'utf8'));
 }
 
+/** toolNames are the wire names in canonical order, as the built package lists them (from schemas/). */
+export const { toolNames } = require(join(root, 'dist', 'n8n-nodes', 'shared', 'schemas.js'));
+
+/** hiddenInNodes lists a tool's arguments the nodes do not offer the model (its x-pgtools metadata). */
+export function hiddenInNodes(tool) {
+	return schemaOf(tool)['x-pgtools'].hiddenInNodes ?? [];
+}
+
 /** fromAICall parses a parameter default with n8n's own $fromAI parser. */
 export function fromAICall(value) {
 	const calls = workflow.extractFromAICalls(String(value));

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { fromAICall, loadCredential, loadNode, nodeFiles, pkg, require, root, schemaOf, workflow } from '../helpers.mjs';
+import { fromAICall, hiddenInNodes, loadCredential, loadNode, nodeFiles, pkg, require, root, schemaOf, workflow } from '../helpers.mjs';
 
 const { z } = require(require.resolve('zod', { paths: [dirname(require.resolve('n8n-workflow'))] }));
 
@@ -17,7 +17,7 @@ const expected = {
 	ExecuteSql: { tool: 'execute_sql', displayName: 'Execute SQL' },
 	DescribeSchema: { tool: 'describe_schema', displayName: 'Describe Schema' },
 	TransactionSession: { tool: 'pg_tx', displayName: 'Transaction Session' },
-	AtomicTransaction: { tool: 'pg_transaction', displayName: 'Atomic Transaction', skip: ['action'] },
+	AtomicTransaction: { tool: 'pg_transaction', displayName: 'Atomic Transaction' },
 };
 
 const connectionParams = ['connection', 'taskRunnerNotice'];
@@ -41,7 +41,7 @@ for (const [className, want] of Object.entries(expected)) {
 		const node = loadNode(className);
 		const d = node.description;
 		const schema = schemaOf(want.tool);
-		const keys = Object.keys(schema.properties).filter((k) => !(want.skip ?? []).includes(k));
+		const keys = Object.keys(schema.properties).filter((k) => !hiddenInNodes(want.tool).includes(k));
 		// The Connection choice and its notice come first; the tool's arguments follow.
 		const args = d.properties.filter((p) => !connectionParams.includes(p.name) && !agentParams.includes(p.name));
 
