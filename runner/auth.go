@@ -57,9 +57,13 @@ type ActAs struct {
 
 // Principal returns the principal that acts for subject on behalf of base: Name
 // "<base>:<subject>" (so every subject owns its own sessions), base's scopes and databases, the
-// role, and the claims {"sub": subject, "via": base name} merged over the fixed claims. An
-// unusable subject is an invalid_arguments error that does not repeat it.
-func (a ActAs) Principal(base tools.Principal, subject string) (tools.Principal, *tools.Error) {
+// role, and the claims {"sub": subject, "via": base name} merged over the fixed claims. A nil a
+// means base may not act for others: not_allowed. An unusable subject is an invalid_arguments
+// error that does not repeat it.
+func (a *ActAs) Principal(base tools.Principal, subject string) (tools.Principal, *tools.Error) {
+	if a == nil {
+		return tools.Principal{}, actAsRefused(base.Name)
+	}
 	if subject == "" || len(subject) > maxSubjectLen || strings.IndexFunc(subject, unicode.IsControl) >= 0 {
 		return tools.Principal{}, &tools.Error{Type: tools.ErrInvalidArguments,
 			Message:    fmt.Sprintf("The act-as subject must be 1 to %d characters without control characters", maxSubjectLen),

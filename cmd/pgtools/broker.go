@@ -23,6 +23,8 @@ type brokerFlags struct {
 	urls      multiFlag
 	tokenFile string
 	principal string
+	role      string                  // PostgreSQL role of the broker's tasks ("": the login role)
+	actAs     bool                    // tasks may name an end user in the subject setting
 	getenv    func(key string) string // the environment (os.Getenv in main)
 }
 
@@ -31,6 +33,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.Var(&f.urls, "n8n-broker", "n8n task broker to join as an external task runner of type pgtools, e.g. http://127.0.0.1:5679 (repeatable: one per n8n process); env PGTOOLS_N8N_BROKERS=\"url1,url2\"")
 	fs.StringVar(&f.tokenFile, "n8n-broker-token-file", "", "file holding the brokers' auth token, the N8N_RUNNERS_AUTH_TOKEN n8n runs with (default: env N8N_RUNNERS_AUTH_TOKEN)")
 	fs.StringVar(&f.principal, "n8n-principal", "n8n-broker", "principal that broker tasks run as, with scopes read,write; it owns the sessions they open")
+	fs.StringVar(&f.role, "n8n-role", "", "PostgreSQL role broker tasks run as (SET LOCAL ROLE; checked at start like a token's role); default: the login role")
+	fs.BoolVar(&f.actAs, "n8n-act-as", false, "let broker tasks name an end user in the \"subject\" setting (the node's \"Act as user\" field): they run as <n8n-principal>:<subject> with request.jwt.claims {\"sub\", \"via\"}")
 }
 
 // brokerConfig is where and as whom serve joins n8n task brokers. Without URLs it joins none.
@@ -38,6 +42,7 @@ type brokerConfig struct {
 	urls      []string
 	token     string // a secret: never logged
 	principal tools.Principal
+	actAs     *runner.ActAs // nil: tasks may not name a subject
 }
 
 // config merges flags and environment (flags win) and validates them. tokens are the API
@@ -82,8 +87,12 @@ func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
 			return brokerConfig{}, fmt.Errorf("--n8n-principal %q is also an API token's name, so the two would share sessions; choose another name", f.principal)
 		}
 	}
-	return brokerConfig{urls: urls, token: token,
-		principal: tools.Principal{Name: f.principal, Scopes: []string{"read", "write"}}}, nil
+	bc := brokerConfig{urls: urls, token: token,
+		principal: tools.Principal{Name: f.principal, Scopes: []string{"read", "write"}, Role: f.role}}
+	if f.actAs {
+		bc.actAs = &runner.ActAs{}
+	}
+	return bc, nil
 }
 
 // startBrokers runs one task-broker client per URL beside the HTTP API until ctx ends. stop
@@ -92,7 +101,7 @@ func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
 func startBrokers(ctx context.Context, bc brokerConfig, reg *tools.Registry, maxArgs int64, grace time.Duration, log zerolog.Logger) (stop func(), err error) {
 	var clients []*taskbroker.Client
 	for _, u := range bc.urls {
-		c, err := taskbroker.New(taskbroker.Options{URL: u, AuthToken: bc.token, Caller: reg, Principal: bc.principal,
+		c, err := taskbroker.New(taskbroker.Options{URL: u, AuthToken: bc.token, Caller: reg, Principal: bc.principal, ActAs: bc.actAs,
 			Log: log, MaxArgsBytes: maxArgs, Grace: grace})
 		if err != nil {
 			return nil, err

@@ -321,6 +321,15 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 	if err := runner.CheckRoles(ctx, cfg, reg.Database); err != nil {
 		return err
 	}
+	if role := brokers.principal.Role; role != "" && len(brokers.urls) > 0 {
+		for _, name := range reg.Databases() {
+			if db, ok := reg.Database(name); ok {
+				if err := tools.CheckRole(ctx, db, role); err != nil {
+					return fmt.Errorf("--n8n-role: database %q: %w", name, err)
+				}
+			}
+		}
+	}
 	// Deferred after closeReg, so it runs first: broker tasks finish before sessions and pools close.
 	stopBrokers, err := startBrokers(ctx, brokers, reg, cfg.MaxBodyBytes, 10*time.Second, log)
 	if err != nil {

@@ -35,14 +35,20 @@ type Settings struct {
 	// than as a JSON object: n8n parses task messages with JavaScript, which would round
 	// integers past ±2^53 (in json and jsonb values), and the node parses the text losslessly.
 	TextResult bool `json:"text_result,omitempty"`
+	// Subject names the end user the call is for (the node's builder-only "Act as user" field,
+	// never a $fromAI value): the call runs as principal "<broker principal>:<subject>" with its
+	// own sessions, role and claims (runner.ActAs). Only a client configured with Options.ActAs
+	// may send it; otherwise the task is refused with not_allowed.
+	Subject string `json:"subject,omitempty"`
 }
 
 // taskCall is a task's settings made ready for Registry.Call.
 type taskCall struct {
 	tool     string
 	args     []byte
-	maxBytes int  // 0: the database's cap
-	text     bool // answer as a JSON string holding the answer's JSON text
+	maxBytes int    // 0: the database's cap
+	text     bool   // answer as a JSON string holding the answer's JSON text
+	subject  string // "": the broker principal itself
 }
 
 // settingsError is the answer to settings the runner cannot turn into a call.
@@ -74,7 +80,7 @@ func parseSettings(raw json.RawMessage, maxArgs int64) (tc taskCall, terr *tools
 	if tc.maxBytes, terr = maxResponseBytes(s.MaxResponseBytes); terr != nil {
 		return taskCall{}, terr
 	}
-	tc.tool, tc.text = s.Tool, s.TextResult
+	tc.tool, tc.text, tc.subject = s.Tool, s.TextResult, s.Subject
 	args := bytes.TrimSpace(s.Args)
 	if len(args) > 0 && args[0] == '"' {
 		// A string holding the JSON object, as n8n expressions and $fromAI json values give.
@@ -148,7 +154,7 @@ func describeDecodeError(err error) string {
 		return fmt.Sprintf("%q must be a %s, not a %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
 	}
 	if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return "unknown key " + key + `; the keys are "tool", "args" and "database"`
+		return "unknown key " + key + `; the keys are "tool", "args", "database", "max_response_bytes", "text_result" and "subject"`
 	}
 	return "expected a JSON object"
 }
@@ -165,7 +171,14 @@ func jsonKind(k reflect.Kind) string {
 // text_result: a JSON string holding that text). The task id is the call's request id.
 func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (body []byte, ok bool) {
 	tc, terr := parseSettings(raw, c.opts.MaxArgsBytes)
-	ans := c.inv.Invoke(tools.WithMaxResponseBytes(ctx, tc.maxBytes), runner.Call{Principal: c.opts.Principal,
+	p := c.opts.Principal
+	if terr == nil && tc.subject != "" {
+		p, terr = c.opts.ActAs.Principal(p, tc.subject)
+		if terr != nil {
+			p = c.opts.Principal // the refusal is logged as the broker's
+		}
+	}
+	ans := c.inv.Invoke(tools.WithMaxResponseBytes(ctx, tc.maxBytes), runner.Call{Principal: p,
 		Tool: tc.tool, Args: tc.args, RequestID: taskID, Transport: "n8n", Refused: terr})
 	body = ans.Body
 	if tc.text {

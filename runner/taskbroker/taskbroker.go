@@ -53,6 +53,9 @@ type Options struct {
 	// Principal is who every task runs as: its scopes, databases and the sessions it owns.
 	// Whoever holds AuthToken can make the broker send tasks, so this is their principal.
 	Principal tools.Principal
+	// ActAs, when set, lets tasks name an end user in the "subject" setting (DESIGN §11); nil
+	// refuses such tasks with not_allowed.
+	ActAs *runner.ActAs
 	// Log receives connection events and one line per task (no argument values).
 	Log zerolog.Logger
 	// Name is the runner name n8n logs (default "pgtools").
