@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/pgtools/pgtools/runner.Version=$(VERSION)
 
-.PHONY: help deps deps-demo deps-test build install demo test test-short fuzz bench vet fmt clean
+.PHONY: help deps deps-demo deps-test build install demo test test-fleet test-short fuzz bench vet fmt clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ demo: deps-demo build ## throwaway PostgreSQL + sample data + the runner on 127.
 
 test: deps-test vet ## the whole test suite against a real PostgreSQL (what CI runs)
 	$(GO) test -race -count=1 ./...
+
+test-fleet: deps-test ## three replicas behind a real NGINX on loopback: spread, session routing by id prefix, drain (runner/fleet)
+	$(GO) test -count=1 -v -run Fleet ./runner/fleet
 
 test-short: ## the suite without the race detector, for quick local loops
 	$(GO) test -count=1 ./...

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine may lack, for one purpose:
 #   install-deps.sh demo   PostgreSQL server binaries (initdb, postgres) and curl: what make demo needs
-#   install-deps.sh test   (the default) those, plus PgBouncer and Node.js with npm, which tests need
+#   install-deps.sh test   (the default) those, plus PgBouncer, NGINX and Node.js with npm, which tests need
 # Idempotent and quiet when everything is present.
 set -euo pipefail
 purpose=${1:-test}
@@ -29,6 +29,10 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)
 # PgBouncer: the transaction-pooling test (tools/pgbouncer_test.go) fails under CI without it.
 if [ "$purpose" = test ]; then
   { command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; } || missing+=(pgbouncer)
+fi
+# NGINX: the fleet test (runner/fleet) runs it as a child process on loopback, no service.
+if [ "$purpose" = test ]; then
+  { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } || missing+=(nginx-light)
 fi
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   echo "install-deps: installing ${missing[*]}..."
