@@ -367,4 +367,3 @@ func TestFleetHashAlone(t *testing.T) {
 		t.Errorf("hash alone routed every session right by chance (%d of %d); the measurement says nothing", routed, n)
 	}
 }
-
