@@ -34,7 +34,7 @@ func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Er
 			return nil, &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, …) are not allowed in execute_sql; the read ran in its own READ ONLY transaction and was rolled back",
 				Suggestion: "Send one query without BEGIN, COMMIT or ROLLBACK; use pg_tx to manage transactions."}
 		}
-		return nil, classify(ctx, err, callContext{ReadOnly: true, Database: req.db.Name}, !req.db.Policy.ShowErrorValues)
+		return nil, req.statementError(ctx, err, stmtInfo{sql: a.SQL, readOnly: true})
 	}
 	res := rowsResult("execute", "", rs, limit, 0, req.maxBytes)
 	res.Command = rs.Tag
@@ -57,7 +57,7 @@ func executeWrite(ctx context.Context, req *request, sess *Session) (*Result, *E
 		maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: req.format(a.Format)}
 	out, err := runWriteOn(ctx, req.db, sess, st)
 	if err != nil {
-		return nil, classify(ctx, err, callContext{Database: req.db.Name}, !req.db.Policy.ShowErrorValues)
+		return nil, req.statementError(ctx, err, stmtInfo{sql: sql})
 	}
 	res := writeResult(op, "", out, false, req.maxBytes)
 	res.Command = out.tag

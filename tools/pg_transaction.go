@@ -66,7 +66,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 		}
 		if err != nil {
 			_ = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
-			return nil, failedAt(i, ClassifyError(ctx, err, req.db))
+			return nil, failedAt(i, req.statementError(ctx, err, stmtInfo{sql: st.sql}))
 		}
 		r := opResult{Command: out.tag, RowCount: out.affected}
 		if out.rows.RowCount > 0 {

@@ -97,7 +97,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 
 	rs, rerr := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: sb.String(), Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
 	if rerr != nil {
-		return nil, withOp(classify(ctx, rerr, cc, !req.db.Policy.ShowErrorValues), op, table)
+		return nil, withOp(req.statementError(ctx, rerr, stmtInfo{sql: sb.String(), rel: rel, readOnly: true}), op, table)
 	}
 	res := rowsResult(op, table, rs, limit, int(offset), req.maxBytes)
 	return res, nil

@@ -172,6 +172,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 	sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
 	var params []any
 	var oids []uint32
+	var paramCols []string // the column each $n binds, for errors
 	if len(cols) == 0 {
 		if len(rows) != 1 {
 			return nil, withOp(errorf(ErrInvalidArguments, "Give at least one column value per row, or insert one row at a time.",
@@ -203,6 +204,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 				}
 				params = append(params, v)
 				oids = append(oids, valueOID(rel, c))
+				paramCols = append(paramCols, rel.columns[c])
 				sb.WriteByte('$')
 				sb.WriteString(strconv.Itoa(len(params)))
 			}
@@ -216,7 +218,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 		}
 		sb.WriteString(clause)
 	}
-	return runDML(ctx, req, sess, op, rel, &sb, params, oids, a.Returning, req.format(a.Format), false, 0)
+	return runDML(ctx, req, sess, op, rel, &sb, params, oids, paramCols, a.Returning, req.format(a.Format), false, 0)
 }
 
 // onConflict builds ON CONFLICT (cols) DO NOTHING | DO UPDATE SET c = EXCLUDED.c, ….
@@ -317,6 +319,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 		}
 	}
 	oids := make([]uint32, len(params))
+	paramCols := make([]string, len(params)) // where's own $n bind no column
 	var sb strings.Builder
 	if op == "update" {
 		set := a.Set
@@ -338,6 +341,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 			// set values follow the where params: where keeps $1…$n as the caller wrote them.
 			params = append(params, set[keyOf[c]])
 			oids = append(oids, valueOID(rel, c))
+			paramCols = append(paramCols, rel.columns[c])
 			sb.WriteString(pgx.Identifier{rel.columns[c]}.Sanitize())
 			sb.WriteString(" = $")
 			sb.WriteString(strconv.Itoa(len(params)))
@@ -349,7 +353,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 	sb.WriteString(" WHERE (\n")
 	sb.WriteString(where)
 	sb.WriteString("\n)")
-	return runDML(ctx, req, sess, op, rel, &sb, params, oids, a.Returning, req.format(a.Format), a.DryRun, affectedCap(req, a.MaxAffectedRows))
+	return runDML(ctx, req, sess, op, rel, &sb, params, oids, paramCols, a.Returning, req.format(a.Format), a.DryRun, affectedCap(req, a.MaxAffectedRows))
 }
 
 // dryRunCheck evaluates where in a READ ONLY transaction before a dry run executes the change and
@@ -361,7 +365,7 @@ func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation
 	if err == nil {
 		return nil
 	}
-	e := classify(ctx, err, callContext{ReadOnly: true, Database: req.db.Name}, !req.db.Policy.ShowErrorValues)
+	e := req.statementError(ctx, err, stmtInfo{sql: sql, rel: rel, readOnly: true})
 	if e.Type == ErrReadOnlyViolation {
 		e.Message = "A dry run first evaluates where in a READ ONLY transaction, and this where changes something a rollback cannot undo (nextval, setval or another function with effects); nothing was run"
 		e.Suggestion = "Remove the function with effects from where to preview the change; to try it for real, run it in a session (pg_tx begin, then session_id) and roll back."
@@ -372,7 +376,7 @@ func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation
 // runDML finishes a generated INSERT, UPDATE or DELETE in sb with its RETURNING clause, runs it
 // (in the session, if any, else in its own transaction) and answers. maxAffected caps the rows
 // it may change (0: no cap); a dry run reports the count, previews rows and rolls back.
-func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, returning nameList, format wire.Format, dry bool, maxAffected int) (*Result, *Error) {
+func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, paramCols []string, returning nameList, format wire.Format, dry bool, maxAffected int) (*Result, *Error) {
 	table := rel.display()
 	ret, rerr := returningClause(rel, returning)
 	if rerr != nil {
@@ -387,7 +391,7 @@ func runDML(ctx context.Context, req *request, sess *Session, op string, rel *re
 	}
 	out, werr := runWriteOn(ctx, req.db, sess, st)
 	if werr != nil {
-		return nil, withOp(classify(ctx, werr, callContext{Database: req.db.Name}, !req.db.Policy.ShowErrorValues), op, table)
+		return nil, withOp(req.statementError(ctx, werr, stmtInfo{sql: st.sql, rel: rel, paramCols: paramCols}), op, table)
 	}
 	res := writeResult(op, table, out, dry, req.maxBytes)
 	if dry && maxAffected > 0 && out.affected > int64(maxAffected) {

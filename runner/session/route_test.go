@@ -71,3 +71,15 @@ func TestPolicyOfTheSessionsDatabase(t *testing.T) {
 		t.Fatalf("session on a database the principal may not use: %v", e)
 	}
 }
+
+// TestWriteInReadOnlySessionSuggestsTheSessionFix: a write refused in a read-only session tells
+// the model how to continue with a session, not to leave it for autocommit.
+func TestWriteInReadOnlySessionSuggestsTheSessionFix(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, tools.Policy{})
+	id := f.begin(t, alice, `,"read_only":true`)
+	e := f.fail(t, tools.ErrReadOnlyViolation, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":1},"where":"id = 1","session_id":%q}`, id))
+	if !strings.Contains(e.Suggestion, "is read-only") || !strings.Contains(e.Suggestion, `"action":"begin"`) || strings.Contains(e.Suggestion, "autocommit") {
+		t.Fatalf("suggestion: %s", e.Suggestion)
+	}
+}

@@ -1,0 +1,120 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// stmtInfo is what a call knows about the statement it ran, beyond PostgreSQL's error: enough
+// to turn a generic suggestion into the one that makes the next call work.
+type stmtInfo struct {
+	sql       string    // the statement as sent (PostgreSQL's error positions point into it)
+	rel       *relation // the table the call named, if any
+	paramCols []string  // the column each $n binds (insert and set values); "" for where params
+	readOnly  bool      // the statement ran in a READ ONLY transaction
+}
+
+// statementError classifies an error of a statement run for req, then fills in what only this
+// call knows: the columns of the table when where names one that does not exist (and the
+// quoting slip behind `status = "paid"`), the column and $n a value did not fit, the rule of a
+// violated CHECK constraint, and the next step inside a read-only session.
+func (req *request) statementError(ctx context.Context, err error, info stmtInfo) *Error {
+	e := classify(ctx, err, callContext{ReadOnly: info.readOnly, Database: req.db.Name}, !req.db.Policy.ShowErrorValues)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || ctx.Err() != nil {
+		return e
+	}
+	switch {
+	case pe.Code == "42703":
+		name, quoted := identAt(info.sql, int(pe.Position))
+		if quoted && name != "" {
+			e.Suggestion = fmt.Sprintf(`Double quotes name a column in SQL. To compare with the text %s, write it in single quotes ('%s') or pass it in params and write $1. `,
+				quoteForMessage(name), strings.ReplaceAll(name, "'", "''"))
+			if info.rel != nil {
+				e.Suggestion += columnSuggestion(info.rel, name, "")
+			}
+		} else if info.rel != nil && name != "" {
+			e.Suggestion = columnSuggestion(info.rel, name, "") + " (columns of " + info.rel.display() + ")"
+		}
+	case pe.Code[:2] == "22":
+		if n := paramNumber(pe.Where); n > 0 {
+			if n <= len(info.paramCols) && info.paramCols[n-1] != "" {
+				col := info.paramCols[n-1]
+				e.Message += fmt.Sprintf(" (the value for column %s, $%d)", quoteForMessage(col), n)
+				e.Suggestion = fmt.Sprintf("Send a value of column %s's type (describe_schema shows it): numbers as numbers, timestamps as ISO 8601 strings, JSON as objects.", quoteForMessage(col))
+			} else {
+				e.Message += fmt.Sprintf(" (params value $%d)", n)
+				e.Suggestion = fmt.Sprintf("The value bound to $%d does not fit where it is used: send it in the type the expression expects, or add a cast such as $%d::text.", n, n)
+			}
+		}
+	case pe.Code == "23514" && pe.ConstraintName != "":
+		if rule := req.checkRule(ctx, pe); rule != "" {
+			e.Suggestion = fmt.Sprintf("The row must satisfy %s of constraint %s; change the value so it does.", rule, pe.ConstraintName)
+		}
+	case pe.Code == "25006" && req.session != nil && req.session.Opts.ReadOnly:
+		e.Suggestion = fmt.Sprintf(`Session %s is read-only. To change data, end it (pg_tx {"action":"rollback","session_id":"%s"}), begin a read-write session (pg_tx {"action":"begin"}) and repeat the write with its session_id.`, req.session.ID, req.session.ID)
+	}
+	return e
+}
+
+// identAt returns the identifier that starts at PostgreSQL's 1-based character position pos in
+// sql, and whether it is double-quoted; "" when pos is outside sql.
+func identAt(sql string, pos int) (string, bool) {
+	if pos <= 0 {
+		return "", false
+	}
+	i := 0
+	for n := 1; n < pos && i < len(sql); n++ {
+		_, size := utf8.DecodeRuneInString(sql[i:])
+		i += size
+	}
+	if i >= len(sql) {
+		return "", false
+	}
+	if sql[i] == '"' {
+		end := strings.IndexByte(sql[i+1:], '"')
+		if end < 0 {
+			return "", false
+		}
+		return sql[i+1 : i+1+end], true
+	}
+	j := i
+	for j < len(sql) && (sql[j] == '_' || sql[j] == '$' || sql[j] >= 'a' && sql[j] <= 'z' || sql[j] >= 'A' && sql[j] <= 'Z' || sql[j] >= '0' && sql[j] <= '9' || sql[j] >= 0x80) {
+		j++
+	}
+	return asciiLower(sql[i:j]), false
+}
+
+// paramNumber reads n from PostgreSQL's context line "unnamed portal parameter $n = '...'" of a
+// value that failed to bind; 0 when there is none.
+func paramNumber(where string) int {
+	i := strings.Index(where, "parameter $")
+	if i < 0 {
+		return 0
+	}
+	s := where[i+len("parameter $"):]
+	j := 0
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	n, _ := strconv.Atoi(s[:j])
+	return n
+}
+
+// checkRule is the definition of the CHECK constraint pe names (CHECK ((qty >= 0))), or "".
+func (req *request) checkRule(ctx context.Context, pe *pgconn.PgError) string {
+	var rule string
+	err := req.db.Pool.QueryRow(ctx, `SELECT pg_get_constraintdef(c.oid) FROM pg_catalog.pg_constraint c
+		JOIN pg_catalog.pg_class r ON r.oid = c.conrelid JOIN pg_catalog.pg_namespace n ON n.oid = r.relnamespace
+		WHERE c.conname = $1 AND r.relname = $2 AND ($3 = '' OR n.nspname = $3) LIMIT 1`, pe.ConstraintName, pe.TableName, pe.SchemaName).Scan(&rule)
+	if err != nil {
+		return ""
+	}
+	return rule
+}
