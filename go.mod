@@ -105,3 +105,4 @@ require (
 ignore ./node_modules
 
 // The MCP go-sdk with one allocation fix (issue 17); see third_party/go-sdk/PATCHES.md.
+replace github.com/modelcontextprotocol/go-sdk => ./third_party/go-sdk

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -18,22 +19,58 @@ import (
 const mcpInstructions = "PostgreSQL tools. Call describe_schema to learn the tables and columns before reading or writing. " +
 	"Every result is a JSON object; a failed call has isError set and carries errorType and a suggestion that says how to fix the call."
 
+// DefaultMCPConfirmRows is MCPOptions.ConfirmRowsOver's default: an update_data or delete_data
+// that would change more rows asks the human first, on clients that support elicitation.
+const DefaultMCPConfirmRows = 100
+
+// DefaultMCPProgressEvery is MCPOptions.ProgressEvery's default.
+const DefaultMCPProgressEvery = time.Second
+
+// MCPOptions configures what the MCP transports add to the tools. Zero fields take their
+// defaults.
+type MCPOptions struct {
+	// ConfirmRowsOver is the row count above which an update_data or delete_data call (not a dry
+	// run) asks the human through the client first, when the client declares elicitation: a dry
+	// run counts the rows, the human sees the table and the count, and only an accept runs the
+	// call (default DefaultMCPConfirmRows; negative: never ask). max_affected_rows still applies.
+	ConfirmRowsOver int
+	// ProgressEvery is how often a call that asked for progress (a progressToken) reports it,
+	// starting after one interval (default DefaultMCPProgressEvery, 1 s).
+	ProgressEvery time.Duration
+}
+
+func (o MCPOptions) withDefaults() MCPOptions {
+	if o.ConfirmRowsOver == 0 {
+		o.ConfirmRowsOver = DefaultMCPConfirmRows
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = DefaultMCPProgressEvery
+	}
+	return o
+}
+
 // NewMCPServer returns an MCP server that offers every tool of reg and runs each call as p. The
 // server is bound to one principal, so a caller can never borrow another's scopes or sessions:
 // stdio serves one server for its one client, and /mcp keeps one server per token. The tools are
-// the registry's own (name, description, raw input schema, hints); see mcpTool. Logs, one line
-// per tool call without argument values, go to log. The server is safe for concurrent use.
-func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger) *mcp.Server {
-	return newMCPServer(reg.Tools(), p, log, NewInvoker(reg, log))
+// the registry's own (name, description, raw input schema, hints, and an output schema); see
+// mcpTool. Logs, one line per tool call without argument values, go to log. The server is safe
+// for concurrent use.
+func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, opts MCPOptions) *mcp.Server {
+	return newMCPServerWith(reg.Tools(), p, log, NewInvoker(reg, log), opts)
 }
 
 // newMCPServer is NewMCPServer offering list and running the calls through inv (which applies
-// the per-token limits of the HTTP API on /mcp).
+// the per-token limits of the HTTP API on /mcp), with the default options.
 func newMCPServer(list []tools.ToolInfo, p tools.Principal, log zerolog.Logger, inv *Invoker) *mcp.Server {
+	return newMCPServerWith(list, p, log, inv, MCPOptions{})
+}
+
+func newMCPServerWith(list []tools.ToolInfo, p tools.Principal, log zerolog.Logger, inv *Invoker, opts MCPOptions) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "pgtools", Title: "pgtools: PostgreSQL tools", Version: Version},
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log)})
+	opts = opts.withDefaults()
 	for _, info := range list {
-		s.AddTool(mcpTool(info, p, inv))
+		s.AddTool(mcpTool(info, p, inv, opts))
 	}
 	return s
 }
@@ -44,14 +81,16 @@ func newMCPServer(list []tools.ToolInfo, p tools.Principal, log zerolog.Logger, 
 // validates nor unmarshals the arguments, so they reach Registry.Call as the raw JSON the client
 // sent, and our schema validation answers a malformed call with our invalid_arguments error
 // object. Tool failures are results with isError set, carrying the same JSON object the HTTP API
-// sends, as structured content and as text (for clients that only show text). Only the SDK's own
-// failures (an unknown tool name, a malformed JSON-RPC request) are protocol errors.
-func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker) (*mcp.Tool, mcp.ToolHandler) {
+// sends, as structured content (described by the tool's outputSchema) and as text (for clients
+// that only show text). Only the SDK's own failures (an unknown tool name, a malformed JSON-RPC
+// request) are protocol errors.
+func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker, opts MCPOptions) (*mcp.Tool, mcp.ToolHandler) {
 	destructive, openWorld := info.Destructive, false
 	t := &mcp.Tool{
-		Name:        info.Name,
-		Description: info.Description,
-		InputSchema: info.InputSchema,
+		Name:         info.Name,
+		Description:  info.Description,
+		InputSchema:  info.InputSchema,
+		OutputSchema: mcpOutputSchema(info.Name),
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    info.ReadOnly,
 			DestructiveHint: &destructive,
@@ -61,7 +100,7 @@ func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker) (*mcp.Tool, m
 		},
 	}
 	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := req.Params.Arguments
+		args := []byte(req.Params.Arguments)
 		if string(args) == "null" {
 			// "arguments" is optional in MCP; some clients spell its absence as null.
 			args = nil
@@ -71,9 +110,18 @@ func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker) (*mcp.Tool, m
 		if info, _ := ctx.Value(logInfoKey).(*logInfo); info != nil {
 			reqID = info.reqID
 		}
+		ctx, stop := withHTTPCancel(ctx)
+		defer stop()
+		if token := req.Params.GetProgressToken(); token != nil {
+			defer reportProgress(ctx, req.Session, token, info.Name, opts.ProgressEvery)()
+		}
+		call := Call{Principal: p, Tool: info.Name, Args: args, RequestID: reqID, Transport: "mcp"}
 		// A rate-limited call is a tool result like any refused call; MCP has no Retry-After, so the
 		// wait is in the suggestion.
-		ans := inv.Invoke(ctx, Call{Principal: p, Tool: info.Name, Args: args, RequestID: reqID, Transport: "mcp"})
+		ans, ask := confirmed(ctx, req, inv, call, opts)
+		if ask != nil {
+			return ask, nil
+		}
 		out := &mcp.CallToolResult{
 			Content:           []mcp.Content{&mcp.TextContent{Text: string(ans.Body)}},
 			StructuredContent: json.RawMessage(ans.Body),
@@ -86,12 +134,42 @@ func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker) (*mcp.Tool, m
 	return t, h
 }
 
+// reportProgress sends notifications/progress for the call every interval until the returned
+// function is called: the elapsed seconds as progress, with no total (a statement's length is
+// not known in advance). A call shorter than one interval sends none.
+func reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, tool string, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		started := time.Now()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				secs := time.Since(started).Seconds()
+				// A failed notification (the client went away) changes nothing for the call.
+				_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(int(secs)),
+					Message: fmt.Sprintf("%s still running after %.0f s", tool, secs)})
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // ServeMCPStdio serves the tools of reg over MCP on in and out (newline-delimited JSON-RPC, as
 // "pgtools mcp" does on stdin and stdout) until the client closes in or ctx ends. Every call
 // runs as p. Nothing but protocol messages is ever written to out; logs go to log.
-func ServeMCPStdio(ctx context.Context, reg *tools.Registry, p tools.Principal, in io.ReadCloser, out io.Writer, log zerolog.Logger) error {
+//
+// At the end of in, every request already read is answered before it returns: a client (or a
+// file of requests piped in) may close its side right after its last request.
+func ServeMCPStdio(ctx context.Context, reg *tools.Registry, p tools.Principal, in io.ReadCloser, out io.Writer, log zerolog.Logger, opts MCPOptions) error {
+	pending := newStdioPending(ctx, in, out)
 	// Not Server.Run: it logs a normal stop (a signal) as an error.
-	ss, err := NewMCPServer(reg, p, log).Connect(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{out}}, nil)
+	ss, err := NewMCPServer(reg, p, log, opts).Connect(ctx, &mcp.IOTransport{Reader: pending.reader(), Writer: pending.writer()}, nil)
 	if err != nil {
 		return fmt.Errorf("starting MCP on stdio: %w", err)
 	}
@@ -106,11 +184,6 @@ func ServeMCPStdio(ctx context.Context, reg *tools.Registry, p tools.Principal, 
 		return err
 	}
 }
-
-// nopWriteCloser lets the transport "close" stdout without closing the process's stdout.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // slogFor feeds the SDK's slog logging into our zerolog logger, at warn and above: its info
 // lines are per-connection chatter.

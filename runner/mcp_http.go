@@ -22,14 +22,17 @@ import (
 // honoured. A tool server needs nothing from an MCP session (pgtools sessions are pg_tx
 // session_ids, owned by the token's principal), and stateless requests keep replicas
 // interchangeable behind a load balancer and leave no per-client state to expire or hijack.
-// Answers are plain JSON, not SSE streams.
+// Answers are plain JSON, not SSE streams, except for a call that asks for progress (a
+// progressToken): its POST is answered with an SSE stream that carries the progress
+// notifications and then the result.
 type mcpHTTP struct {
 	tools    []tools.ToolInfo
 	inv      *Invoker
 	log      zerolog.Logger
 	maxBody  int64
 	bodyWait time.Duration
-	stream   *mcp.StreamableHTTPHandler
+	stream   *mcp.StreamableHTTPHandler // JSON answers
+	events   *mcp.StreamableHTTPHandler // SSE answers, for calls that asked for progress
 
 	mu      sync.Mutex
 	servers map[string]*mcp.Server // by principalKey; one per principal, built on first use
@@ -43,15 +46,19 @@ type mcpPrincipalKey struct{}
 // the 408).
 func newMCPHTTP(list []tools.ToolInfo, inv *Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration) *mcpHTTP {
 	m := &mcpHTTP{tools: list, inv: inv, log: log, maxBody: maxBody, bodyWait: bodyWait, servers: map[string]*mcp.Server{}}
-	m.stream = mcp.NewStreamableHTTPHandler(m.server, &mcp.StreamableHTTPOptions{
+	opts := mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
 		MaxRequestBodyBytes: maxBody,
 		Logger:              slogFor(log),
 		// Cancels a tool call whose client went away (protocol versions where a POST is the whole
-		// call); otherwise the statement runs to its own timeout.
+		// call); withHTTPCancel does it for the older ones.
 		PropagateRequestCancellation: true,
-	})
+	}
+	m.stream = mcp.NewStreamableHTTPHandler(m.server, &opts)
+	sse := opts
+	sse.JSONResponse = false
+	m.events = mcp.NewStreamableHTTPHandler(m.server, &sse)
 	return m
 }
 
@@ -62,6 +69,7 @@ func newMCPHTTP(list []tools.ToolInfo, inv *Invoker, log zerolog.Logger, maxBody
 // SDK's plain-text 400. At most maxBody+1 bytes are read: a longer body still reaches the SDK's
 // own limit, which answers 413.
 func (m *mcpHTTP) serve(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	stream := m.stream
 	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
 		body, err := io.ReadAll(io.LimitReader(r.Body, m.maxBody+1))
 		if err != nil {
@@ -72,8 +80,14 @@ func (m *mcpHTTP) serve(w http.ResponseWriter, r *http.Request, p tools.Principa
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		// Only a message that names a progress token can want notifications; the SDK's own
+		// parsing decides whether it really is one.
+		if bytes.Contains(body, []byte(`"progressToken"`)) {
+			stream = m.events
+		}
 	}
-	m.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpPrincipalKey{}, p)))
+	ctx := context.WithValue(r.Context(), mcpPrincipalKey{}, p)
+	stream.ServeHTTP(w, r.WithContext(context.WithValue(ctx, httpRequestCtxKey{}, r.Context())))
 }
 
 // server returns the MCP server of the request's principal. The principal is bound into the

@@ -22,6 +22,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	var f dbFlags
 	f.register(fs, getenv)
 	scopeList := fs.String("scopes", "read,write", "what the MCP client may do, comma-separated: read, write, ddl")
+	confirmRows := fs.Int("confirm-rows", runner.DefaultMCPConfirmRows, "an update_data or delete_data that would change more rows asks the human first (clients with elicitation); 0 or less: never")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: pgtools mcp [flags]
 
@@ -73,7 +74,11 @@ Flags:
 	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes}
 	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
 		Str("version", runner.Version).Msg("pgtools mcp serving")
-	if err := runner.ServeMCPStdio(ctx, reg, p, os.Stdin, stdout, log); err != nil {
+	opts := runner.MCPOptions{ConfirmRowsOver: *confirmRows}
+	if *confirmRows <= 0 {
+		opts.ConfirmRowsOver = -1
+	}
+	if err := runner.ServeMCPStdio(ctx, reg, p, os.Stdin, stdout, log, opts); err != nil {
 		log.Error().Err(err).Msg("mcp failed")
 		return 1
 	}

@@ -1,0 +1,326 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/tools/toolstest"
+)
+
+// ddlToken may read, write and run DDL on the feature fixture's database.
+const ddlToken = "ddl-token-0123456789abcdef01"
+
+// mcpFeatures is a database where DDL is allowed and the runner's role owns the tables, so
+// DROP and TRUNCATE reach the confirmation step: doomed (empty), big (150 rows) and the
+// mcptest orders.
+type mcpFeatures struct {
+	db  *pgtest.DB
+	reg *tools.Registry
+	url string // the HTTP API with /mcp, token ddlToken
+}
+
+func newMCPFeatures(t *testing.T) *mcpFeatures {
+	t.Helper()
+	db := pgtest.New(t)
+	dsn := db.RoleDSN(t, "mcpf")
+	role := `"` + db.RoleName("mcpf") + `"`
+	db.Exec(t, mcptest.Fixture)
+	db.Exec(t, `CREATE TABLE doomed (id int PRIMARY KEY); ALTER TABLE doomed OWNER TO `+role+`;
+		CREATE TABLE big (id int PRIMARY KEY, v text); INSERT INTO big SELECT i, 'x' FROM generate_series(1, 150) i; ALTER TABLE big OWNER TO `+role)
+	reg := toolstest.Registry(t, dsn, tools.Policy{AllowDDL: true}, 4)
+	srv := httptest.NewServer(NewHandler(reg, []Token{{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}}}, zerolog.Nop(), 1<<20))
+	t.Cleanup(srv.Close)
+	return &mcpFeatures{db: db, reg: reg, url: srv.URL}
+}
+
+// stdioLike connects the go-sdk client to an MCP server of the registry over an in-memory
+// transport: one connection for the client's whole life, as on stdio.
+func (f *mcpFeatures) stdioLike(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	p := tools.Principal{Name: "stdio", Scopes: []string{"read", "write", "ddl"}}
+	ss, err := newMCPServerWith(f.reg.Tools(), p, zerolog.Nop(), NewInvoker(f.reg, zerolog.Nop()), MCPOptions{}).Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, opts).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// overHTTP connects the go-sdk client to /mcp with the latest protocol version.
+func (f *mcpFeatures) overHTTP(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	return f.overHTTPVersion(t, opts, "")
+}
+
+// overHTTPVersion connects the go-sdk client to /mcp with protocol version v ("": the latest).
+func (f *mcpFeatures) overHTTPVersion(t *testing.T, opts *mcp.ClientOptions, v string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, opts).Connect(t.Context(), &mcp.StreamableClientTransport{
+		Endpoint: f.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{ddlToken}}, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// elicitor answers every elicitation with action and records the questions.
+type elicitor struct {
+	action string
+	mu     sync.Mutex
+	asked  []string
+}
+
+func (e *elicitor) handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked = append(e.asked, req.Params.Message)
+	return &mcp.ElicitResult{Action: e.action}, nil
+}
+
+func (e *elicitor) questions() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.asked...)
+}
+
+func callOut(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) mcptest.Outcome {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return mcptest.Decode(t, res)
+}
+
+// TestMCPElicitation: a DROP without confirm_destructive and a delete over the row threshold ask
+// the human (with the statement or the table and the row count); accept runs the call, decline
+// answers confirmation_required and changes nothing; a client without elicitation keeps the
+// refusal and the plain call. Over stdio-like and Streamable HTTP transports.
+func TestMCPElicitation(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			f := newMCPFeatures(t)
+			connect := func(e *elicitor) *mcp.ClientSession {
+				opts := &mcp.ClientOptions{}
+				if e != nil {
+					opts.ElicitationHandler = e.handle
+				}
+				if transport == "http" {
+					return f.overHTTP(t, opts)
+				}
+				return f.stdioLike(t, opts)
+			}
+			exists := func(table string) bool {
+				return f.db.QueryInt(t, "SELECT count(*) FROM pg_class WHERE relname = $1 AND relkind = 'r'", table) == 1
+			}
+			drop := map[string]any{"sql": "DROP TABLE doomed", "mode": "write", "autocommit": true}
+			del := map[string]any{"table": "big", "where": "id > $1", "params": []any{0}, "autocommit": true}
+
+			// Without elicitation: today's behaviour.
+			plain := connect(nil)
+			if out := callOut(t, plain, "execute_sql", drop); !out.IsError || out.Object["errorType"] != "confirmation_required" || !exists("doomed") {
+				t.Fatalf("DROP without elicitation: %s", out.Text)
+			}
+
+			// Decline: nothing changes.
+			no := &elicitor{action: "decline"}
+			cs := connect(no)
+			out := callOut(t, cs, "execute_sql", drop)
+			if !out.IsError || out.Object["errorType"] != "confirmation_required" || !strings.Contains(out.Object["error"].(string), "declined") || !exists("doomed") {
+				t.Fatalf("declined DROP: %s", out.Text)
+			}
+			out = callOut(t, cs, "delete_data", del)
+			if !out.IsError || out.Object["errorType"] != "confirmation_required" || f.db.QueryInt(t, "SELECT count(*) FROM big") != 150 {
+				t.Fatalf("declined delete: %s", out.Text)
+			}
+			q := no.questions()
+			if len(q) != 2 || !strings.Contains(q[0], "DROP TABLE doomed") || !strings.Contains(q[1], "delete 150 rows of table big") {
+				t.Fatalf("questions: %q", q)
+			}
+
+			// A small delete does not ask.
+			out = callOut(t, cs, "delete_data", map[string]any{"table": "big", "where": "id = $1", "params": []any{150}, "autocommit": true})
+			if out.IsError || out.Object["affectedRows"] != float64(1) || len(no.questions()) != 2 {
+				t.Fatalf("small delete: %s, questions %q", out.Text, no.questions())
+			}
+
+			// Accept: the call runs.
+			yes := &elicitor{action: "accept"}
+			cs = connect(yes)
+			if out := callOut(t, cs, "execute_sql", drop); out.IsError || exists("doomed") {
+				t.Fatalf("accepted DROP: %s", out.Text)
+			}
+			if out := callOut(t, cs, "delete_data", del); out.IsError || out.Object["affectedRows"] != float64(149) || f.db.QueryInt(t, "SELECT count(*) FROM big") != 0 {
+				t.Fatalf("accepted delete: %s", out.Text)
+			}
+			if q := yes.questions(); len(q) != 2 {
+				t.Fatalf("accepted questions: %q", q)
+			}
+		})
+	}
+}
+
+// TestMCPOutputSchema validates real results of every tool, successes and failures, against
+// the outputSchema tools/list gives.
+func TestMCPOutputSchema(t *testing.T) {
+	t.Parallel()
+	f := newMCPFeatures(t)
+	cs := f.overHTTP(t, nil)
+	list, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := map[string]*jsonschema.Schema{}
+	for _, tool := range list.Tools {
+		raw, err := json.Marshal(tool.OutputSchema)
+		if err != nil || tool.OutputSchema == nil {
+			t.Fatalf("%s: outputSchema %v", tool.Name, tool.OutputSchema)
+		}
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource(tool.Name+".json", doc); err != nil {
+			t.Fatal(err)
+		}
+		if schemas[tool.Name], err = c.Compile(tool.Name + ".json"); err != nil {
+			t.Fatalf("%s: %v", tool.Name, err)
+		}
+	}
+	calls := []struct {
+		tool string
+		args map[string]any
+		fail bool
+	}{
+		{"select_query", map[string]any{"table": "orders"}, false},
+		{"select_query", map[string]any{"table": "nope"}, true},
+		{"describe_schema", map[string]any{}, false},
+		{"describe_schema", map[string]any{"table": "orders"}, false},
+		{"insert_data", map[string]any{"table": "big", "row": map[string]any{"id": 1000, "v": "new"}, "autocommit": true}, false},
+		{"insert_data", map[string]any{"table": "big", "row": map[string]any{"id": 1001, "v": "new"}}, true},
+		{"update_data", map[string]any{"table": "big", "set": map[string]any{"v": "y"}, "where": "id = 1000", "dry_run": true}, false},
+		{"delete_data", map[string]any{"table": "big", "where": "id = 1000", "autocommit": true}, false},
+		{"execute_sql", map[string]any{"sql": "select 1 as one"}, false},
+		{"execute_sql", map[string]any{"sql": "selec 1"}, true},
+		{"pg_tx", map[string]any{"action": "list"}, true}, // sessions are not enabled on this registry
+		{"pg_tx", map[string]any{"action": "commit", "session_id": "00000000-0000-4000-8000-000000000000"}, true},
+		{"pg_transaction", map[string]any{"operations": []any{map[string]any{"sql": "select 1"}, map[string]any{"sql": "update big set v = v where id = 1"}}}, false},
+	}
+	seen := map[string]bool{}
+	for _, c := range calls {
+		out := callOut(t, cs, c.tool, c.args)
+		if out.IsError != c.fail {
+			t.Errorf("%s %v: isError %v: %s", c.tool, c.args, out.IsError, out.Text)
+		}
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out.Text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schemas[c.tool].Validate(inst); err != nil {
+			t.Errorf("%s result %s does not validate against its outputSchema: %v", c.tool, out.Text, err)
+		}
+		seen[c.tool] = true
+	}
+	if len(seen) != len(schemas) {
+		t.Errorf("validated %d tools of %d", len(seen), len(schemas))
+	}
+	// The schema is not vacuous: a failure without its suggestion does not validate.
+	bad, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"success":false,"error":"x","errorType":"timeout"}`))
+	if schemas["select_query"].Validate(bad) == nil {
+		t.Error("a failure without suggestion validates")
+	}
+}
+
+// TestMCPProgress: a call longer than a second that names a progress token gets progress
+// notifications, over Streamable HTTP (an SSE answer) and stdio-like transports.
+func TestMCPProgress(t *testing.T) {
+	t.Parallel()
+	f := newMCPFeatures(t)
+	for _, transport := range []string{"stdio", "http", "http-2025-11-25"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var got []*mcp.ProgressNotificationParams
+			opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, req.Params)
+			}}
+			var cs *mcp.ClientSession
+			switch transport {
+			case "stdio":
+				cs = f.stdioLike(t, opts)
+			case "http":
+				cs = f.overHTTP(t, opts)
+			default:
+				cs = f.overHTTPVersion(t, opts, strings.TrimPrefix(transport, "http-"))
+			}
+			params := &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": "select pg_sleep(2.3) is null as slept"}}
+			params.SetProgressToken("p-1")
+			res, err := cs.CallTool(t.Context(), params)
+			if err != nil || res.IsError {
+				t.Fatalf("call: %v %+v", err, res)
+			}
+			// The client handles notifications apart from results: give the last one a moment.
+			waitFor(t, time.Second, "two progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 2 })
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 2 || got[0].ProgressToken != "p-1" || got[0].Progress != 1 || got[1].Progress != 2 || !strings.Contains(got[1].Message, "execute_sql") {
+				t.Fatalf("progress notifications: %d %+v", len(got), got)
+			}
+		})
+	}
+}
+
+// TestMCPCancel: cancelling a call (the go-sdk client sends notifications/cancelled and, on
+// HTTP, abandons the POST) stops the statement on the server: it leaves pg_stat_activity.
+func TestMCPCancel(t *testing.T) {
+	t.Parallel()
+	f := newMCPFeatures(t)
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			cs := f.stdioLike(t, nil)
+			if transport == "http" {
+				cs = f.overHTTP(t, nil)
+			}
+			marker := "cancel_me_" + transport
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": "select pg_sleep(30) as " + marker}})
+				done <- err
+			}()
+			running := func() int64 {
+				return f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
+			}
+			waitFor(t, 10*time.Second, "the statement to start", func() bool { return running() == 1 })
+			cancel()
+			<-done
+			waitFor(t, 5*time.Second, "the statement to leave pg_stat_activity", func() bool { return running() == 0 })
+		})
+	}
+}
