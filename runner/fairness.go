@@ -76,8 +76,8 @@ func (c *Config) SharedRoleNotes() []string {
 		var users []string
 		scopes := map[string]bool{}
 		for _, t := range c.Tokens {
-			if len(t.Databases) > 0 && !slices.Contains(t.Databases, db) {
-				continue
+			if len(t.Databases) > 0 && !slices.Contains(t.Databases, db) || t.Role != "" {
+				continue // a token with a role of its own (SET LOCAL ROLE) shares nothing
 			}
 			s := slices.Clone(t.Scopes)
 			slices.Sort(s)
