@@ -324,3 +324,29 @@ func TestMCPCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPProtocolVersions: the server offers the SDK's latest protocol version and answers an
+// older client's initialize with the client's version; an unknown one gets the latest version
+// a client can initialize with. The go-sdk client negotiates the SDK's latest (2026-07-28,
+// without initialize).
+func TestMCPProtocolVersions(t *testing.T) {
+	t.Parallel()
+	f := newMCPFeatures(t)
+	for _, c := range []struct{ sent, want string }{
+		{"2024-11-05", "2024-11-05"}, {"2025-03-26", "2025-03-26"}, {"2025-06-18", "2025-06-18"},
+		{"2025-11-25", "2025-11-25"}, {"2099-01-01", "2025-11-25"},
+	} {
+		status, body, _ := mcpPost(t, f.url, ddlToken, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+c.sent+
+			`","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`)
+		if status != http.StatusOK || !strings.Contains(string(body), `"protocolVersion":"`+c.want+`"`) {
+			t.Errorf("initialize with %s: %d %s, want %s", c.sent, status, body, c.want)
+		}
+	}
+	cs := f.overHTTP(t, nil)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Errorf("go-sdk client negotiated %q", v)
+	}
+	if out := callOut(t, cs, "select_query", map[string]any{"table": "orders"}); out.IsError {
+		t.Errorf("select_query: %s", out.Text)
+	}
+}

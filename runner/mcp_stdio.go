@@ -20,16 +20,15 @@ type stdioPending struct {
 	in  io.ReadCloser
 	out io.Writer
 
-	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced whenever answered grows
-	read     int           // requests (with an id) read from in
-	answered int           // responses (with an id) written to out
-	inLine   []byte        // a request line not yet complete
-	outLine  []byte        // a response line not yet complete
+	mu      sync.Mutex
+	changed chan struct{}       // closed and replaced whenever open shrinks
+	open    map[string]struct{} // ids of the requests read and not yet answered or cancelled
+	inLine  []byte              // a request line not yet complete
+	outLine []byte              // a response line not yet complete
 }
 
 func newStdioPending(ctx context.Context, in io.ReadCloser, out io.Writer) *stdioPending {
-	return &stdioPending{ctx: ctx, in: in, out: out, changed: make(chan struct{})}
+	return &stdioPending{ctx: ctx, in: in, out: out, changed: make(chan struct{}), open: map[string]struct{}{}}
 }
 
 func (s *stdioPending) reader() io.ReadCloser  { return stdioReader{s} }
@@ -43,7 +42,15 @@ func (r stdioReader) Read(p []byte) (int, error) {
 	s := r.s
 	n, err := s.in.Read(p)
 	s.mu.Lock()
-	s.inLine = countLines(append(s.inLine, p[:n]...), &s.read, isRequest)
+	s.inLine = eachMessage(append(s.inLine, p[:n]...), func(m jsonrpcEnvelope) {
+		switch {
+		case isRequest(m):
+			s.open[string(m.ID)] = struct{}{}
+		case m.Method == "notifications/cancelled":
+			// A cancelled request gets no answer (MCP): stop waiting for it.
+			s.settle(m.Params.RequestID)
+		}
+	})
 	s.mu.Unlock()
 	if errors.Is(err, io.EOF) {
 		if n > 0 {
@@ -60,7 +67,7 @@ func (r stdioReader) Close() error { return r.s.in.Close() }
 func (s *stdioPending) waitAnswered() {
 	for {
 		s.mu.Lock()
-		done, changed := s.answered >= s.read, s.changed
+		done, changed := len(s.open) == 0, s.changed
 		s.mu.Unlock()
 		if done {
 			return
@@ -79,12 +86,11 @@ func (w stdioWriter) Write(p []byte) (int, error) {
 	s := w.s
 	n, err := s.out.Write(p)
 	s.mu.Lock()
-	before := s.answered
-	s.outLine = countLines(append(s.outLine, p[:n]...), &s.answered, isResponse)
-	if s.answered != before {
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
+	s.outLine = eachMessage(append(s.outLine, p[:n]...), func(m jsonrpcEnvelope) {
+		if isResponse(m) {
+			s.settle(m.ID)
+		}
+	})
 	s.mu.Unlock()
 	return n, err
 }
@@ -92,9 +98,18 @@ func (w stdioWriter) Write(p []byte) (int, error) {
 // Close leaves the process's stdout open: the transport "closes" it when the session ends.
 func (stdioWriter) Close() error { return nil }
 
-// countLines adds to *n the JSON-RPC messages in buf's complete lines that match, and returns
-// the incomplete rest. A line may hold one message or a batch (an array).
-func countLines(buf []byte, n *int, match func(jsonrpcEnvelope) bool) []byte {
+// settle forgets the request id (answered or cancelled) and wakes waitAnswered. s.mu is held.
+func (s *stdioPending) settle(id json.RawMessage) {
+	if _, ok := s.open[string(id)]; ok {
+		delete(s.open, string(id))
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+}
+
+// eachMessage calls fn with the JSON-RPC messages in buf's complete lines and returns the
+// incomplete rest. A line may hold one message or a batch (an array).
+func eachMessage(buf []byte, fn func(jsonrpcEnvelope)) []byte {
 	for {
 		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {
@@ -112,9 +127,7 @@ func countLines(buf []byte, n *int, match func(jsonrpcEnvelope) bool) []byte {
 			}
 		}
 		for _, m := range msgs {
-			if match(m) {
-				*n++
-			}
+			fn(m)
 		}
 		if len(buf) == 0 {
 			return buf[:0]
@@ -126,6 +139,9 @@ func countLines(buf []byte, n *int, match func(jsonrpcEnvelope) bool) []byte {
 type jsonrpcEnvelope struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Params struct {
+		RequestID json.RawMessage `json:"requestId"` // of notifications/cancelled
+	} `json:"params"`
 }
 
 func hasID(m jsonrpcEnvelope) bool { return len(m.ID) > 0 && string(m.ID) != "null" }

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/pgtools/pgtools/schemas"
+	"github.com/pgtools/pgtools/tools"
 )
 
 // TestMCPTypeScriptClient runs the official TypeScript MCP SDK (testdata/mcp-ts/client.mjs) against
@@ -37,6 +40,14 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	if out, err := npm.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
 	}
+	t.Run("stdio", func(t *testing.T) {
+		for _, mode := range []string{"elicit", "plain"} {
+			t.Run(mode, func(t *testing.T) {
+				t.Parallel()
+				testTypeScriptStdio(ctx, t, dir, mode)
+			})
+		}
+	})
 	api := newMCPAPI(t)
 
 	node := func(token string) ([]byte, error) {
@@ -87,6 +98,10 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Fatalf("client.mjs output is not the report: %v\n%s", err, out)
 	}
 	t.Logf("TypeScript SDK client: server %s %s, protocol %s", report.Server.Name, report.Server.Version, report.ProtocolVersion)
+	// The TypeScript SDK's latest version: the server, which offers a later one, answers with it.
+	if report.ProtocolVersion != "2025-11-25" {
+		t.Errorf("protocol version %q", report.ProtocolVersion)
+	}
 	if report.Server.Name != "pgtools" || len(report.Tools) != len(schemas.ToolNames()) {
 		t.Fatalf("server %+v, %d tools", report.Server, len(report.Tools))
 	}
@@ -124,5 +139,97 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	}
 	if u := report.UnknownTool; u.Code != -32602 || !strings.Contains(u.Message, "drop_everything") {
 		t.Errorf("unknown tool: %+v", u)
+	}
+}
+
+// testTypeScriptStdio runs testdata/mcp-ts/stdio-client.mjs against ServeMCPStdio on the node
+// process's stdout and stdin: elicitation (mode "elicit": the DROP of table keep declined, the
+// DROP of doomed and the delete of 150 rows accepted; mode "plain": no elicitation, today's
+// refusal and the delete as sent), outputSchema validation by the TypeScript SDK, progress
+// notifications, and a cancelled call whose statement leaves pg_stat_activity.
+func testTypeScriptStdio(ctx context.Context, t *testing.T, dir, mode string) {
+	f := newMCPFeatures(t)
+	f.db.Exec(t, `CREATE TABLE keep (id int); ALTER TABLE keep OWNER TO "`+f.db.RoleName("mcpf")+`"`)
+	reportFile := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.CommandContext(ctx, "node", "stdio-client.mjs", reportFile, mode)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	toNode, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromNode, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() {
+		p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read", "write", "ddl"}}
+		served <- ServeMCPStdio(ctx, f.reg, p, fromNode, toNode, zerolog.Nop(), MCPOptions{})
+	}()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("stdio-client.mjs: %v\n%s", err, stderr.String())
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("ServeMCPStdio: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ServeMCPStdio did not return after the client exited: a cancelled statement still runs?")
+	}
+	raw, err := os.ReadFile(reportFile)
+	if err != nil {
+		t.Fatalf("no report: %v\n%s", err, stderr.String())
+	}
+	type outcome struct {
+		IsError    bool
+		Structured map[string]any
+		Thrown     string
+	}
+	var r struct {
+		DropDeclined, DropAccepted, BigDelete, Slow, Cancelled outcome
+		Progress                                               int
+		Questions                                              []string
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("report: %v: %s", err, raw)
+	}
+	t.Logf("%s: %s", mode, raw)
+	exists := func(table string) bool {
+		return f.db.QueryInt(t, "SELECT count(*) FROM pg_class WHERE relname = $1 AND relkind = 'r'", table) == 1
+	}
+	refused := func(o outcome) bool { return o.IsError && o.Structured["errorType"] == "confirmation_required" }
+	bigLeft := f.db.QueryInt(t, "SELECT count(*) FROM big")
+	if mode == "elicit" {
+		if !refused(r.DropDeclined) || !exists("keep") || r.DropAccepted.IsError || r.DropAccepted.Thrown != "" || exists("doomed") {
+			t.Errorf("elicited DROPs: declined %+v, accepted %+v", r.DropDeclined, r.DropAccepted)
+		}
+		if r.BigDelete.IsError || r.BigDelete.Structured["affectedRows"] != float64(150) || bigLeft != 0 {
+			t.Errorf("accepted delete: %+v, %d rows left", r.BigDelete, bigLeft)
+		}
+		if len(r.Questions) != 3 || !strings.Contains(r.Questions[0], "DROP TABLE keep") || !strings.Contains(r.Questions[2], "delete 150 rows of table big") {
+			t.Errorf("questions: %q", r.Questions)
+		}
+	} else {
+		if !refused(r.DropDeclined) || !refused(r.DropAccepted) || !exists("keep") || !exists("doomed") || len(r.Questions) != 0 {
+			t.Errorf("DROPs without elicitation: %+v %+v, questions %q", r.DropDeclined, r.DropAccepted, r.Questions)
+		}
+		if r.BigDelete.IsError || bigLeft != 0 {
+			t.Errorf("delete without elicitation: %+v, %d rows left", r.BigDelete, bigLeft)
+		}
+	}
+	if r.Slow.IsError || r.Slow.Thrown != "" || r.Progress != 2 {
+		t.Errorf("slow call: %+v with %d progress notifications, want 2", r.Slow, r.Progress)
+	}
+	if r.Cancelled.Thrown == "" {
+		t.Errorf("cancelled call: %+v", r.Cancelled)
+	}
+	if n := f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%ts_cancel_me%' AND pid <> pg_backend_pid()"); n != 0 {
+		t.Errorf("the cancelled statement still runs")
 	}
 }
