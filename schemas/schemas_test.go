@@ -229,14 +229,15 @@ func openObjects(node map[string]any, ptr string) []string {
 	return out
 }
 
-// TestClosedObjects checks that only the column: value objects accept
-// arbitrary keys; every other object rejects unknown properties.
+// TestClosedObjects checks that only the column: value objects (and, in the
+// config, the operator's fixed claims, whose names are the operator's)
+// accept arbitrary keys; every other object rejects unknown properties.
 func TestClosedObjects(t *testing.T) {
 	t.Parallel()
 	want := map[string][]string{
 		"insert_data": {"/properties/row", "/properties/rows/items"},
 		"update_data": {"/properties/set"},
-		"config":      nil,
+		"config":      {"/$defs/token/properties/act_as_claims"},
 	}
 	for _, name := range append(ToolNames(), "config") {
 		raw, ok := Tool(name)

@@ -584,7 +584,7 @@ describe('through the n8n task runner (pgtools serve --n8n-broker)', () => {
 	let brokerPort;
 	let broker; // the pgtools serve joined to the broker
 	const registrations = () => broker.logs.filter((l) => l.message === 'registered with the n8n task broker').length;
-	const tasks = () => broker.logs.filter((l) => l.message === 'n8n task').map((l) => [l.tool, l.principal, l.error_type ?? 'ok']);
+	const tasks = () => broker.logs.filter((l) => l.message === 'tool call' && l.transport === 'n8n').map((l) => [l.tool, l.principal, l.error_type ?? 'ok']);
 	const alan = { name: 'Alan Turing', email: 'alan@example.com' };
 
 	before(async () => {
