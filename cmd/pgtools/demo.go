@@ -91,12 +91,22 @@ Flags:
 		runnerDSN = u.String()
 		printedDSN = runnerDSN
 		say("the runner connects as role pgtools_demo (SELECT/INSERT/UPDATE/DELETE on public tables, nothing else)")
+		if err := demodata.CreateTenantRole(ctx, adminDSN, "pgtools_demo"); err != nil {
+			fmt.Fprintf(stderr, "pgtools demo: %v\n", err)
+			return 1
+		}
+		say("token \"tenants\" acts for end users as role %s: table tenant_notes is under row-level security", demodata.TenantRole)
 	}
 
-	token := randomHex(24)
+	token, tenantToken := randomHex(24), ""
+	tokens := []runner.Token{{Secret: token, Name: "demo", Scopes: []string{"read", "write"}}}
+	if printedDSN != "" { // the demo made its own roles, the tenant role among them
+		tenantToken = randomHex(24)
+		tokens = append(tokens, runner.Token{Secret: tenantToken, Name: "tenants", Scopes: []string{"read", "write"}, Role: demodata.TenantRole, ActAs: true})
+	}
 	cfg := &runner.Config{
 		Listen:    *listen,
-		Tokens:    []runner.Token{{Secret: token, Name: "demo", Scopes: []string{"read", "write"}}},
+		Tokens:    tokens,
 		Databases: map[string]runner.DatabaseConfig{"default": {URL: runnerDSN}},
 	}
 	if err := cfg.Validate(); err != nil {
@@ -109,7 +119,7 @@ Flags:
 	go func() { errc <- serve(ctx, cfg, brokerConfig{}, log, ready) }()
 	select {
 	case addr := <-ready:
-		printDemoHelp(stdout, demoHelp{addr: addr, token: token, dsn: printedDSN, cmd: invokedAs(), abs: executablePath()})
+		printDemoHelp(stdout, demoHelp{addr: addr, token: token, tenantToken: tenantToken, dsn: printedDSN, cmd: invokedAs(), abs: executablePath()})
 	case err := <-errc:
 		fmt.Fprintf(stderr, "pgtools demo: %v\n", err)
 		return 1

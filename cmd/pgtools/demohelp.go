@@ -10,12 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/pgtools/pgtools/runner/demodata"
 )
 
 // demoHelp is what the demo prints once it serves: where, with which token, and how to reach it
 // from curl, the CLI and an MCP client.
 type demoHelp struct {
 	addr, token string
+	// tenantToken acts for end users (X-PgTools-Act-As) as the demo's tenant role; "" when the
+	// demo did not create its roles (--database-url).
+	tenantToken string
 	// dsn is the demo role's connection string for pgtools mcp; "" when the caller gave
 	// --database-url, whose role is the caller's own (often a superuser) and is not echoed.
 	dsn string
@@ -69,6 +74,15 @@ In another terminal, from the repository's root:
   bash examples/curl/read.sh
   bash examples/curl/write.sh
 `, base, h.token, auth, shellQuote(h.cmd))
+	if h.tenantToken != "" {
+		fmt.Fprintf(w, `
+  # acting for end users: token "tenants" runs as role %[2]s, and row-level security on
+  # tenant_notes shows each user only their own notes (alice has two, bob one)
+  export PGTOOLS_TENANTS_TOKEN=%[1]s
+  curl -s -H "Authorization: Bearer $PGTOOLS_TENANTS_TOKEN" -H "X-PgTools-Act-As: alice" -X POST $PGTOOLS_URL/v1/tools/select_query -d '{"table":"tenant_notes"}'
+  curl -s -H "Authorization: Bearer $PGTOOLS_TENANTS_TOKEN" -H "X-PgTools-Act-As: bob" -X POST $PGTOOLS_URL/v1/tools/select_query -d '{"table":"tenant_notes"}'
+`, h.tenantToken, demodata.TenantRole)
+	}
 	fmt.Fprintf(w, "\nMCP: %s/mcp with the same token (Streamable HTTP), or pgtools mcp on stdio:\n\n", base)
 	if h.dsn == "" {
 		fmt.Fprintf(w, "  # the runner uses your --database-url; give pgtools mcp a least-privilege role's URL:\n"+

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -135,6 +136,34 @@ func TestDemo(t *testing.T) {
 		`"status":"committed"`, `"action":"begin"`, `"note":"checked"`, `"status":"rolled_back"`, `"errorType":"permission_denied"`} {
 		if err != nil || !strings.Contains(string(sout), want) {
 			t.Fatalf("examples/curl/write.sh lacks %s: %v\n%s", want, err, sout)
+		}
+	}
+	// The act-as token reads only each user's own notes: row-level security on the demo's
+	// tenant role, as printed.
+	tenant := waitFor(t, &stdout, regexp.MustCompile(`export PGTOOLS_TENANTS_TOKEN=(\S+)`))
+	for user, want := range map[string]int{"alice": 2, "bob": 1, "mallory": 0} {
+		req, _ := http.NewRequest("POST", url+"/v1/tools/select_query", strings.NewReader(`{"table":"tenant_notes"}`))
+		req.Header.Set("Authorization", "Bearer "+tenant)
+		req.Header.Set("X-PgTools-Act-As", user)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			RowCount int `json:"rowCount"`
+			Data     []struct {
+				Owner string `json:"owner"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || body.RowCount != want {
+			t.Fatalf("acting as %s: status %d, %d rows, want %d", user, resp.StatusCode, body.RowCount, want)
+		}
+		for _, r := range body.Data {
+			if r.Owner != user {
+				t.Fatalf("acting as %s: read %s's note", user, r.Owner)
+			}
 		}
 	}
 	stopRun(t, cancel, done, "demo", &stderr, 30*time.Second)

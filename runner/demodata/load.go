@@ -250,3 +250,58 @@ SELECT setval(pg_get_serial_sequence('customers', 'id'), (SELECT max(id) FROM cu
 SELECT setval(pg_get_serial_sequence('products', 'id'), (SELECT max(id) FROM products));
 SELECT setval(pg_get_serial_sequence('orders', 'id'), (SELECT max(id) FROM orders));
 SELECT setval(pg_get_serial_sequence('events', 'id'), (SELECT max(id) FROM events))`
+
+// TenantRole is the NOLOGIN role the demo's act-as token runs as (DESIGN §11).
+const TenantRole = "pgtools_demo_tenant"
+
+// CreateTenantRole sets the demo database up for identity as the README prescribes: table
+// tenant_notes under a row-level security policy on the caller's claims (sub), the NOLOGIN role
+// TenantRole that may use it, granted to appRole (the runner's login role), and set_config and
+// plpgsql taken away from PUBLIC (set_config given back to appRole) so that an agent acting as
+// TenantRole cannot change its role or claims. Notes exist for subjects alice and bob.
+func CreateTenantRole(ctx context.Context, adminDSN, appRole string) error {
+	conn, err := pgx.Connect(ctx, adminDSN)
+	if err != nil {
+		return fmt.Errorf("demodata: connecting: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	tenant, app := pgx.Identifier{TenantRole}.Sanitize(), pgx.Identifier{appRole}.Sanitize()
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = $1)", TenantRole).Scan(&exists); err != nil {
+			return err
+		}
+		stmts := []string{}
+		if !exists {
+			stmts = append(stmts, "CREATE ROLE "+tenant+" NOLOGIN NOINHERIT")
+		}
+		stmts = append(stmts,
+			"GRANT "+tenant+" TO "+app,
+			`CREATE TABLE IF NOT EXISTS tenant_notes (id serial PRIMARY KEY, owner text NOT NULL, body text NOT NULL)`,
+			`INSERT INTO tenant_notes (owner, body) SELECT * FROM (VALUES ('alice', 'Call the plumber'), ('alice', 'Renew the passport'),
+			   ('bob', 'Buy a birthday present')) v WHERE NOT EXISTS (SELECT FROM tenant_notes)`,
+			"ALTER TABLE tenant_notes ENABLE ROW LEVEL SECURITY",
+			"DROP POLICY IF EXISTS own_notes ON tenant_notes",
+			`CREATE POLICY own_notes ON tenant_notes
+			   USING (owner = current_setting('request.jwt.claims', true)::jsonb ->> 'sub')
+			   WITH CHECK (owner = current_setting('request.jwt.claims', true)::jsonb ->> 'sub')`,
+			"GRANT USAGE ON SCHEMA public TO "+tenant,
+			"GRANT SELECT, INSERT, UPDATE, DELETE ON tenant_notes TO "+tenant,
+			"GRANT USAGE ON SEQUENCE tenant_notes_id_seq TO "+tenant,
+			"REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC",
+			"GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO "+app,
+			"REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC",
+			"REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+		)
+		for _, sql := range stmts {
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("%.60s…: %w", sql, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("demodata: setting up role %s: %w", TenantRole, err)
+	}
+	return nil
+}
