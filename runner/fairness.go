@@ -26,9 +26,20 @@ type ConnLimits struct {
 }
 
 // Principals counts who can call the runner: one principal per API token (the local principal
-// when there are none) plus ExtraPrincipals.
+// when there are none) plus ExtraPrincipals; JWTs and act_as tokens stand for any number of end
+// users, counted here as one more, so that none of them is given every slot.
 func (c *Config) Principals() int {
-	return max(1, len(c.Tokens)) + c.ExtraPrincipals
+	n := max(1, len(c.Tokens)) + c.ExtraPrincipals
+	if c.JWT != nil {
+		n++
+	}
+	for _, t := range c.Tokens {
+		if t.ActAs {
+			n++
+			break
+		}
+	}
+	return n
 }
 
 // ConnLimits returns the configured limits with their defaults (withDefaults: 10 sessions and

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,13 +15,16 @@ import (
 )
 
 // limiter enforces Limits per principal: a token bucket for the rate and a counter of calls in
-// flight. Its map is built once from the configured tokens and only read afterwards, so admit
-// takes no lock of its own; a principal it does not know (none is expected) is not limited. It
-// is safe for concurrent use.
+// flight. Its map of configured tokens is built once and only read afterwards; principals it does
+// not know — a JWT's subject ("jwt:<sub>"), an end user a token acts for ("<token>:<subject>") —
+// get buckets of their own on first use, in dyn, except that the end users of one act_as token
+// share that token's bucket, so spreading calls over subjects does not lift its limit. It is safe
+// for concurrent use.
 type limiter struct {
 	limits  Limits
 	metrics *Metrics
 	per     map[string]*principalLimit
+	dyn     sync.Map // principal name → *principalLimit, for principals not configured as tokens
 }
 
 // principalLimit is one principal's bucket and in-flight count.
@@ -35,17 +40,38 @@ func newLimiter(limits Limits, principals []string, m *Metrics) *limiter {
 	}
 	l := &limiter{limits: limits, metrics: m, per: map[string]*principalLimit{}}
 	for _, p := range principals {
-		pl := &principalLimit{}
-		if limits.RatePerSecond > 0 {
-			burst := limits.Burst
-			if burst <= 0 {
-				burst = max(1, int(math.Ceil(limits.RatePerSecond)))
-			}
-			pl.bucket = rate.NewLimiter(rate.Limit(limits.RatePerSecond), burst)
-		}
-		l.per[p] = pl
+		l.per[p] = l.newPrincipalLimit()
 	}
 	return l
+}
+
+func (l *limiter) newPrincipalLimit() *principalLimit {
+	pl := &principalLimit{}
+	if l.limits.RatePerSecond > 0 {
+		burst := l.limits.Burst
+		if burst <= 0 {
+			burst = max(1, int(math.Ceil(l.limits.RatePerSecond)))
+		}
+		pl.bucket = rate.NewLimiter(rate.Limit(l.limits.RatePerSecond), burst)
+	}
+	return pl
+}
+
+// of returns p's limit: its token's, or one made for it on first use.
+func (l *limiter) of(p tools.Principal) *principalLimit {
+	if pl := l.per[p.Name]; pl != nil {
+		return pl
+	}
+	if token, _, ok := strings.Cut(p.Name, ":"); ok {
+		if pl := l.per[token]; pl != nil {
+			return pl // an end user of an act_as token
+		}
+	}
+	if pl, ok := l.dyn.Load(p.Name); ok {
+		return pl.(*principalLimit)
+	}
+	pl, _ := l.dyn.LoadOrStore(p.Name, l.newPrincipalLimit())
+	return pl.(*principalLimit)
 }
 
 // admit lets a call of p start, or refuses it with a rate_limited error and how long to wait
@@ -55,10 +81,7 @@ func (l *limiter) admit(p tools.Principal) (pl *principalLimit, retryAfter time.
 	if l == nil {
 		return nil, 0, nil
 	}
-	pl = l.per[p.Name]
-	if pl == nil {
-		return nil, 0, nil
-	}
+	pl = l.of(p)
 	// Concurrency first: a call refused for it must not spend a rate token.
 	if max := int64(l.limits.MaxConcurrent); max > 0 {
 		if pl.inflight.Add(1) > max {
