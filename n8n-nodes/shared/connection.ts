@@ -40,7 +40,7 @@ export const connectionProperties: INodeProperties[] = [
 		description: 'How this node reaches pgtools. Both return the same answers.',
 	},
 	{
-		displayName: `Needs pgtools running beside n8n as a task runner: <code>${brokerCommand}</code>, with N8N_RUNNERS_AUTH_TOKEN set to the same value for n8n and pgtools. Calls run as the runner's broker principal (read and write).`,
+		displayName: `Needs pgtools running beside n8n as a task runner: <code>${brokerCommand}</code>, with N8N_RUNNERS_AUTH_TOKEN set to the same value for n8n and pgtools. Calls run as the runner's broker principal (read and write), or, with Act as User set and pgtools started with --n8n-act-as, as that user.`,
 		name: 'taskRunnerNotice',
 		type: 'notice',
 		default: '',

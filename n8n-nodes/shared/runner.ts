@@ -13,6 +13,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
+import { actAsHeader, actAsSubject } from './actAs';
 import { brokerCommand, type Connection, taskType } from './connection';
 import { inexactNumbers, jsonObjectText, parseJson, RawJson } from './json';
 import { isOmitted, type ToolArg, unsetValue } from './properties';
@@ -159,10 +160,11 @@ export async function executeTool(
 			const built = buildArguments(definition.args, (param) =>
 				this.getNodeParameter(param, itemIndex, undefined),
 			);
+			const subject = actAsSubject.call(this, itemIndex);
 			answer =
 				'invalid' in built
 					? { result: built.invalid, text: JSON.stringify(built.invalid) }
-					: await send(built.body, itemIndex, responseSizeLimit.call(this, asTool, itemIndex));
+					: await send(built.body, itemIndex, responseSizeLimit.call(this, asTool, itemIndex), subject);
 		} catch (error) {
 			if (this.continueOnFail()) {
 				returnData.push({ json: { error: (error as Error).message }, pairedItem: { item: itemIndex } });
@@ -195,24 +197,26 @@ function withMessage<E extends Error>(error: E, message: string): E {
 	return error;
 }
 
-type Send = (body: Body, itemIndex: number, maxResponseBytes: number) => Promise<Answer>;
+type Send = (body: Body, itemIndex: number, maxResponseBytes: number, subject: string | undefined) => Promise<Answer>;
 
 // sender picks the transport the node's Connection names. Only the HTTP connection reads the
 // credential: with the task runner the node has none.
 async function sender(this: IExecuteFunctions, tool: ToolName): Promise<Send> {
 	const connection = this.getNodeParameter('connection', 0, 'http') as Connection;
 	if (connection === 'taskRunner') {
-		return async (body, itemIndex, max) => await callTaskRunner.call(this, tool, body, itemIndex, max);
+		return async (body, itemIndex, max, subject) => await callTaskRunner.call(this, tool, body, itemIndex, max, subject);
 	}
 	const credentials = await this.getCredentials(credentialType);
 	const baseUrl = String(credentials.url ?? '').replace(/\/+$/, '');
-	return async (body, itemIndex, max) => await callRunner.call(this, baseUrl, tool, body, itemIndex, max);
+	return async (body, itemIndex, max, subject) => await callRunner.call(this, baseUrl, tool, body, itemIndex, max, subject);
 }
 
 /**
  * callRunner posts one tool call and returns the runner's answer, success or error. The body
  * goes as JSON text (model's JSON arguments as written) and the answer is read as text, so no
- * number passes through a JavaScript number on the way.
+ * number passes through a JavaScript number on the way. A subject (Act as User) goes as the
+ * header X-PgTools-Act-As; without one the header is absent, since the runner refuses an act-as
+ * header from a token that may not act for others even when it is empty.
  */
 export async function callRunner(
 	this: IExecuteFunctions,
@@ -221,6 +225,7 @@ export async function callRunner(
 	body: Body,
 	itemIndex: number,
 	maxResponseBytes = 0,
+	subject?: string,
 ): Promise<Answer> {
 	if (!/^https?:\/\//.test(baseUrl)) {
 		throw new NodeOperationError(
@@ -232,6 +237,18 @@ export async function callRunner(
 	const headers: IDataObject = { 'Content-Type': 'application/json', Accept: 'application/json' };
 	if (typeof body.session_id === 'string') headers[sessionHeader] = body.session_id;
 	if (maxResponseBytes > 0) headers[maxResponseBytesHeader] = String(maxResponseBytes);
+	if (subject !== undefined) {
+		// An HTTP header carries ASCII only: Node refuses other characters or sends them as
+		// Latin-1 bytes, which would name a different user.
+		if (!/^[\x20-\x7e]+$/.test(subject)) {
+			throw new NodeOperationError(this.getNode(), 'Act as User holds characters an HTTP header cannot carry', {
+				description:
+					'Use an ASCII user ID (e.g. the chat\'s session id or a numeric id), or set Connection to n8n Task Runner, which takes any text.',
+				itemIndex,
+			});
+		}
+		headers[actAsHeader] = subject;
+	}
 	const options: IHttpRequestOptions = {
 		method: 'POST',
 		url: `${baseUrl}/v1/tools/${tool}`,
@@ -276,7 +293,7 @@ export async function callRunner(
  * task messages with JavaScript. n8n's own failures fail the node: no pgtools runner connected
  * (startJob throws once N8N_RUNNERS_TASK_REQUEST_TIMEOUT has passed), or the task ended without
  * an answer (the runner disconnected, the task timed out or was cancelled), which come as
- * errors without errorType.
+ * errors without errorType. A subject (Act as User) is the task setting subject, absent without one.
  */
 export async function callTaskRunner(
 	this: IExecuteFunctions,
@@ -284,6 +301,7 @@ export async function callTaskRunner(
 	body: Body,
 	itemIndex: number,
 	maxResponseBytes = 0,
+	subject?: string,
 ): Promise<Answer> {
 	const node = this.getNode();
 	if (typeof this.startJob !== 'function') {
@@ -298,6 +316,7 @@ export async function callTaskRunner(
 	const settings: IDataObject = { tool, args: jsonObjectText(Object.entries(args)), text_result: true };
 	if (typeof database === 'string') settings.database = database;
 	if (maxResponseBytes > 0) settings.max_response_bytes = maxResponseBytes;
+	if (subject !== undefined) settings.subject = subject;
 	let outcome: Awaited<ReturnType<IExecuteFunctions['startJob']>>;
 	try {
 		outcome = await this.startJob(taskType, settings, itemIndex);

@@ -4,6 +4,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties, INodeTypeDescription } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
+import { actAsProperty } from './actAs';
 import { connectionProperties } from './connection';
 import { testPgToolsApi } from './credentialTest';
 import { agentProperties, nodeProperties, toolArgs } from './properties';
@@ -18,12 +19,13 @@ for (const tool of toolNames) {
 }
 
 /**
- * toolNodeProperties are a node's parameters: the Connection choice, the tool description (as a
- * tool), one parameter per argument, and the response size limit (as a tool).
+ * toolNodeProperties are a node's parameters: the Connection choice, Act as User (the builder's,
+ * never the model's), the tool description (as a tool), one parameter per argument, and the
+ * response size limit (as a tool).
  */
 export function toolNodeProperties(tool: ToolName): INodeProperties[] {
 	const { first, last } = agentProperties(toolSchemas[tool].description, tools[tool].args);
-	return [...connectionProperties, ...first, ...nodeProperties(tools[tool].args), ...last];
+	return [...connectionProperties, actAsProperty, ...first, ...nodeProperties(tools[tool].args), ...last];
 }
 
 /** ToolNodeDescription is a node's description but for what its file states itself (see toolNode). */

@@ -52,6 +52,18 @@ export function fromAICall(value) {
 	return calls[0];
 }
 
+/**
+ * modelArguments are the $fromAI() calls n8n turns into the tool schema the model sees, found
+ * the way n8n-core's createNodeAsTool finds them: in every parameter of the node (defaults, then
+ * the builder's values in parameters), not only in those meant for the model.
+ */
+export function modelArguments(description, parameters = {}) {
+	const values = { ...Object.fromEntries(description.properties.map((p) => [p.name, p.default])), ...parameters };
+	const calls = [];
+	workflow.traverseNodeParameters(values, calls);
+	return calls;
+}
+
 /** toolParameters are a node's parameters that are tool arguments (a $fromAI default), without Connection. */
 export function toolParameters(description) {
 	return description.properties.filter((p) => String(p.default).includes('$fromAI('));
@@ -60,12 +72,14 @@ export function toolParameters(description) {
 /**
  * context builds a fake IExecuteFunctions for node.execute.
  * - args: the model's tool-call arguments per item (an array), or pinned: fixed parameter values
+ *   (a function of the item index stands for an expression evaluated per item)
+ * - parameters: the node's raw parameters as saved (what getNode().parameters holds)
  * - request: async (options) => response, standing in for httpRequestWithAuthentication
  * - asTool: run as the generated <node>Tool type (default true)
  * - startJob: async (type, settings, itemIndex) => result, standing in for n8n's startJob (the
  *   task-runner connection); jobs records its calls, credentialsRead the credentials read
  */
-export function context(node, { args = [{}], pinned = {}, request, startJob, asTool = true, continueOnFail = false, credentials }) {
+export function context(node, { args = [{}], pinned = {}, parameters = {}, request, startJob, asTool = true, continueOnFail = false, credentials }) {
 	const calls = [];
 	const jobs = [];
 	const credentialsRead = [];
@@ -76,7 +90,7 @@ export function context(node, { args = [{}], pinned = {}, request, startJob, asT
 		jobs,
 		credentialsRead,
 		getInputData: () => args.map((json) => ({ json })),
-		getNode: () => ({ name: node.description.defaults.name, type, typeVersion: 1, parameters: {}, id: 'x', position: [0, 0] }),
+		getNode: () => ({ name: node.description.defaults.name, type, typeVersion: 1, parameters, id: 'x', position: [0, 0] }),
 		continueOnFail: () => continueOnFail,
 		getCredentials: async (name) => {
 			credentialsRead.push(name);
@@ -84,7 +98,7 @@ export function context(node, { args = [{}], pinned = {}, request, startJob, asT
 			return credentials ?? { url: 'http://runner.test:8080/', token: 'tok' };
 		},
 		getNodeParameter(name, itemIndex, fallback) {
-			if (name in pinned) return pinned[name];
+			if (name in pinned) return typeof pinned[name] === 'function' ? pinned[name](itemIndex) : pinned[name];
 			const property = properties[name];
 			if (!property) return fallback;
 			// Parameters that are not tool arguments (Connection) hold plain values.

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { fromAICall, hiddenInNodes, loadCredential, loadNode, nodeFiles, pkg, require, root, schemaOf, workflow } from '../helpers.mjs';
+import { fromAICall, hiddenInNodes, loadCredential, loadNode, modelArguments, nodeFiles, pkg, require, root, schemaOf, workflow } from '../helpers.mjs';
 
 const { z } = require(require.resolve('zod', { paths: [dirname(require.resolve('n8n-workflow'))] }));
 
@@ -36,6 +36,9 @@ test('package.json registers one node per tool and the credential, all built', (
 
 const agentParams = ['toolDescription', 'responseSizeLimit'];
 
+// actAsParams are the builder's identity settings: never a tool argument.
+const actAsParams = ['actAsUser'];
+
 for (const [className, want] of Object.entries(expected)) {
 	describe(className, () => {
 		const node = loadNode(className);
@@ -43,7 +46,7 @@ for (const [className, want] of Object.entries(expected)) {
 		const schema = schemaOf(want.tool);
 		const keys = Object.keys(schema.properties).filter((k) => !hiddenInNodes(want.tool).includes(k));
 		// The Connection choice and its notice come first; the tool's arguments follow.
-		const args = d.properties.filter((p) => !connectionParams.includes(p.name) && !agentParams.includes(p.name));
+		const args = d.properties.filter((p) => ![...connectionParams, ...actAsParams, ...agentParams].includes(p.name));
 
 		test('is an AI tool with the schema description and the pgtools API credential', () => {
 			assert.equal(d.displayName, want.displayName);
@@ -65,7 +68,7 @@ for (const [className, want] of Object.entries(expected)) {
 		});
 
 		test('starts with the Connection choice: the runner HTTP API by default, or the n8n task runner', () => {
-			assert.deepEqual(d.properties.slice(0, 2).map((p) => p.name), connectionParams);
+			assert.deepEqual(d.properties.slice(0, connectionParams.length).map((p) => p.name), connectionParams);
 			const [connection, notice] = d.properties;
 			assert.equal(connection.type, 'options');
 			assert.equal(connection.default, 'http', 'existing workflows keep the HTTP connection');
@@ -91,6 +94,26 @@ for (const [className, want] of Object.entries(expected)) {
 			assert.deepEqual(active({}), ['pgToolsApi']);
 			assert.deepEqual(active({ connection: 'http' }), ['pgToolsApi']);
 			assert.deepEqual(active({ connection: 'taskRunner' }), []);
+		});
+
+		test('has Act as User, the builder\'s field for whom the calls are: empty by default, never offered to the model', () => {
+			const actAs = d.properties.find((p) => p.name === 'actAsUser');
+			assert.equal(d.properties.indexOf(actAs), connectionParams.length, 'right after the Connection choice');
+			assert.equal(actAs.displayName, 'Act as User');
+			assert.equal(actAs.type, 'string');
+			assert.equal(actAs.default, '', 'empty: the token\'s own identity, no header');
+			assert.equal(actAs.displayOptions, undefined, 'on both connections, as a tool and as a workflow node');
+			assert.ok(!actAs.noDataExpression, 'an expression such as {{ $json.sessionId }}');
+			assert.match(actAs.placeholder, /\{\{ \$json\.sessionId \}\}/);
+			// The tool schema n8n builds from every parameter: the same keys whether Act as User is
+			// empty or an expression over the workflow's data; a $fromAI() there would add one.
+			const keysOf = (parameters) => modelArguments(d, parameters).map((c) => c.key);
+			const plain = keysOf({});
+			assert.deepEqual(plain, args.map((p) => fromAICall(p.default).key));
+			assert.deepEqual(keysOf({ actAsUser: '={{ $json.sessionId }}' }), plain);
+			assert.deepEqual(keysOf({ actAsUser: 'customer-42' }), plain);
+			assert.ok(!plain.some((k) => /act_?as|user|subject|^sub$/i.test(k)), `no act-as key among ${plain}`);
+			assert.deepEqual(keysOf({ actAsUser: "={{ $fromAI('user', 'whom to act for', 'string') }}" }), ['user', ...plain], 'what the node refuses at run time');
 		});
 
 		test('has one parameter per schema argument, AI-filled with the schema words', () => {
