@@ -315,7 +315,7 @@ func TestMCPCancel(t *testing.T) {
 				done <- err
 			}()
 			running := func() int64 {
-				return f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
+				return f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
 			}
 			waitFor(t, 10*time.Second, "the statement to start", func() bool { return running() == 1 })
 			cancel()

@@ -155,17 +155,23 @@ func testTypeScriptStdio(ctx context.Context, t *testing.T, dir, mode string) {
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	toNode, err := cmd.StdinPipe()
+	// Pipes of our own, not cmd.StdinPipe/StdoutPipe: Wait closes those when node exits, while
+	// the server may still be reading or closing them.
+	nodeIn, toNode, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromNode, err := cmd.StdoutPipe()
+	fromNode, nodeOut, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stdin, cmd.Stdout = nodeIn, nodeOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	nodeIn.Close()
+	nodeOut.Close()
+	defer toNode.Close()
 	served := make(chan error, 1)
 	go func() {
 		p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read", "write", "ddl"}}
@@ -229,7 +235,7 @@ func testTypeScriptStdio(ctx context.Context, t *testing.T, dir, mode string) {
 	if r.Cancelled.Thrown == "" {
 		t.Errorf("cancelled call: %+v", r.Cancelled)
 	}
-	if n := f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%ts_cancel_me%' AND pid <> pg_backend_pid()"); n != 0 {
+	if n := f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%ts_cancel_me%' AND pid <> pg_backend_pid()"); n != 0 {
 		t.Errorf("the cancelled statement still runs")
 	}
 }
