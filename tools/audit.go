@@ -40,14 +40,18 @@ func isWriteCall(tool string, args map[string]any) bool {
 	return false
 }
 
-func (r *Registry) audit(p Principal, tool string, args map[string]any, res *Result, err *Error, started time.Time) {
-	if r.auditor == nil || !isWriteCall(tool, args) {
+func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, res *Result, err *Error, started time.Time) {
+	tool := t.info.Name
+	if r.auditor == nil || !(t.writes || isWriteCall(tool, args)) {
 		return
 	}
 	ev := AuditEvent{Time: started.UTC(), Principal: p.Name, Tool: tool, Duration: time.Since(started)}
 	if args != nil {
 		ev.Database, _ = args["database"].(string)
 		ev.SessionID, _ = args["session_id"].(string)
+	}
+	if t.database != "" {
+		ev.Database = t.database
 	}
 	if ev.Database == "" {
 		ev.Database = "default"

@@ -68,9 +68,12 @@ var gates = map[string]gate{
 // route resolves the call's target: the session its session_id names (locked for the call; the
 // caller must release it) and that session's database, or the database its database argument
 // names. A database argument that disagrees with the session's is refused.
-func (r *Registry) route(ctx context.Context, p Principal, tool string, args map[string]any) (*Database, *Session, *Error) {
+func (r *Registry) route(ctx context.Context, p Principal, t *toolEntry, args map[string]any) (*Database, *Session, *Error) {
 	dbName := strArg(args, "database")
-	if g := gates[tool]; g.session != nil && g.session(args) {
+	if t.database != "" {
+		dbName = t.database
+	}
+	if g := t.gate; g.session != nil && g.session(args) {
 		if id := strArg(args, "session_id"); id != "" {
 			if r.sessions == nil {
 				return nil, nil, sessionsUnavailable("")
@@ -111,8 +114,8 @@ func (r *Registry) databaseUnavailable(p Principal, name string) *Error {
 // authorize applies every gate of tool to a call on db (already resolved by route): database
 // access, the database's disabled tools, the write scope and read-only policy for calls that
 // write, and stated intent.
-func (r *Registry) authorize(req *request, tool string) *Error {
-	db, p, g := req.db, req.principal, gates[tool]
+func (r *Registry) authorize(req *request, t *toolEntry) *Error {
+	db, p, g, tool := req.db, req.principal, t.gate, t.info.Name
 	if !p.mayUse(db.Name) {
 		return r.databaseUnavailable(p, db.Name)
 	}
@@ -142,7 +145,7 @@ func (r *Registry) authorize(req *request, tool string) *Error {
 // settleSession finishes a call that ran in a session: a session whose transaction the database
 // ended is removed and reported lost; a failed statement's suggestion says the session is still
 // usable; a result carries active_session as sessionEcho says.
-func settleSession(req *request, tool string, res *Result, e *Error) (*Result, *Error) {
+func settleSession(req *request, t *toolEntry, res *Result, e *Error) (*Result, *Error) {
 	s := req.session
 	if s.Closed() {
 		return res, e // ended by the call itself: commit or rollback
@@ -158,7 +161,7 @@ func settleSession(req *request, tool string, res *Result, e *Error) (*Result, *
 		}
 		return nil, e
 	}
-	g := gates[tool]
-	sessionEcho(res, s, tool == "pg_tx" || g.writes != nil && g.writes(req.args))
+	g := t.gate
+	sessionEcho(res, s, t.info.Name == "pg_tx" || g.writes != nil && g.writes(req.args))
 	return res, nil
 }

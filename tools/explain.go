@@ -17,6 +17,7 @@ type stmtInfo struct {
 	sql       string    // the statement as sent (PostgreSQL's error positions point into it)
 	rel       *relation // the table the call named, if any
 	paramCols []string  // the column each $n binds (insert and set values); "" for where params
+	paramArgs bool      // paramCols name arguments, not columns (operator-defined tools)
 	readOnly  bool      // the statement ran in a READ ONLY transaction
 }
 
@@ -44,7 +45,11 @@ func (req *request) statementError(ctx context.Context, err error, info stmtInfo
 		}
 	case pe.Code[:2] == "22":
 		if n := paramNumber(pe.Where); n > 0 {
-			if n <= len(info.paramCols) && info.paramCols[n-1] != "" {
+			if n <= len(info.paramCols) && info.paramCols[n-1] != "" && info.paramArgs {
+				arg := info.paramCols[n-1]
+				e.Message += fmt.Sprintf(" (argument %s, $%d)", quoteForMessage(arg), n)
+				e.Suggestion = fmt.Sprintf("Send argument %s in the type the tool's schema gives it.", quoteForMessage(arg))
+			} else if n <= len(info.paramCols) && info.paramCols[n-1] != "" {
 				col := info.paramCols[n-1]
 				e.Message += fmt.Sprintf(" (the value for column %s, $%d)", quoteForMessage(col), n)
 				e.Suggestion = fmt.Sprintf("Send a value of column %s's type (describe_schema shows it): numbers as numbers, timestamps as ISO 8601 strings, JSON as objects.", quoteForMessage(col))

@@ -164,6 +164,10 @@ type toolEntry struct {
 	props     []string // the schema's property names, sorted, for invalid_arguments suggestions
 	schema    *jsonschema.Schema
 	run       handler
+	gate      gate                      // the policy a call needs (authorize.go)
+	decode    func([]byte) (any, error) // decodes a validated call into the tool's struct
+	database  string                    // fixed database (operator-defined tools); "" takes the argument
+	writes    bool                      // every call writes (operator-defined write tools), for the audit
 }
 
 // Registry holds the tools and the configured databases. Every transport calls Call. It is safe
@@ -213,6 +217,7 @@ func NewRegistry(dbs []*Database) (*Registry, error) {
 			info: ToolInfo{Name: name, Description: header.Description, InputSchema: raw,
 				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
 			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: run,
+			gate: gates[name], decode: argDecoders[name],
 		}
 		r.order = append(r.order, name)
 	}
@@ -285,7 +290,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		if res != nil {
 			res.ExecutionTime = formatDuration(time.Since(started))
 		}
-		r.audit(p, tool, m, res, err, started)
+		r.audit(p, t, m, res, err, started)
 		r.observe(tool, db, routed, res, err, started)
 	}()
 	if !p.Can(t.scope) {
@@ -306,13 +311,13 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	if e := nulError(m, ""); e != nil {
 		return nil, e
 	}
-	in, derr := argDecoders[tool](rawArgs)
+	in, derr := t.decode(rawArgs)
 	if derr != nil {
 		return nil, argsError(derr, m)
 	}
 	// Route once: the session session_id names fixes the database; every gate then applies to it.
 	var sess *Session
-	db, sess, err = r.route(ctx, p, tool, m)
+	db, sess, err = r.route(ctx, p, t, m)
 	if err != nil {
 		return nil, err
 	}
@@ -322,12 +327,12 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	routed = p.mayUse(db.Name)
 	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, in: in, started: started,
 		maxBytes: responseCap(ctx, p, db)}
-	if err = r.authorize(req, tool); err != nil {
+	if err = r.authorize(req, t); err != nil {
 		return nil, err
 	}
 	res, err = t.run(ctx, req)
 	if sess != nil {
-		res, err = settleSession(req, tool, res, err)
+		res, err = settleSession(req, t, res, err)
 	}
 	return res, err
 }

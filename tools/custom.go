@@ -1,0 +1,287 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/pgtools/pgtools/tools/wire"
+)
+
+// CustomTool is an operator-defined tool (DESIGN §13): one parameterized statement published
+// under a name of its own, served on every transport like a built-in tool and under the same
+// rules — reads in READ ONLY transactions with the row and byte caps; writes with stated intent,
+// max_affected_rows, dry_run and the audit log; scopes, roles and claims.
+type CustomTool struct {
+	// Name is the wire name: lower-case letters, digits and underscores, starting with a letter,
+	// at most 64 characters, distinct from the built-in tools.
+	Name string
+	// Description is what the model reads about the tool.
+	Description string
+	// Database is the configured database it runs on (default "default").
+	Database string
+	// SQL is one statement with $1 … $n, bound to Parameters in order.
+	SQL string
+	// Mode is "read" (default) or "write".
+	Mode string
+	// Parameters are the statement's parameters, in $n order.
+	Parameters []CustomParam
+}
+
+// CustomParam is one parameter of a CustomTool.
+type CustomParam struct {
+	// Name is the argument name (lower-case letters, digits, underscores).
+	Name string
+	// Type is its JSON type: string, integer, number, boolean, array or object.
+	Type string
+	// Items is the JSON type of an array's elements (default string).
+	Items string
+	// Description is what the model reads about it.
+	Description string
+	// Required makes the argument mandatory; an optional one without Default binds NULL.
+	Required bool
+	// Default is bound when the argument is absent.
+	Default any
+	// Enum limits the values.
+	Enum []any
+	// Minimum and Maximum bound a number (nil: unbounded).
+	Minimum, Maximum *float64
+	// MaxLength bounds a string's length in characters (0: unbounded).
+	MaxLength int
+}
+
+var customName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// reservedArgs are the arguments pgtools adds to a custom tool beside its parameters.
+var reservedArgs = []string{"session_id", "autocommit", "dry_run", "format"}
+
+// Schema returns the JSON Schema (2020-12) of t's arguments as clients see it.
+func (t CustomTool) Schema() json.RawMessage {
+	props := map[string]any{}
+	var required []string
+	for _, p := range t.Parameters {
+		s := map[string]any{"type": p.Type}
+		if p.Description != "" {
+			s["description"] = p.Description
+		}
+		if p.Type == "array" {
+			s["items"] = map[string]any{"type": cmp(p.Items, "string")}
+		}
+		if len(p.Enum) > 0 {
+			s["enum"] = p.Enum
+		}
+		if p.Minimum != nil {
+			s["minimum"] = *p.Minimum
+		}
+		if p.Maximum != nil {
+			s["maximum"] = *p.Maximum
+		}
+		if p.MaxLength > 0 {
+			s["maxLength"] = p.MaxLength
+		}
+		if p.Default != nil {
+			s["default"] = p.Default
+		}
+		props[p.Name] = s
+		if p.Required {
+			required = append(required, p.Name)
+		}
+	}
+	props["session_id"] = map[string]any{"type": "string", "description": "Session id from pg_tx begin: run inside that open transaction."}
+	props["format"] = map[string]any{"type": "string", "enum": []string{"objects", "columns", "csv"}, "description": "Row format (default objects)."}
+	if t.Mode == "write" {
+		props["autocommit"] = map[string]any{"type": "boolean", "description": "Set true to run and commit this call on its own (or give session_id)."}
+		props["dry_run"] = map[string]any{"type": "boolean", "description": "Run, report the rows it would change, roll back."}
+	}
+	doc := map[string]any{"type": "object", "description": t.Description, "additionalProperties": false, "properties": props}
+	if len(required) > 0 {
+		doc["required"] = required
+	}
+	raw, _ := wire.Marshal(doc)
+	return raw
+}
+
+func cmp(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// jsonTypeFits tells whether a JSON value of type jt binds to a parameter of PostgreSQL type oid
+// (category and array flag from pg_type).
+func jsonTypeFits(jt string, category byte, isArray bool) bool {
+	switch jt {
+	case "array":
+		return isArray
+	case "object":
+		return category == 'U' // json, jsonb
+	case "boolean":
+		return category == 'B'
+	case "integer", "number":
+		return category == 'N'
+	case "string":
+		return !isArray
+	}
+	return false
+}
+
+// AddCustomTools checks and registers operator-defined tools. Each statement is prepared on its
+// database (as the login role), which proves it is one valid statement there; its parameter count
+// and the types PostgreSQL infers must fit the declared parameters. The error names the tool
+// and the parameter to fix. It is not safe to call while the registry serves calls.
+func (r *Registry) AddCustomTools(ctx context.Context, list []CustomTool) error {
+	c := jsonschema.NewCompiler()
+	for _, t := range list {
+		if t.Mode == "" {
+			t.Mode = "read"
+		}
+		if t.Database == "" {
+			t.Database = "default"
+		}
+		where := fmt.Sprintf("custom tool %q", t.Name)
+		switch {
+		case !customName.MatchString(t.Name):
+			return fmt.Errorf("%s: the name must be lower-case letters, digits and underscores, starting with a letter (at most 64)", where)
+		case r.tools[t.Name] != nil:
+			return fmt.Errorf("%s: the name is taken by another tool; choose another", where)
+		case t.Mode != "read" && t.Mode != "write":
+			return fmt.Errorf("%s: mode must be read or write, not %q", where, t.Mode)
+		case strings.TrimSpace(t.Description) == "":
+			return fmt.Errorf("%s: give a description: it is what the model reads", where)
+		}
+		db, ok := r.dbs[t.Database]
+		if !ok {
+			return fmt.Errorf("%s: database %q is not configured (databases: %s)", where, t.Database, describeList(r.Databases()))
+		}
+		seen := map[string]bool{}
+		for i, p := range t.Parameters {
+			pw := fmt.Sprintf("%s parameter %d (%q)", where, i+1, p.Name)
+			switch {
+			case !customName.MatchString(p.Name):
+				return fmt.Errorf("%s: the name must be lower-case letters, digits and underscores", pw)
+			case seen[p.Name] || slices.Contains(reservedArgs, p.Name):
+				return fmt.Errorf("%s: the name is used twice or reserved (%s)", pw, strings.Join(reservedArgs, ", "))
+			case !slices.Contains([]string{"string", "integer", "number", "boolean", "array", "object"}, p.Type):
+				return fmt.Errorf("%s: type must be string, integer, number, boolean, array or object, not %q", pw, p.Type)
+			}
+			seen[p.Name] = true
+		}
+		if err := checkStatement(ctx, db, t); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		raw := t.Schema()
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		url := "mem://custom/" + t.Name + ".json"
+		if err := c.AddResource(url, doc); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		sch, err := c.Compile(url)
+		if err != nil {
+			return fmt.Errorf("%s: the parameters do not make a valid schema: %w", where, err)
+		}
+		write := t.Mode == "write"
+		g := gate{session: always, readOnlyFix: noWritesFix}
+		scope := "read"
+		if write {
+			g.writes, g.intent, scope = always, true, "write"
+		}
+		tool := t
+		r.tools[t.Name] = &toolEntry{
+			info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
+			operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, writes: write,
+			decode: func([]byte) (any, error) { return nil, nil },
+			run:    func(ctx context.Context, req *request) (*Result, *Error) { return runCustom(ctx, req, tool) },
+		}
+		r.order = append(r.order, t.Name)
+	}
+	return nil
+}
+
+// checkStatement prepares t's statement on db and compares what PostgreSQL infers with the
+// declared parameters.
+func checkStatement(ctx context.Context, db *Database, t CustomTool) error {
+	if e := checkFreeSQL(t.SQL, t.Mode == "read", false); e != nil {
+		return fmt.Errorf("the statement is refused: %s", e.Message)
+	}
+	conn, err := db.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connecting to database %q to check the statement: %w", t.Database, err)
+	}
+	defer conn.Release()
+	sd, err := conn.Conn().PgConn().Prepare(ctx, "", t.SQL, nil)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL does not accept the statement: %s", ClassifyError(ctx, err, db).Message)
+	}
+	if len(sd.ParamOIDs) != len(t.Parameters) {
+		return fmt.Errorf("the statement has %d parameters ($1 … $%d) but %d are declared; declare one per $n, in order", len(sd.ParamOIDs), len(sd.ParamOIDs), len(t.Parameters))
+	}
+	for i, oid := range sd.ParamOIDs {
+		var category, typname string
+		var isArray bool
+		if err := conn.QueryRow(ctx, "SELECT typcategory::text, typname::text, typcategory = 'A' FROM pg_catalog.pg_type WHERE oid = $1", oid).Scan(&category, &typname, &isArray); err != nil {
+			return fmt.Errorf("reading the type of $%d: %w", i+1, err)
+		}
+		p := t.Parameters[i]
+		if !jsonTypeFits(p.Type, category[0], isArray) {
+			return fmt.Errorf("parameter %d (%q) is declared %s, but PostgreSQL takes $%d as %s: declare a type that fits, or cast $%d in the statement (e.g. $%d::text)", i+1, p.Name, p.Type, i+1, typname, i+1, i+1)
+		}
+	}
+	return nil
+}
+
+// runCustom binds a call's arguments to t's statement in declared order and runs it: a read in a
+// READ ONLY transaction, a write guarded like execute_sql in write mode.
+func runCustom(ctx context.Context, req *request, t CustomTool) (*Result, *Error) {
+	params := make([]any, len(t.Parameters))
+	for i, p := range t.Parameters {
+		v, ok := req.args[p.Name]
+		if !ok {
+			v = p.Default
+		}
+		params[i] = v
+	}
+	format := req.format(strArg(req.args, "format"))
+	if t.Mode != "write" {
+		limit := req.db.Policy.DefaultLimit
+		rs, err := runReadOn(ctx, req.db, req.session, req.who(), wire.Stmt{SQL: t.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: format})
+		if err != nil {
+			return nil, req.statementError(ctx, err, stmtInfo{sql: t.SQL, paramCols: paramNames(t), paramArgs: true, readOnly: true})
+		}
+		res := rowsResult(t.Name, "", rs, limit, 0, req.maxBytes)
+		res.Command = rs.Tag
+		return res, nil
+	}
+	dry := boolArg(req.args, "dry_run")
+	st := writeStmt{op: t.Name, sql: t.SQL, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
+		free: true, allowDDL: req.allowDDL, maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: format, dryRun: dry}
+	if dry {
+		st.keepRows, st.maxAffected = previewRows, 0 // a dry run reports the count; the cap applies when it is applied
+	}
+	out, err := runWriteOn(ctx, req.db, req.session, st)
+	if err != nil {
+		return nil, req.statementError(ctx, err, stmtInfo{sql: t.SQL, paramCols: paramNames(t), paramArgs: true})
+	}
+	res := writeResult(t.Name, "", out, dry, req.maxBytes)
+	res.Command = out.tag
+	if dry {
+		noteOverCap(res, out.affected, req.db.Policy.MaxAffectedRows)
+	}
+	return res, nil
+}
+
+func paramNames(t CustomTool) []string {
+	out := make([]string, len(t.Parameters))
+	for i, p := range t.Parameters {
+		out[i] = p.Name
+	}
+	return out
+}
