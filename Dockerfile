@@ -12,8 +12,6 @@ FROM golang:1.26-bookworm AS build
 WORKDIR /src
 # Modules first, so a source change does not download them again.
 COPY go.mod go.sum ./
-# The patched MCP go-sdk that go.mod's replace names (third_party/go-sdk/PATCHES.md).
-COPY third_party ./third_party
 RUN go mod download
 COPY cmd ./cmd
 COPY runner ./runner

@@ -104,5 +104,3 @@ require (
 // npm installs the n8n package's dev tools here; one of them ships a stray .go file.
 ignore ./node_modules
 
-// The MCP go-sdk with one allocation fix (issue 17); see third_party/go-sdk/PATCHES.md.
-replace github.com/modelcontextprotocol/go-sdk => ./third_party/go-sdk
