@@ -2,7 +2,7 @@
 // PostgreSQL with the demo shop data, a least-privilege role, and the runner on a free loopback
 // port), built from this checkout.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -126,4 +126,72 @@ export async function startServe(bin, args, { env = {}, timeoutMs = 30_000 } = {
 			await exited;
 		},
 	};
+}
+
+/**
+ * psql runs SQL as the superuser of pgtools demo's throwaway cluster (which trusts local
+ * connections) in database db, and returns the rows as text.
+ */
+export function psql(demo, db, sql) {
+	const port = /127\.0\.0\.1:(\d+)/.exec(demo.databaseUrl)[1];
+	return execFileSync('psql', ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', port, '-U', 'postgres', '-d', db], {
+		input: sql,
+		encoding: 'utf8',
+	}).trim();
+}
+
+// actAsSetup is README's "Database setup for agent roles" with a table whose row-level
+// security reads the claims' sub: authenticator n8n_auth (the runner's login), agent role
+// n8n_tenant, database actas, notes of alice (two) and bob (one). nullif: once a pooled
+// connection has run a call with claims, the setting reads '' (not NULL) in a call without,
+// and ''::jsonb is an error rather than no rows.
+const actAsSetup = `
+CREATE ROLE n8n_auth LOGIN NOINHERIT;
+CREATE ROLE n8n_tenant NOLOGIN;
+GRANT n8n_tenant TO n8n_auth;
+CREATE DATABASE actas;
+\\c actas
+GRANT USAGE ON SCHEMA public TO n8n_tenant;
+CREATE TABLE notes (
+  id serial PRIMARY KEY,
+  owner text NOT NULL DEFAULT (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub'),
+  body text NOT NULL);
+GRANT SELECT, INSERT, UPDATE, DELETE ON notes TO n8n_tenant;
+GRANT USAGE ON SEQUENCE notes_id_seq TO n8n_tenant;
+REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO n8n_auth;
+REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC;
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_notes ON notes
+  USING (owner = nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')
+  WITH CHECK (owner = nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub');
+INSERT INTO notes (owner, body) VALUES ('alice', 'a1'), ('alice', 'a2'), ('bob', 'b1');
+`;
+
+/** actAsTokens are the act-as runner's tokens: "n8n" may act for end users, "plain" may not; both run as n8n_tenant. */
+export const actAsTokens = { actAs: 'n8n-acts-for-users-0123456789', plain: 'n8n-plain-token-0123456789ab' };
+
+/**
+ * startActAsRunner sets up database actas in the demo's cluster (actAsSetup) and starts
+ * `pgtools serve` on it as n8n_auth with actAsTokens; it resolves to startServe's runner plus
+ * sql(text), which runs SQL in actas as the superuser.
+ */
+export async function startActAsRunner(bin, demo) {
+	psql(demo, 'postgres', actAsSetup);
+	const dir = mkdtempSync(join(tmpdir(), 'pgtools-actas-'));
+	process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+	const config = join(dir, 'config.json');
+	writeFileSync(
+		config,
+		JSON.stringify({
+			tokens: [
+				{ name: 'n8n', token: actAsTokens.actAs, scopes: ['read', 'write'], role: 'n8n_tenant', act_as: true },
+				{ name: 'plain', token: actAsTokens.plain, scopes: ['read', 'write'], role: 'n8n_tenant' },
+			],
+			databases: { default: { url: demo.databaseUrl.replace('pgtools_demo@', 'n8n_auth@').replace('/pgtools_demo?', '/actas?') } },
+		}),
+	);
+	const runner = await startServe(bin, ['--config', config], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
+	return { ...runner, sql: (text) => psql(demo, 'actas', text) };
 }

@@ -1,18 +1,15 @@
 // Act as User against a real runner: a database set up as README's "Database setup for agent
 // roles" prescribes (an authenticator login role, a NOLOGIN agent role, set_config and plpgsql
 // taken from PUBLIC, and a table under row-level security keyed on the claims' sub), served by
-// `pgtools serve` with a token that has act_as and that role, and one without act_as. The
-// PostgreSQL is pgtools demo's throwaway cluster, which trusts local connections, so psql sets
-// it up and checks it as the superuser.
+// `pgtools serve` with a token that has act_as and that role, and one without act_as
+// (startActAsRunner). The PostgreSQL is pgtools demo's throwaway cluster; psql checks it as the
+// superuser.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { context, loadCredential, loadNode } from '../helpers.mjs';
-import { buildRunner, startDemo, startServe } from '../runner.mjs';
+import { actAsTokens, buildRunner, startActAsRunner, startDemo } from '../runner.mjs';
 
 let demo;
 let skip = false;
@@ -27,68 +24,14 @@ try {
 }
 after(async () => await demo?.stop());
 
-const tokens = { actAs: 'n8n-acts-for-users-0123456789', plain: 'n8n-plain-token-0123456789ab' };
+const tokens = actAsTokens;
 const credential = loadCredential();
 
-// psql runs SQL as the cluster's superuser in database db and returns the rows as text.
-function psql(db, sql) {
-	const port = /127\.0\.0\.1:(\d+)/.exec(demo.databaseUrl)[1];
-	return execFileSync('psql', ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', port, '-U', 'postgres', '-d', db], {
-		input: sql,
-		encoding: 'utf8',
-	}).trim();
-}
-
-// The README's setup, with a notes table whose policy reads the claims' sub. nullif: once a
-// pooled connection has run a call with claims, the setting reads '' (not NULL) in a call
-// without, and ''::jsonb is an error rather than no rows.
-const setup = `
-CREATE ROLE n8n_auth LOGIN NOINHERIT;
-CREATE ROLE n8n_tenant NOLOGIN;
-GRANT n8n_tenant TO n8n_auth;
-CREATE DATABASE actas;
-\\c actas
-GRANT USAGE ON SCHEMA public TO n8n_tenant;
-CREATE TABLE notes (
-  id serial PRIMARY KEY,
-  owner text NOT NULL DEFAULT (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub'),
-  body text NOT NULL);
-GRANT SELECT, INSERT, UPDATE, DELETE ON notes TO n8n_tenant;
-GRANT USAGE ON SEQUENCE notes_id_seq TO n8n_tenant;
-REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO n8n_auth;
-REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC;
-REVOKE CREATE ON SCHEMA public FROM PUBLIC;
-ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
-CREATE POLICY own_notes ON notes
-  USING (owner = nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')
-  WITH CHECK (owner = nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub');
-INSERT INTO notes (owner, body) VALUES ('alice', 'a1'), ('alice', 'a2'), ('bob', 'b1');
-`;
-
 let runner;
-let work;
 before(async () => {
-	if (skip) return;
-	psql('postgres', setup);
-	work = mkdtempSync(join(tmpdir(), 'pgtools-actas-'));
-	const config = join(work, 'config.json');
-	writeFileSync(
-		config,
-		JSON.stringify({
-			tokens: [
-				{ name: 'n8n', token: tokens.actAs, scopes: ['read', 'write'], role: 'n8n_tenant', act_as: true },
-				{ name: 'plain', token: tokens.plain, scopes: ['read', 'write'], role: 'n8n_tenant' },
-			],
-			databases: { default: { url: demo.databaseUrl.replace('pgtools_demo@', 'n8n_auth@').replace('/pgtools_demo?', '/actas?') } },
-		}),
-	);
-	runner = await startServe(bin, ['--config', config], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
+	if (!skip) runner = await startActAsRunner(bin, demo);
 });
-after(async () => {
-	await runner?.stop();
-	if (work) rmSync(work, { recursive: true, force: true });
-});
+after(async () => await runner?.stop());
 
 // http is httpRequestWithAuthentication as n8n performs it for the pgtools API credential.
 function http(token) {
@@ -155,12 +98,12 @@ describe('Act as User against a real runner and row-level security', { skip }, (
 		const [updated] = await run('UpdateData', ['alice'], { table: 'notes', set: '{"body": "seen"}', where: 'true', autocommit: true });
 		assert.equal(updated.success, true, JSON.stringify(updated));
 		assert.equal(updated.rowCount, 2);
-		assert.equal(psql('actas', "SELECT string_agg(owner || '=' || body, ',' ORDER BY id) FROM notes"), 'alice=seen,alice=seen,bob=b1,bob=b2');
+		assert.equal(runner.sql("SELECT string_agg(owner || '=' || body, ',' ORDER BY id) FROM notes"), 'alice=seen,alice=seen,bob=b1,bob=b2');
 		// A row for someone else is refused by the policy's WITH CHECK, and nothing lands.
 		const [forged] = await run('InsertData', ['bob'], { table: 'notes', row: '{"owner": "alice", "body": "forged"}', autocommit: true });
 		assert.equal(forged.failed, true);
 		assert.equal(forged.success, false);
-		assert.equal(psql('actas', "SELECT count(*) FROM notes WHERE body = 'forged'"), '0');
+		assert.equal(runner.sql("SELECT count(*) FROM notes WHERE body = 'forged'"), '0');
 	});
 
 	test('Act as User left empty: the token\'s own identity, which row-level security shows nothing', async () => {
@@ -175,7 +118,7 @@ describe('Act as User against a real runner and row-level security', { skip }, (
 		assert.equal(r.failed, true, 'the tool run failed');
 		assert.equal(r.errorType, 'not_allowed', JSON.stringify(r));
 		assert.match(r.suggestion, /act_as/);
-		assert.equal(psql('actas', 'SELECT count(*) FROM notes'), '4');
+		assert.equal(runner.sql('SELECT count(*) FROM notes'), '4');
 		assert.equal((await calls(7)).at(-1)[2], 'not_allowed', 'refused before it ran');
 	});
 });
