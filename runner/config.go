@@ -572,8 +572,12 @@ func isLoopback(addr string) bool {
 }
 
 // validReplicaID accepts "" (no name) and short plain names, which messages and logs quote.
-func validReplicaID(s string) bool {
-	if len(s) > 63 {
+func validReplicaID(s string) bool { return plainName(s, 63) }
+
+// plainName reports whether s has at most max characters, each a letter, digit, '-', '_' or '.':
+// a name that can go into logs and headers as it is.
+func plainName(s string, max int) bool {
+	if len(s) > max {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

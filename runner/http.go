@@ -214,18 +214,7 @@ func (h *handler) logged(next http.Handler) http.Handler {
 
 // validRequestID accepts a caller's request id only when it is short and plain, so it cannot
 // inject into logs.
-func validRequestID(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
+func validRequestID(s string) bool { return s != "" && plainName(s, 64) }
 
 type principalHandler func(w http.ResponseWriter, r *http.Request, p tools.Principal)
 
