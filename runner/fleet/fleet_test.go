@@ -130,7 +130,17 @@ func nginxConf(dir, listen, mode string, rs []*replica) string {
 
 func startFleet(t *testing.T, mode string) *fleet {
 	t.Helper()
-	ngx := nginxPath(t)
+	f, dir := startReplicas(t, "r1", "r2", "r3")
+	f.proxy = freeAddr(t)
+	startNGINX(t, dir, f.proxy, nginxConf(dir, f.proxy, mode, f.replicas))
+	return f
+}
+
+// startReplicas starts PostgreSQL (table items, 50 rows) and one pgtools serve per replica id,
+// ready; dir is a scratch directory for the proxy's files.
+func startReplicas(t *testing.T, ids ...string) (*fleet, string) {
+	t.Helper()
+	nginxPath(t) // skip before starting anything when there is no NGINX to put in front
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL);
 		INSERT INTO items SELECT i, 'item ' || i FROM generate_series(1, 50) i`)
@@ -148,8 +158,8 @@ func startFleet(t *testing.T, mode string) *fleet {
 		t.Fatalf("building pgtools: %v\n%s", err, out)
 	}
 	f := &fleet{byAddr: map[string]*replica{}, byTag: map[string]*replica{}}
-	for i := 1; i <= 3; i++ {
-		r := &replica{id: fmt.Sprintf("r%d", i), addr: freeAddr(t), done: make(chan struct{})}
+	for _, id := range ids {
+		r := &replica{id: id, addr: freeAddr(t), done: make(chan struct{})}
 		r.cmd = exec.Command(bin, "serve", "--listen", r.addr, "--replica-id", r.id)
 		r.cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn, "PGTOOLS_LOG_LEVEL=warn")
 		r.cmd.Stderr = os.Stderr
@@ -166,9 +176,15 @@ func startFleet(t *testing.T, mode string) *fleet {
 	for _, r := range f.replicas {
 		waitHTTP(t, "http://"+r.addr+"/readyz", 15*time.Second)
 	}
-	f.proxy = freeAddr(t)
+	return f, dir
+}
+
+// startNGINX runs NGINX with config text, listening on listen, until the test ends.
+func startNGINX(t *testing.T, dir, listen, text string) {
+	t.Helper()
+	ngx := nginxPath(t)
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxConf(dir, f.proxy, mode, f.replicas)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ncmd := exec.Command(ngx, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
@@ -180,8 +196,7 @@ func startFleet(t *testing.T, mode string) *fleet {
 	ndone := make(chan struct{})
 	go func() { _ = ncmd.Wait(); close(ndone) }()
 	t.Cleanup(func() { _ = ncmd.Process.Signal(syscall.SIGQUIT); <-ndone })
-	waitHTTP(t, "http://"+f.proxy+"/healthz", 10*time.Second)
-	return f
+	waitHTTP(t, "http://"+listen+"/healthz", 10*time.Second)
 }
 
 // answer is one call through the proxy: the JSON body and the replica that served it.
@@ -213,7 +228,8 @@ func (f *fleet) call(t *testing.T, c *http.Client, tool, args, header string) an
 
 // lastUpstream is the replica that answered: NGINX lists every upstream it tried.
 func lastUpstream(s string) string {
-	parts := strings.Split(s, ",")
+	// After an internal redirect (error_page), the redirects' lists are joined by " : ".
+	parts := strings.Split(strings.ReplaceAll(s, " : ", ","), ",")
 	return strings.TrimSpace(parts[len(parts)-1])
 }
 
