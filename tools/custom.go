@@ -60,6 +60,10 @@ var customName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // reservedArgs are the arguments pgtools adds to a custom tool beside its parameters.
 var reservedArgs = []string{"session_id", "autocommit", "dry_run", "format"}
 
+// CustomReservedArgs returns the argument names pgtools adds to every custom tool, which no
+// parameter may take (for config validation before the registry exists).
+func CustomReservedArgs() []string { return slices.Clone(reservedArgs) }
+
 // Schema returns the JSON Schema (2020-12) of t's arguments as clients see it.
 func (t CustomTool) Schema() json.RawMessage {
 	props := map[string]any{}
