@@ -24,7 +24,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { credentials as exampleCredentials, examples, mcpNodeName } from '../scripts/examples.mjs';
 import { hiddenInNodes, pkg, root, schemaOf, toolNames } from '../test/helpers.mjs';
-import { buildRunner, call, startDemo, startServe } from '../test/runner.mjs';
+import { actAsTokens, buildRunner, call, startActAsRunner, startDemo, startServe } from '../test/runner.mjs';
 import { startFakeLLM, toolResults, toolTexts } from './fake-llm.mjs';
 
 const started = Date.now();
@@ -691,6 +691,59 @@ describe('through the n8n task runner (pgtools serve --n8n-broker)', () => {
 		);
 		assert.equal(output, results[0].error);
 		assert.equal(tasks().length, calls);
+	});
+});
+
+// Act as User: the example's tool nodes act as the user its End user node names (an expression),
+// on a runner whose token has act_as and a role, over a table under row-level security on the
+// claims' sub (startActAsRunner: alice has two notes, bob one).
+describe('acting as the end user (Act as User, row-level security)', () => {
+	const workflow = { ...example['act-as-user'], id: 'pgtoolsExActAs02' };
+	let actAs;
+
+	before(async () => {
+		actAs = await startActAsRunner(bin, runner);
+		// The example with a credential for this runner's act_as token.
+		const wf = JSON.parse(readFileSync(join(root, 'examples', 'n8n', example['act-as-user'].file), 'utf8'));
+		wf.id = workflow.id;
+		const cred = { id: 'pgtoolsApiActAs1', name: 'pgtools API (act as)' };
+		for (const node of wf.nodes) if (node.credentials?.pgToolsApi) node.credentials.pgToolsApi = cred;
+		writeFileSync(join(work, 'act-as-credentials.json'), JSON.stringify([{ ...cred, type: 'pgToolsApi', data: { url: actAs.url, token: actAsTokens.actAs } }]));
+		writeFileSync(join(work, 'act-as-workflow.json'), JSON.stringify([wf]));
+		await n8nRun(['import:credentials', `--input=${join(work, 'act-as-credentials.json')}`]);
+		await n8nRun(['import:workflow', `--input=${join(work, 'act-as-workflow.json')}`]);
+	});
+	after(async () => await actAs?.stop());
+
+	test('the agent reads and changes only the rows of the user the workflow names; the model never sees whom it acts for', async () => {
+		const { output, requests, results } = await execute(workflow, (messages) => {
+			switch (turn(messages)) {
+				case 0:
+					return toolCall('select_query', { table: 'notes', columns: 'owner,body', order_by: 'id' });
+				case 1:
+					// where true: every row the model can name; row-level security keeps it to alice's.
+					return toolCall('update_data', { table: 'notes', set: '{"body": "done"}', where: 'true', autocommit: true });
+				default:
+					return { content: `You had ${toolResults(messages)[0].rowCount} notes; ${lastResult(messages).rowCount} marked done.` };
+			}
+		});
+		checkToolSchemas(requests[0]);
+		for (const t of requests[0].tools) {
+			const keys = Object.keys(t.function.parameters.properties ?? {});
+			assert.ok(!keys.some((k) => /act_?as|user|subject|^sub$/i.test(k)), `${t.function.name}: no act-as argument among ${keys}`);
+		}
+		const [read, updated] = results;
+		assert.equal(read.success, true, JSON.stringify(read));
+		assert.deepEqual(read.data.map((r) => r.owner), ['alice', 'alice'], 'only alice\'s rows were read');
+		assert.equal(updated.success, true, JSON.stringify(updated));
+		assert.equal(updated.rowCount, 2);
+		assert.equal(actAs.sql("SELECT string_agg(owner || '=' || body, ',' ORDER BY id) FROM notes"), 'alice=done,alice=done,bob=b1', 'bob\'s row is untouched');
+		assert.equal(output, 'You had 2 notes; 2 marked done.');
+		const principals = actAs.logs.filter((l) => l.message === 'request' && l.path.startsWith('/v1/tools/')).map((l) => [l.principal, l.role]);
+		assert.deepEqual(principals, [
+			['n8n:alice', 'n8n_tenant'],
+			['n8n:alice', 'n8n_tenant'],
+		]);
 	});
 });
 

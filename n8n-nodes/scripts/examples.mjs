@@ -23,6 +23,15 @@ export const credentials = {
 /** mcpEndpoint is the runner's MCP address in the MCP example; change it to where yours runs. */
 export const mcpEndpoint = 'http://127.0.0.1:8080/mcp';
 
+/** endUserNode names the node that says whom the act-as example's calls are for. */
+export const endUserNode = 'End user';
+
+/**
+ * actAsExpression is the act-as example's Act as User: the End user node's userId, read by node
+ * name rather than $json, because a tool node's $json is the model's tool call.
+ */
+export const actAsExpression = `={{ $('${endUserNode}').first().json.userId }}`;
+
 /** mcpNodeName names the MCP Client Tool node; n8n prefixes each MCP tool name with it (pgtools_select_query). */
 export const mcpNodeName = 'pgtools';
 
@@ -94,6 +103,15 @@ export const examples = [
 		connection: 'taskRunner',
 	},
 	{
+		file: 'pgtools-act-as-user.json',
+		id: 'pgtoolsExActAs01',
+		name: 'pgtools: act as the end user (row-level security)',
+		prompt: 'Show my notes, then mark all of them done.',
+		// Every tool node acts as the user the "End user" node names (README "Multi-tenant agents");
+		// with a Chat Trigger that would be its sessionId. Needs a token with act_as and a role.
+		actAs: { userId: 'alice' },
+	},
+	{
 		file: 'pgtools-mcp-client.json',
 		id: 'pgtoolsExMcpCli1',
 		name: 'pgtools: n8n\'s MCP Client Tool on /mcp',
@@ -139,8 +157,24 @@ export function workflow(example) {
 			credentials: { openAiApi: credentials.openai },
 		},
 	];
+	if (example.actAs) {
+		nodes.push({
+			id: uuid(example.id, 4),
+			name: endUserNode,
+			type: 'n8n-nodes-base.set',
+			typeVersion: 3.4,
+			position: [130, -160],
+			parameters: {
+				assignments: {
+					assignments: Object.entries(example.actAs).map(([name, value], i) => ({ id: uuid(example.id, 5 + i), name, value, type: 'string' })),
+				},
+				options: {},
+			},
+		});
+	}
 	const connections = {
-		[nodes[0].name]: { main: [[{ node: 'AI Agent', type: 'main', index: 0 }]] },
+		[nodes[0].name]: { main: [[{ node: example.actAs ? endUserNode : 'AI Agent', type: 'main', index: 0 }]] },
+		...(example.actAs && { [endUserNode]: { main: [[{ node: 'AI Agent', type: 'main', index: 0 }]] } }),
 		'OpenAI Chat Model': { ai_languageModel: [[{ node: 'AI Agent', type: 'ai_languageModel', index: 0 }]] },
 	};
 	if (example.connection === 'mcp') {
@@ -170,7 +204,11 @@ export function workflow(example) {
 				typeVersion: 1,
 				position: [300 + 140 * i, 260],
 				// The task runner needs no credential: pgtools serve --n8n-broker dials out to n8n.
-				parameters: { ...(taskRunner && { connection: 'taskRunner' }), ...(example.pinned?.[name] ?? {}) },
+				parameters: {
+					...(taskRunner && { connection: 'taskRunner' }),
+					...(example.actAs && { actAsUser: actAsExpression }),
+					...(example.pinned?.[name] ?? {}),
+				},
 				...(!taskRunner && { credentials: { pgToolsApi: credentials.pgtools } }),
 			});
 			connections[name] = { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] };
