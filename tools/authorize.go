@@ -116,6 +116,10 @@ func (r *Registry) databaseUnavailable(p Principal, name string) *Error {
 // write, and stated intent.
 func (r *Registry) authorize(req *request, t *toolEntry) *Error {
 	db, p, g, tool := req.db, req.principal, t.gate, t.info.Name
+	if !p.allows(tool) {
+		return errorf(ErrNotAllowed, "Use one of the tools available to you: "+describeList(p.Tools)+".",
+			"Tool %s is not available to your token", tool)
+	}
 	if !p.mayUse(db.Name) {
 		return r.databaseUnavailable(p, db.Name)
 	}

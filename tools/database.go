@@ -180,10 +180,18 @@ type Principal struct {
 	// Claims is a JSON object visible to SQL as the transaction-local setting request.jwt.claims
 	// (for row-level security policies); nil sets nothing.
 	Claims []byte
+	// Tools, when set, is the only tools (wire names) the principal may list and call; empty
+	// allows every tool its scopes and databases permit.
+	Tools []string
 }
 
 // Can reports whether the principal holds scope.
 func (p Principal) Can(scope string) bool { return slices.Contains(p.Scopes, scope) }
+
+// allows reports whether p's tool allow-list permits tool.
+func (p Principal) allows(tool string) bool {
+	return len(p.Tools) == 0 || slices.Contains(p.Tools, tool)
+}
 
 func (p Principal) mayUse(db string) bool {
 	return len(p.Databases) == 0 || slices.Contains(p.Databases, db)

@@ -64,6 +64,7 @@ func TestErrorGolden(t *testing.T) {
 		{category: ErrPermissionDenied, tool: "execute_sql", args: `{"sql":"select pg_read_file('postgresql.conf')"}`},
 		{category: ErrTimeout, policy: Policy{StatementTimeout: 300 * time.Millisecond}, tool: "execute_sql", args: `{"sql":"select pg_sleep(5)"}`},
 		{category: ErrNotAllowed, p: &Principal{Name: "writer", Scopes: []string{"write"}}, tool: "select_query", args: `{"table":"orders"}`},
+		{category: ErrNotAllowed, name: "tool-allow-list", p: &Principal{Name: "narrow", Scopes: []string{"read"}, Tools: []string{"select_query", "pg_tx"}}, tool: "describe_schema", args: `{}`},
 		{category: ErrSessionNotFound, tool: "select_query", args: `{"table":"orders","session_id":"00000000-0000-4000-8000-000000000000"}`},
 		{category: ErrUnknownTool, tool: "drop_everything", args: `{}`},
 		{category: ErrConnection, tool: "select_query", args: `{"table":"orders"}`, closedDB: true},
