@@ -97,6 +97,10 @@ type Config struct {
 	// (the command builds it from the OTEL_* environment: TracingEnabled, NewTracerProvider);
 	// nil, the default, traces nothing.
 	Tracer TracerProvider
+	// CustomTools are the operator-defined tools (DESIGN §13), in config order. Validate fills
+	// their defaults (database "default", mode "read") and checks their structure; their
+	// statements are checked on their databases when the registry is built (AddCustomTools).
+	CustomTools []tools.CustomTool
 	// File is the config file the settings came from, "" for none (for messages).
 	File string
 }
@@ -141,6 +145,7 @@ type fileConfig struct {
 		Scopes           []string       `json:"scopes"`
 		Databases        []string       `json:"databases"`
 		MaxResponseBytes int            `json:"max_response_bytes"`
+		Tools            []string       `json:"tools"`
 		Role             string         `json:"role"`
 		ActAs            bool           `json:"act_as"`
 		ActAsRole        string         `json:"act_as_role"`
@@ -172,9 +177,10 @@ type fileConfig struct {
 		DrainDelaySeconds float64  `json:"drain_delay_seconds"`
 		GraceSeconds      *float64 `json:"grace_seconds"`
 	} `json:"shutdown"`
-	AuditLog  string `json:"audit_log"`
-	LogLevel  string `json:"log_level"`
-	ReplicaID string `json:"replica_id"`
+	AuditLog    string           `json:"audit_log"`
+	LogLevel    string           `json:"log_level"`
+	ReplicaID   string           `json:"replica_id"`
+	CustomTools []customToolFile `json:"custom_tools"`
 }
 
 // ConfigError lists every problem found in a configuration, one per line, each naming where the
@@ -244,6 +250,7 @@ func LoadConfigFile(path string) (*Config, error) {
 		cfg.ShutdownGrace, cfg.ShutdownGraceSet = seconds(*g), true
 	}
 	var problems []string
+	cfg.CustomTools, problems = customTools(fc.CustomTools)
 	for i, t := range fc.Tokens {
 		secret := t.Token
 		if t.TokenFile != "" {
@@ -259,7 +266,7 @@ func LoadConfigFile(path string) (*Config, error) {
 			secret = s
 		}
 		cfg.Tokens = append(cfg.Tokens, Token{Secret: secret, Name: t.Name, Scopes: t.Scopes, Databases: t.Databases,
-			MaxResponseBytes: t.MaxResponseBytes, Role: t.Role, ActAs: t.ActAs, ActAsRole: t.ActAsRole, ActAsClaims: t.ActAsClaims,
+			MaxResponseBytes: t.MaxResponseBytes, Tools: t.Tools, Role: t.Role, ActAs: t.ActAs, ActAsRole: t.ActAsRole, ActAsClaims: t.ActAsClaims,
 			Origin: fmt.Sprintf("config file tokens[%d]", i)})
 	}
 	if fc.JWT != nil {
@@ -467,6 +474,7 @@ func (c Config) withDefaults() Config {
 		m := c.MCPOAuth.withDefaults(c.JWT)
 		c.MCPOAuth = &m
 	}
+	c.CustomTools = customToolDefaults(c.CustomTools)
 	return c
 }
 
@@ -520,6 +528,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	problems = append(problems, c.identityProblems()...)
+	problems = append(problems, c.customToolProblems()...)
+	problems = append(problems, tokenToolProblems(c.Tokens, c.CustomTools)...)
 	names := map[string]int{}
 	secrets := map[string]int{}
 	for i, t := range c.Tokens {

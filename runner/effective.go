@@ -77,9 +77,11 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		MCPOAuth      *MCPOAuthConfig     `json:"mcp_oauth,omitempty"`
 		AuditLog      *string             `json:"audit_log"`
 		LogLevel      string              `json:"log_level"`
+		CustomTools   []customToolJSON    `json:"custom_tools"`
 	}
 	cl := c.ConnLimits()
 	e := effective{Listen: c.Listen, Tokens: []token{}, Databases: map[string]database{}, LogLevel: c.LogLevel,
+		CustomTools: effectiveCustomTools(c.CustomTools),
 		Sessions: sessions{MaxSessions: cl.MaxSessions, MaxSessionsPerPrincipal: cl.MaxSessionsPerPrincipal,
 			MaxTransactions: cl.MaxTransactions, MaxTransactionsPerPrincipal: cl.MaxTransactionsPerPrincipal,
 			TTLSeconds: int64(c.SessionTTL / time.Second)},

@@ -29,9 +29,10 @@ func cmdCheckConfig(ctx context.Context, args []string, stdout, stderr io.Writer
 Checks the configuration pgtools serve would run with — the config file, environment
 (DATABASE_URL, PGTOOLS_TOKENS, …) and flags — and prints it with every default filled in.
 Secrets are never printed: tokens show as [REDACTED], connection strings as host, port,
-database, user and TLS mode. Every problem is reported on its own line; the exit code is
-1 when there is one, so it fits in CI and container entrypoints. It does not connect to
-the databases.
+database, user and TLS mode; custom tools with the JSON Schema of their arguments.
+Every problem is reported on its own line; the exit code is 1 when there is one, so it
+fits in CI and container entrypoints. It does not connect to the databases, so custom
+tools' statements are checked when pgtools serve or pgtools mcp starts.
 
 Flags:
 `)
@@ -77,6 +78,9 @@ Flags:
 	}
 	fmt.Fprintf(stderr, "pgtools check-config: the configuration is valid (%d database(s), %d token(s))\n", len(cfg.Databases), len(cfg.Tokens))
 	for _, note := range cfg.SharedRoleNotes() {
+		fmt.Fprintf(stderr, "pgtools check-config: note: %s\n", note)
+	}
+	if note := cfg.CustomToolsNote(); note != "" {
 		fmt.Fprintf(stderr, "pgtools check-config: note: %s\n", note)
 	}
 	fmt.Fprintf(stdout, "%s\n", restore(string(out)))

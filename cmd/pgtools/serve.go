@@ -368,6 +368,11 @@ func openRegistry(ctx context.Context, cfg *runner.Config, log zerolog.Logger) (
 		return nil, nil, nil, err
 	}
 	reg, err = tools.NewRegistry(dbs)
+	if err == nil {
+		// Each custom statement is prepared on its database now: a tool that does not fit stops
+		// the start, naming it, rather than failing every call later.
+		err = runner.AddCustomTools(ctx, cfg, reg)
+	}
 	if err != nil {
 		closeDBs()
 		return nil, nil, nil, err
