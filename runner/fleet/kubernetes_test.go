@@ -35,7 +35,9 @@ type k8sObject struct {
 		Template    struct {
 			Spec struct {
 				Containers []struct {
-					Env []struct {
+					LivenessProbe  k8sProbe `yaml:"livenessProbe"`
+					ReadinessProbe k8sProbe `yaml:"readinessProbe"`
+					Env            []struct {
 						Name  string `yaml:"name"`
 						Value string `yaml:"value"`
 					} `yaml:"env"`
@@ -43,6 +45,13 @@ type k8sObject struct {
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
+}
+
+// k8sProbe is a container's HTTP probe.
+type k8sProbe struct {
+	HTTPGet struct {
+		Path string `yaml:"path"`
+	} `yaml:"httpGet"`
 }
 
 // loadK8s reads every object of one manifest file, by kind and name.
@@ -97,6 +106,16 @@ func TestFleetKubernetesRouter(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("%s-%d", sts.Metadata.Name, i))
 	}
 	f, dir := startReplicas(t, ids...)
+	pc := sts.Spec.Template.Spec.Containers[0]
+	for _, r := range f.replicas {
+		for _, path := range []string{pc.LivenessProbe.HTTPGet.Path, pc.ReadinessProbe.HTTPGet.Path} {
+			resp, err := http.Get("http://" + r.addr + path)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("the StatefulSet's probe %q on %s: %v %v", path, r.id, resp, err)
+			}
+			resp.Body.Close()
+		}
+	}
 
 	// The router container's variables, with the values a cluster would give them.
 	vars := map[string]string{"NGINX_LOCAL_RESOLVERS": "127.0.0.1", "POD_NAMESPACE": "fleet"}
