@@ -84,12 +84,21 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	if err := adminExec(ctx, dbAdmin, "GRANT SELECT ON events_small TO "+role); err != nil {
 		return err
 	}
+	// The tenant role of the identity row: set up as the README prescribes (set_config and plpgsql
+	// taken from PUBLIC), allowed to read customers.
+	if err := demodata.CreateTenantRole(ctx, dbAdmin, role); err != nil {
+		return err
+	}
+	if err := adminExec(ctx, dbAdmin, "GRANT SELECT ON customers TO "+demodata.TenantRole); err != nil {
+		return err
+	}
 	appDSN := withUser(dbAdmin, role, password)
 	maxConns := int32(o.concurrency)
 
 	// The runner, in-process, over real HTTP on loopback.
-	const token = "bench-token-0123456789abcdef"
-	cfg := &runner.Config{Listen: "127.0.0.1:0", Tokens: []runner.Token{{Secret: token, Name: "bench", Scopes: []string{"read"}}},
+	const token, tenantToken = "bench-token-0123456789abcdef", "bench-tenant-token-0123456789ab"
+	cfg := &runner.Config{Listen: "127.0.0.1:0", Tokens: []runner.Token{{Secret: token, Name: "bench", Scopes: []string{"read"}},
+		{Secret: tenantToken, Name: "tenants", Scopes: []string{"read"}, Role: demodata.TenantRole, ActAs: true}},
 		Databases: map[string]runner.DatabaseConfig{"default": {URL: appDSN, MaxConns: maxConns}}}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -135,6 +144,23 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		return []byte(`{"table":"customers","where":"id = $1","params":[` + strconv.Itoa(id) + `]}`)
 	}
 	selectPK := httpCall("select_query", pkBody)
+	// The same read acting for an end user: SET LOCAL ROLE and request.jwt.claims in the read's
+	// one round trip.
+	selectAsRole := func(ctx context.Context, id int) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/tools/select_query", bytes.NewReader(pkBody(id)))
+		req.Header.Set("Authorization", "Bearer "+tenantToken)
+		req.Header.Set("X-PgTools-Act-As", "user-"+strconv.Itoa(id%10))
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		}
+		return nil
+	}
 	selectMCP, err := mcpCaller(ctx, client, base+"/mcp", token)
 	if err != nil {
 		return err
@@ -225,6 +251,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		{"raw pgx, BEGIN READ ONLY/query/COMMIT (3 round trips)", rawTx},
 		{"raw pgx, BEGIN READ ONLY/query/COMMIT pipelined", rawPipe},
 		{"pgtools select_query over HTTP", selectPK},
+		{"pgtools select_query over HTTP, as a role with claims", selectAsRole},
 		{mcpName, selectMCP},
 		{"floor: bare net/http handler + raw pipelined", httpCallAt(floorURL, pkBody)},
 	}
