@@ -118,7 +118,7 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	mux.HandleFunc("POST /v1/tools/{name}", h.authed(h.callTool))
 	mux.HandleFunc("GET /openapi.json", h.openapi)
 	h.auth.oauth.register(mux)
-	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg.Tools(), h.inv, opts.Log, h.maxBody, h.bodyWait).serve))
+	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg, h.inv, opts.Log, h.maxBody, h.bodyWait).serve))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
 			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})
@@ -273,8 +273,9 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Princ
 	writeJSON(w, http.StatusOK, ans.Body)
 }
 
+// listTools lists the tools the caller can use (Registry.ToolsFor, DESIGN §12).
 func (h *handler) listTools(w http.ResponseWriter, r *http.Request, p tools.Principal) {
-	out, _ := json.Marshal(map[string]any{"tools": h.reg.Tools()})
+	out, _ := json.Marshal(map[string]any{"tools": h.reg.ToolsFor(p)})
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -147,7 +147,7 @@ func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 		reg, caller := panicRegistry(t)
 		p := tools.Principal{Name: "stdio", Scopes: []string{"read"}}
 		ct, st := mcp.NewInMemoryTransports()
-		ss, err := newMCPServer(reg.Tools(), p, zerolog.Nop(), NewInvoker(caller, zerolog.Nop())).Connect(t.Context(), st, nil)
+		ss, err := newMCPServer(reg, p, zerolog.Nop(), NewInvoker(caller, zerolog.Nop())).Connect(t.Context(), st, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,22 +57,40 @@ func (o MCPOptions) withDefaults() MCPOptions {
 // mcpTool. Logs, one line per tool call without argument values, go to log. The server is safe
 // for concurrent use.
 func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, opts MCPOptions) *mcp.Server {
-	return newMCPServerWith(reg.Tools(), p, log, NewInvoker(reg, log), opts)
+	return newMCPServerWith(reg, p, log, NewInvoker(reg, log), opts)
 }
 
-// newMCPServer is NewMCPServer offering list and running the calls through inv (which applies
-// the per-token limits of the HTTP API on /mcp), with the default options.
-func newMCPServer(list []tools.ToolInfo, p tools.Principal, log zerolog.Logger, inv *Invoker) *mcp.Server {
-	return newMCPServerWith(list, p, log, inv, MCPOptions{})
+// newMCPServer is NewMCPServer running the calls through inv (which applies the per-token limits
+// of the HTTP API on /mcp), with the default options.
+func newMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, inv *Invoker) *mcp.Server {
+	return newMCPServerWith(reg, p, log, inv, MCPOptions{})
 }
 
-func newMCPServerWith(list []tools.ToolInfo, p tools.Principal, log zerolog.Logger, inv *Invoker, opts MCPOptions) *mcp.Server {
+// newMCPServerWith serves every tool of reg for calls, but tools/list shows only the ones p can
+// use (Registry.ToolsFor, DESIGN §12): a hidden tool called anyway still answers with the
+// registry's not_allowed result and its suggestion, as on the HTTP API, rather than the SDK's
+// bare "unknown tool" protocol error.
+func newMCPServerWith(reg *tools.Registry, p tools.Principal, log zerolog.Logger, inv *Invoker, opts MCPOptions) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "pgtools", Title: "pgtools: PostgreSQL tools", Version: Version},
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log)})
 	opts = opts.withDefaults()
-	for _, info := range list {
+	for _, info := range reg.Tools() {
 		s.AddTool(mcpTool(info, p, inv, opts))
 	}
+	shown := map[string]bool{}
+	for _, info := range reg.ToolsFor(p) {
+		shown[info.Name] = true
+	}
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				// The SDK builds a new slice for every answer, so it is filtered in place.
+				list.Tools = slices.DeleteFunc(list.Tools, func(t *mcp.Tool) bool { return !shown[t.Name] })
+			}
+			return res, err
+		}
+	})
 	return s
 }
 

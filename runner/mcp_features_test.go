@@ -52,7 +52,7 @@ func (f *mcpFeatures) stdioLike(t *testing.T, opts *mcp.ClientOptions) *mcp.Clie
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	p := tools.Principal{Name: "stdio", Scopes: []string{"read", "write", "ddl"}}
-	ss, err := newMCPServerWith(f.reg.Tools(), p, zerolog.Nop(), NewInvoker(f.reg, zerolog.Nop()), MCPOptions{}).Connect(t.Context(), st, nil)
+	ss, err := newMCPServerWith(f.reg, p, zerolog.Nop(), NewInvoker(f.reg, zerolog.Nop()), MCPOptions{}).Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 // progressToken): its POST is answered with an SSE stream that carries the progress
 // notifications and then the result.
 type mcpHTTP struct {
-	tools    []tools.ToolInfo
+	reg      *tools.Registry
 	inv      *Invoker
 	log      zerolog.Logger
 	maxBody  int64
@@ -40,12 +40,12 @@ type mcpHTTP struct {
 
 type mcpPrincipalKey struct{}
 
-// newMCPHTTP returns the /mcp handler offering list and running calls through inv (the HTTP
+// newMCPHTTP returns the /mcp handler offering reg's tools and running calls through inv (the HTTP
 // API's, with its per-token limits). maxBody caps a JSON-RPC message, like a POST body of the
 // HTTP API, and bodyWait is the body's read deadline (withBodyDeadline sets it; it is named in
 // the 408).
-func newMCPHTTP(list []tools.ToolInfo, inv *Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration) *mcpHTTP {
-	m := &mcpHTTP{tools: list, inv: inv, log: log, maxBody: maxBody, bodyWait: bodyWait, servers: map[string]*mcp.Server{}}
+func newMCPHTTP(reg *tools.Registry, inv *Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration) *mcpHTTP {
+	m := &mcpHTTP{reg: reg, inv: inv, log: log, maxBody: maxBody, bodyWait: bodyWait, servers: map[string]*mcp.Server{}}
 	opts := mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
@@ -98,14 +98,14 @@ func (m *mcpHTTP) server(r *http.Request) *mcp.Server {
 		return nil // not reached through authed: the SDK answers 400
 	}
 	if p.Claims != nil {
-		return newMCPServer(m.tools, p, m.log, m.inv) // per-user principals (JWT, act-as): not cached, unbounded
+		return newMCPServer(m.reg, p, m.log, m.inv) // per-user principals (JWT, act-as): not cached, unbounded
 	}
 	key := principalKey(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.servers[key]
 	if !ok {
-		s = newMCPServer(m.tools, p, m.log, m.inv)
+		s = newMCPServer(m.reg, p, m.log, m.inv)
 		m.servers[key] = s
 	}
 	return s
@@ -115,5 +115,5 @@ func (m *mcpHTTP) server(r *http.Request) *mcp.Server {
 // share a name but not their scopes never share a server. The set is bounded by the configured
 // tokens.
 func principalKey(p tools.Principal) string {
-	return p.Name + "\x00" + strings.Join(p.Scopes, ",") + "\x00" + strings.Join(p.Databases, ",")
+	return p.Name + "\x00" + strings.Join(p.Scopes, ",") + "\x00" + strings.Join(p.Databases, ",") + "\x00" + strings.Join(p.Tools, ",")
 }

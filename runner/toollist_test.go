@@ -1,0 +1,104 @@
+package runner
+
+import (
+	"net/http"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/tools/pgtest"
+)
+
+// TestToolListsPerCaller checks DESIGN §12 on every listing transport: GET /v1/tools, MCP
+// tools/list (go-sdk client) and /openapi.json show each token only the tools it can use, and a
+// hidden tool called anyway is refused with not_allowed as before.
+func TestToolListsPerCaller(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	db.Exec(t, mcptest.Fixture)
+	const narrowToken = "narrow-token-0123456789abcdef"
+	api := newAPI(t, db.RoleDSN(t, "lists"), append(mcpTokens(),
+		Token{Secret: narrowToken, Name: "narrow", Scopes: []string{"read", "write"}, Tools: []string{"select_query"}}))
+	writeTools := []string{"insert_data", "update_data", "delete_data", "pg_transaction"}
+	cases := []struct {
+		token string
+		want  []string
+	}{
+		{agentToken, []string{"select_query", "insert_data", "update_data", "delete_data", "execute_sql", "describe_schema", "pg_tx", "pg_transaction"}},
+		{readToken, []string{"select_query", "execute_sql", "describe_schema", "pg_tx"}},
+		{writeToken, writeTools},
+		{narrowToken, []string{"select_query"}},
+	}
+	for _, c := range cases {
+		// GET /v1/tools, in the registry's order.
+		req, _ := http.NewRequest(http.MethodGet, api.srv.URL+"/v1/tools", nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		status, body, _ := do(t, req)
+		var listed []string
+		for _, item := range body["tools"].([]any) {
+			listed = append(listed, item.(map[string]any)["name"].(string))
+		}
+		if status != http.StatusOK || !slices.Equal(listed, c.want) {
+			t.Errorf("%.6s…: /v1/tools %d %v, want %v", c.token, status, listed, c.want)
+		}
+		// MCP tools/list through the go-sdk client.
+		cs, err := connectMCP(t, api.srv.URL, c.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var onMCP []string
+		for _, tool := range res.Tools {
+			onMCP = append(onMCP, tool.Name)
+		}
+		want := slices.Sorted(slices.Values(c.want)) // the SDK lists tools by name
+		if !slices.Equal(onMCP, want) {
+			t.Errorf("%.6s…: tools/list %v, want %v", c.token, onMCP, c.want)
+		}
+		// /openapi.json with the token: the same tools as paths.
+		req, _ = http.NewRequest(http.MethodGet, api.srv.URL+"/openapi.json", nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		status, body, _ = do(t, req)
+		var paths []string
+		for p := range body["paths"].(map[string]any) {
+			paths = append(paths, p[len("/v1/tools/"):])
+		}
+		sort.Strings(paths)
+		if status != http.StatusOK || !slices.Equal(paths, want) {
+			t.Errorf("%.6s…: /openapi.json %d %v, want %v", c.token, status, paths, want)
+		}
+	}
+	// Without a token /openapi.json documents every tool; with a bad one it is refused.
+	req, _ := http.NewRequest(http.MethodGet, api.srv.URL+"/openapi.json", nil)
+	if status, body, _ := do(t, req); status != http.StatusOK || len(body["paths"].(map[string]any)) != 8 {
+		t.Errorf("/openapi.json without a token: %d %v", status, body["paths"])
+	}
+	req.Header.Set("Authorization", "Bearer wrong-token-0123456789abcdef")
+	if status, _, _ := do(t, req); status != http.StatusUnauthorized {
+		t.Errorf("/openapi.json with a bad token: %d", status)
+	}
+
+	// A hidden tool called anyway: not_allowed, on HTTP and as an MCP tool result.
+	status, body, _ := api.post(t, "/v1/tools/describe_schema", narrowToken, `{}`)
+	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
+		t.Errorf("describe_schema outside the allow-list over HTTP: %d %v", status, body)
+	}
+	cs, err := connectMCP(t, api.srv.URL, readToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "insert_data",
+		Arguments: map[string]any{"table": "orders", "row": map[string]any{"id": 9}, "autocommit": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := mcptest.Decode(t, res); !out.IsError || out.Object["errorType"] != "not_allowed" {
+		t.Errorf("insert_data with a read token over MCP: %s", out.Text)
+	}
+}
