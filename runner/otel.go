@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -92,11 +93,17 @@ func (iv *Invoker) startSpan(ctx context.Context, c Call) (context.Context, trac
 	if _, ok := schemas.Tool(c.Tool); ok {
 		name = "tool_call " + c.Tool // a known name only: span names must stay few
 	}
-	return iv.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+	ctx, span := iv.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 		attribute.String("pgtools.tool", clip(c.Tool)),
 		attribute.String("pgtools.principal", c.Principal.Name),
 		attribute.String("pgtools.transport", c.Transport),
 		attribute.String("pgtools.request_id", c.RequestID)))
+	// The call's phases (waiting for a connection, each statement) become events of its span.
+	ctx = tools.WithPhases(ctx, func(phase string, start time.Time, d time.Duration) {
+		span.AddEvent(phase, trace.WithTimestamp(start.Add(d)), trace.WithAttributes(
+			attribute.Int64("pgtools.duration_us", d.Microseconds())))
+	})
+	return ctx, span
 }
 
 // endSpan records how the call ended and closes its span.

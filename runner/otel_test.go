@@ -51,6 +51,21 @@ func TestTraceOfToolCall(t *testing.T) {
 	if len(spans) != 2 {
 		t.Fatalf("want 2 spans, got %d", len(spans))
 	}
+	// The call's phases are events of its span: each of pg_transaction's two statements; the
+	// refused select_query waited for a connection to read the catalog, and ran no statement.
+	phases := func(s sdktrace.ReadOnlySpan) string {
+		var names []string
+		for _, ev := range s.Events() {
+			names = append(names, ev.Name)
+		}
+		return strings.Join(names, ",")
+	}
+	if got := phases(spans[0].Snapshot()); got != "statement,statement" {
+		t.Errorf("pg_transaction's phases: %s", got)
+	}
+	if got := phases(spans[1].Snapshot()); got == "" || strings.Contains(got, "statement") {
+		t.Errorf("refused select_query's phases: %q", got)
+	}
 	for i, want := range []struct{ name, errType string }{{"tool_call pg_transaction", ""}, {"tool_call select_query", "invalid_table"}} {
 		s := spans[i]
 		attrs := map[string]string{}

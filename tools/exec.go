@@ -21,6 +21,7 @@ func (db *Database) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	}
 	actx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	defer phase(ctx, "pool_wait", time.Now())
 	conn, err := db.Pool.Acquire(actx)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
@@ -50,6 +51,7 @@ func (db *Database) runRead(ctx context.Context, st wire.Stmt) (*wire.RowSet, er
 	if err != nil {
 		return nil, err
 	}
+	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, &db.Policy)
 	defer cancel()
 	pc := conn.Conn().PgConn()

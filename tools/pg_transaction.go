@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -90,6 +91,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 // execBatched runs one operation of a batch with the identity and the policy's timeouts asserted
 // again before it (an earlier operation may have tried to change them) and its own deadline.
 func execBatched(ctx context.Context, pc *pgconn.PgConn, db *Database, who identity, st writeStmt) (*writeOutcome, bool, error) {
+	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, &db.Policy)
 	defer cancel()
 	before, err := execReading(ctx, pc, who.prefix(true)+timeoutsSQL(&db.Policy)+"; "+effectsSQL)

@@ -234,6 +234,7 @@ func sessionEcho(res *Result, s *Session, write bool) {
 // readIn runs a read inside the session's transaction under a read-only savepoint. Agent SQL was
 // checked by checkFreeSQL before it got here.
 func readIn(ctx context.Context, s *Session, st wire.Stmt) (*wire.RowSet, error) {
+	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
 	defer cancel()
 	pc := s.conn.PgConn()
@@ -253,6 +254,7 @@ func readIn(ctx context.Context, s *Session, st wire.Stmt) (*wire.RowSet, error)
 // The policy's timeouts are asserted again before the statement, and session-level advisory locks
 // are released after it, so nothing an earlier statement set outlives it.
 func writeIn(ctx context.Context, s *Session, st writeStmt) (*writeOutcome, error) {
+	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
 	defer cancel()
 	pc := s.conn.PgConn()

@@ -64,6 +64,7 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	pc := conn.Conn().PgConn()
 	destroy := true
 	defer func() { release(conn, destroy || pc.IsClosed()) }()
+	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, &db.Policy)
 	defer cancel()
 
