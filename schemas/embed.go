@@ -13,6 +13,7 @@ package schemas
 
 import (
 	"embed"
+	"encoding/json"
 	"slices"
 )
 
@@ -40,8 +41,9 @@ func ToolNames() []string {
 
 // Tool returns the JSON Schema of the arguments of the tool with the given
 // wire name (for example "select_query") as clients are shown it: the file
-// without its "x-pgtools" metadata (see Meta). It returns false if no tool
-// has that name.
+// without its "x-pgtools" metadata (see Meta), its "$schema", "$id" and
+// "title", and its description, which is served once, as the tool's
+// (Description). It returns false if no tool has that name.
 func Tool(name string) ([]byte, bool) {
 	if !slices.Contains(ToolNames(), name) {
 		return nil, false
@@ -51,6 +53,22 @@ func Tool(name string) ([]byte, bool) {
 		panic("schemas: " + name + ".json: " + err.Error())
 	}
 	return raw, true
+}
+
+// Description returns the description of the tool with the given wire name:
+// the "description" of its schema file, what a model reads about the tool.
+// It returns "" if no tool has that name.
+func Description(name string) string {
+	if !slices.Contains(ToolNames(), name) {
+		return ""
+	}
+	var doc struct {
+		Description string `json:"description"`
+	}
+	if err := json.Unmarshal(mustRead(name+".json"), &doc); err != nil {
+		panic("schemas: " + name + ".json: " + err.Error())
+	}
+	return doc.Description
 }
 
 // Config returns the raw JSON Schema of the configuration file read by

@@ -49,7 +49,14 @@ func Meta(name string) (ToolMeta, bool) {
 	return *doc.Meta, true
 }
 
-// withoutMeta returns the schema document raw without its top-level "x-pgtools" member. The
+// unserved are the top-level members of a tool schema file that Tool leaves out: the metadata,
+// and what a model does not need but pays for on every turn (DESIGN §12). "$schema", "$id" and
+// "title" identify the file (the tool's name already names it; the dialect is 2020-12, which the
+// runner's validator assumes), and "description" is the tool's description, which clients
+// receive beside the schema (Description).
+var unserved = []string{metaKey, "$schema", "$id", "title", "description"}
+
+// withoutMeta returns the schema document raw without its top-level members in unserved. The
 // other members keep their order and their bytes (descriptions are what a model reads, and the
 // served schema should read like the file), so the object is rewritten member by member rather
 // than through a map.
@@ -71,7 +78,7 @@ func withoutMeta(raw []byte) ([]byte, error) {
 		if err := dec.Decode(&value); err != nil {
 			return nil, fmt.Errorf("reading %q: %w", key, err)
 		}
-		if key == metaKey {
+		if slices.Contains(unserved, key) {
 			continue
 		}
 		if !first {

@@ -75,8 +75,9 @@ func TestMetaFields(t *testing.T) {
 	}
 }
 
-// TestToolWithoutMeta checks that the schema served to clients (Tool) is the file without its
-// "x-pgtools" object: nothing else removed or changed, and the members in the file's order.
+// TestToolWithoutMeta checks that the schema served to clients (Tool) is the file without the
+// members in unserved (its metadata, identification and description, served as the tool's):
+// nothing else removed or changed, and the members in the file's order.
 func TestToolWithoutMeta(t *testing.T) {
 	t.Parallel()
 	for _, name := range ToolNames() {
@@ -85,11 +86,16 @@ func TestToolWithoutMeta(t *testing.T) {
 			t.Errorf("Tool(%q) contains %s", name, metaKey)
 		}
 		file := decode(t, mustRead(name+".json"))
-		delete(file, metaKey)
-		if served := decode(t, raw); !reflect.DeepEqual(served, file) {
-			t.Errorf("Tool(%q) differs from the file beyond %s", name, metaKey)
+		if Description(name) == "" || Description(name) != file["description"] {
+			t.Errorf("Description(%q) = %q, not the file's", name, Description(name))
 		}
-		fileKeys := slices.DeleteFunc(topLevelKeys(t, mustRead(name+".json")), func(k string) bool { return k == metaKey })
+		for _, k := range unserved {
+			delete(file, k)
+		}
+		if served := decode(t, raw); !reflect.DeepEqual(served, file) {
+			t.Errorf("Tool(%q) differs from the file beyond %v", name, unserved)
+		}
+		fileKeys := slices.DeleteFunc(topLevelKeys(t, mustRead(name+".json")), func(k string) bool { return slices.Contains(unserved, k) })
 		if got := topLevelKeys(t, raw); !slices.Equal(got, fileKeys) {
 			t.Errorf("Tool(%q) members %v, want the file's order %v", name, got, fileKeys)
 		}

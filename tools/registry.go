@@ -204,17 +204,13 @@ func NewRegistry(dbs []*Database) (*Registry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schema %s: %w", name, err)
 		}
-		var header struct {
-			Description string `json:"description"`
-		}
-		_ = json.Unmarshal(raw, &header)
 		meta, _ := schemas.Meta(name)
 		run, ok := toolHandlers[name]
 		if !ok {
 			return nil, fmt.Errorf("schema %s: no handler", name)
 		}
 		r.tools[name] = &toolEntry{
-			info: ToolInfo{Name: name, Description: header.Description, InputSchema: raw,
+			info: ToolInfo{Name: name, Description: schemas.Description(name), InputSchema: raw,
 				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
 			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: run,
 			gate: gates[name], decode: argDecoders[name],

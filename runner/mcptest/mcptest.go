@@ -72,7 +72,7 @@ func Check(t *testing.T, cs *mcp.ClientSession) {
 			if !reflect.DeepEqual(roundTrip(t, tool.InputSchema), fromFile) {
 				t.Errorf("%s: inputSchema differs from schemas/%s.json", name, name)
 			}
-			if tool.Description == "" || tool.Description != fromFile["description"] {
+			if tool.Description == "" || tool.Description != schemas.Description(name) {
 				t.Errorf("%s: description %q is not the schema's", name, tool.Description)
 			}
 			a, info := tool.Annotations, want[name]

@@ -1,0 +1,82 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// catalogTokenBudget is DESIGN §12's budget for the whole catalog of the built-in tools as an MCP
+// client receives it from tools/list, in OpenAI's o200k encoding. It is not reached yet (issue
+// 16): the descriptions in schemas/ still need their rewrite. Until then catalogTokenCeiling, the
+// figure measured after the served schemas lost their header and second description (5,322 ->
+// 4,487), keeps the catalog from growing; lower it with every cut, and remove it at the budget.
+const (
+	catalogTokenBudget  = 2500
+	catalogTokenCeiling = 4500
+)
+
+// mcpCatalog returns the compact JSON of the tools array a client with token receives from
+// tools/list on /mcp, and the same with each tool's outputSchema removed.
+func mcpCatalog(t *testing.T, api *apiFixture, token string) (whole, withoutOutput []byte) {
+	t.Helper()
+	status, body, _ := mcpPost(t, api.srv.URL, token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	var resp struct {
+		Result struct {
+			Tools []map[string]json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	if status != http.StatusOK || json.Unmarshal(body, &resp) != nil || len(resp.Result.Tools) == 0 {
+		t.Fatalf("tools/list: %d %s", status, body)
+	}
+	compact := func(v any) []byte {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	whole = compact(resp.Result.Tools)
+	for _, tool := range resp.Result.Tools {
+		delete(tool, "outputSchema")
+	}
+	return whole, compact(resp.Result.Tools)
+}
+
+// o200k counts tokens of OpenAI's o200k encoding (the tokenizer module embeds it: no download).
+func o200k(t testing.TB, b []byte) int {
+	t.Helper()
+	enc, err := tokenizer.Get(tokenizer.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _, err := enc.Encode(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ids)
+}
+
+// TestMCPCatalogTokens counts what the whole catalog of the eight built-in tools costs a model
+// (DESIGN §12), printing the figure, and fails above the ceiling. The outputSchema is counted
+// apart: it is for the client to validate structuredContent with, and clients hand their model
+// the name, description and input schema (the function-calling form has no output schema).
+func TestMCPCatalogTokens(t *testing.T) {
+	t.Parallel()
+	api := newMCPAPI(t)
+	whole, without := mcpCatalog(t, api, agentToken)
+	n, nw := o200k(t, whole), o200k(t, without)
+	t.Logf("tools/list, 8 tools: %d o200k tokens without outputSchema (budget %d, ceiling %d); %d tokens (%d bytes) with it",
+		nw, catalogTokenBudget, catalogTokenCeiling, n, len(whole))
+	if nw > catalogTokenCeiling {
+		t.Errorf("the catalog costs %d o200k tokens, over the %d ceiling (budget %d): shorten descriptions in schemas/ or what schemas.Tool serves",
+			nw, catalogTokenCeiling, catalogTokenBudget)
+	}
+}
