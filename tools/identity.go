@@ -19,7 +19,16 @@ type identity struct {
 	claims []byte
 }
 
-func identityOf(p Principal) identity { return identity{role: p.Role, claims: p.Claims} }
+// identityOf is p's identity. A role without claims gets the empty claim set: once a pooled
+// connection has run a call with claims, request.jwt.claims reads '' (not NULL) in later
+// transactions, which a policy's ::jsonb cast rejects, so every call as a role sets it.
+func identityOf(p Principal) identity {
+	id := identity{role: p.Role, claims: p.Claims}
+	if id.role != "" && id.claims == nil {
+		id.claims = []byte("{}")
+	}
+	return id
+}
 
 func (id identity) none() bool { return id.role == "" && id.claims == nil }
 

@@ -201,3 +201,16 @@ func TestCheckRoleNamesTheFix(t *testing.T) {
 		t.Fatalf("role the login role cannot become: %v", err)
 	}
 }
+
+// TestRoleWithoutClaimsAfterOneWith: on a pooled connection that served a call with claims,
+// request.jwt.claims reads '' afterwards, which a policy's ::jsonb cast rejects; a role without
+// claims therefore gets the empty claim set, and the policy simply matches nothing.
+func TestRoleWithoutClaimsAfterOneWith(t *testing.T) {
+	t.Parallel()
+	ib := newIdentityBundle(t)
+	ib.ids(t, ib.tenant(1), "select_query", `{"table":"docs"}`)
+	bare := Principal{Name: "service", Scopes: []string{"read"}, Role: ib.role}
+	if got := ib.ids(t, bare, "select_query", `{"table":"docs"}`); got != "" {
+		t.Fatalf("a role without claims read %q", got)
+	}
+}
