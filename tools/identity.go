@@ -20,7 +20,7 @@ type identity struct {
 }
 
 // identityOf is p's identity. A role without claims gets the empty claim set: once a pooled
-// connection has run a call with claims, request.jwt.claims reads '' (not NULL) in later
+// connection has run a call with claims, request.jwt.claims reads the empty string (not NULL) in later
 // transactions, which a policy's ::jsonb cast rejects, so every call as a role sets it.
 func identityOf(p Principal) identity {
 	id := identity{role: p.Role, claims: p.Claims}

@@ -203,7 +203,7 @@ func TestCheckRoleNamesTheFix(t *testing.T) {
 }
 
 // TestRoleWithoutClaimsAfterOneWith: on a pooled connection that served a call with claims,
-// request.jwt.claims reads '' afterwards, which a policy's ::jsonb cast rejects; a role without
+// request.jwt.claims reads the empty string afterwards, which a policy's ::jsonb cast rejects; a role without
 // claims therefore gets the empty claim set, and the policy simply matches nothing.
 func TestRoleWithoutClaimsAfterOneWith(t *testing.T) {
 	t.Parallel()
