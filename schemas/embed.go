@@ -44,7 +44,25 @@ func ToolNames() []string {
 // without its "x-pgtools" metadata (see Meta), its "$schema", "$id" and
 // "title", and its description, which is served once, as the tool's
 // (Description). It returns false if no tool has that name.
+//
+// What validates a call is Validation, which keeps the keywords a model does not need to read:
+// "pattern" (regular expressions; the answer to a mismatch says in words what to send) and
+// "minLength". Tool serves the schema without them, as every token of it is paid on every turn.
 func Tool(name string) ([]byte, bool) {
+	raw, ok := Validation(name)
+	if !ok {
+		return nil, false
+	}
+	served, err := withoutKeywords(raw, "pattern", "minLength")
+	if err != nil {
+		panic("schemas: " + name + ".json: " + err.Error())
+	}
+	return served, true
+}
+
+// Validation returns the schema that validates the arguments of the tool with the given wire
+// name: Tool's document with every keyword. It returns false if no tool has that name.
+func Validation(name string) ([]byte, bool) {
 	if !slices.Contains(ToolNames(), name) {
 		return nil, false
 	}

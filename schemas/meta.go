@@ -94,3 +94,78 @@ func withoutMeta(raw []byte) ([]byte, error) {
 	out.WriteString("\n}\n")
 	return out.Bytes(), nil
 }
+
+// withoutKeywords returns the JSON document raw, compacted, without the object members named by
+// drop at any depth, except where they are names of properties (the keys of a "properties"
+// object). Members keep their order.
+func withoutKeywords(raw []byte, drop ...string) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out bytes.Buffer
+	if err := copyValue(dec, &out, drop, false); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// copyValue copies the next JSON value from dec to out; in an object, members named in drop are
+// left out unless names is set (the object is a "properties" map, whose keys are names).
+func copyValue(dec *json.Decoder, out *bytes.Buffer, drop []string, names bool) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		out.WriteByte('{')
+		first := true
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string)
+			if !names && slices.Contains(drop, key) {
+				var skip json.RawMessage
+				if err := dec.Decode(&skip); err != nil {
+					return err
+				}
+				continue
+			}
+			if !first {
+				out.WriteByte(',')
+			}
+			first = false
+			k, _ := json.Marshal(key)
+			out.Write(k)
+			out.WriteByte(':')
+			if err := copyValue(dec, out, drop, !names && key == "properties"); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // }
+		out.WriteByte('}')
+		return err
+	case json.Delim('['):
+		out.WriteByte('[')
+		for i := 0; dec.More(); i++ {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			if err := copyValue(dec, out, drop, false); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // ]
+		out.WriteByte(']')
+		return err
+	}
+	// Strings keep <, > and & as they are: a model reads them (json.Marshal would escape them).
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(tok); err != nil {
+		return err
+	}
+	out.Truncate(out.Len() - 1) // Encode's newline
+	return nil
+}

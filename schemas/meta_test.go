@@ -75,13 +75,22 @@ func TestMetaFields(t *testing.T) {
 	}
 }
 
-// TestToolWithoutMeta checks that the schema served to clients (Tool) is the file without the
-// members in unserved (its metadata, identification and description, served as the tool's):
-// nothing else removed or changed, and the members in the file's order.
+// TestToolWithoutMeta checks that the schema that validates calls (Validation) is the file
+// without the members in unserved (its metadata, identification and description, served as the
+// tool's): nothing else removed or changed, and the members in the file's order; and that the
+// schema served to clients (Tool) is that without the validation-only keywords, at any depth but
+// among property names.
 func TestToolWithoutMeta(t *testing.T) {
 	t.Parallel()
 	for _, name := range ToolNames() {
-		raw, _ := Tool(name)
+		raw, _ := Validation(name)
+		served, _ := Tool(name)
+		if bytes.Contains(served, []byte(`"pattern"`)) || bytes.Contains(served, []byte(`"minLength"`)) || bytes.Contains(served, []byte(`\u003c`)) {
+			t.Errorf("Tool(%q) serves a validation-only keyword or escaped text: %s", name, served)
+		}
+		if s, v := decode(t, served), decode(t, raw); !reflect.DeepEqual(s["properties"] != nil, v["properties"] != nil) || len(s["properties"].(map[string]any)) != len(v["properties"].(map[string]any)) {
+			t.Errorf("Tool(%q) lost properties", name)
+		}
 		if bytes.Contains(raw, []byte(metaKey)) {
 			t.Errorf("Tool(%q) contains %s", name, metaKey)
 		}

@@ -40,9 +40,9 @@ func compile(tb testing.TB, url string, raw []byte) *jsonschema.Schema {
 // toolSchema returns the compiled schema of a tool.
 func toolSchema(tb testing.TB, name string) *jsonschema.Schema {
 	tb.Helper()
-	raw, ok := Tool(name)
+	raw, ok := Validation(name)
 	if !ok {
-		tb.Fatalf("Tool(%q) not found", name)
+		tb.Fatalf("Validation(%q) not found", name)
 	}
 	return compile(tb, idPrefix+name+".json", raw)
 }

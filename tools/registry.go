@@ -191,7 +191,8 @@ func NewRegistry(dbs []*Database) (*Registry, error) {
 	}
 	c := jsonschema.NewCompiler()
 	for _, name := range schemas.ToolNames() {
-		raw, _ := schemas.Tool(name)
+		raw, _ := schemas.Validation(name) // compiled with every keyword; served as schemas.Tool
+		served, _ := schemas.Tool(name)
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
 		if err != nil {
 			return nil, fmt.Errorf("schema %s: %w", name, err)
@@ -210,7 +211,7 @@ func NewRegistry(dbs []*Database) (*Registry, error) {
 			return nil, fmt.Errorf("schema %s: no handler", name)
 		}
 		r.tools[name] = &toolEntry{
-			info: ToolInfo{Name: name, Description: schemas.Description(name), InputSchema: raw,
+			info: ToolInfo{Name: name, Description: schemas.Description(name), InputSchema: served,
 				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
 			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: run,
 			gate: gates[name], decode: argDecoders[name],
