@@ -17,7 +17,6 @@ import { actAsHeader, actAsSubject } from './actAs';
 import { brokerCommand, type Connection, taskType } from './connection';
 import { inexactNumbers, jsonObjectText, parseJson, RawJson } from './json';
 import { isOmitted, type ToolArg, unsetValue } from './properties';
-import type { ToolName } from './schemas';
 
 /** credentialType is the name of the "pgtools API" credential. */
 export const credentialType = 'pgToolsApi';
@@ -31,9 +30,9 @@ export const maxResponseBytesHeader = 'X-PgTools-Max-Response-Bytes';
 /** responseSizeParam is the tool node option holding the byte budget of one answer (see responseSizeProperty). */
 export const responseSizeParam = 'responseSizeLimit';
 
-/** ToolDefinition is what a node forwards: the tool's wire name and its arguments. */
+/** ToolDefinition is what a node forwards: the tool's wire name (a built-in's, or an operator-defined tool's) and its arguments. */
 export interface ToolDefinition {
-	tool: ToolName;
+	tool: string;
 	args: readonly ToolArg[];
 }
 
@@ -77,19 +76,24 @@ export function buildArguments(args: readonly ToolArg[], value: (param: string) 
 			rounded ||= normalized.rounded === true;
 		} else if (normalized.value !== undefined) body[arg.key] = normalized.value;
 	}
-	if (problems.length > 0) {
-		return {
-			invalid: {
-				success: false,
-				error: `Invalid arguments: ${problems.join('; ')}`,
-				errorType: 'invalid_arguments',
-				suggestion: rounded
-					? 'Write each such number as a JSON string, e.g. {"id": "9007199254740993"} (PostgreSQL converts it to the column\'s type), or send the whole argument as a string holding its JSON text, e.g. row: "{\\"id\\": 9007199254740993}".'
-					: 'Send the argument named in error as valid JSON of the kind its description shows, e.g. row: {"name": "Ann"}, params: [42].',
-			},
-		};
-	}
-	return { body };
+	return problems.length > 0 ? { invalid: invalidArguments(problems, rounded) } : { body };
+}
+
+/** invalidArguments is the runner-shaped answer for arguments the node cannot send; rounded: a problem is a number JavaScript may have rounded. */
+export function invalidArguments(problems: readonly string[], rounded: boolean): RunnerResult {
+	return {
+		success: false,
+		error: `Invalid arguments: ${problems.join('; ')}`,
+		errorType: 'invalid_arguments',
+		suggestion: rounded
+			? 'Write each such number as a JSON string, e.g. {"id": "9007199254740993"} (PostgreSQL converts it to the column\'s type), or send the whole argument as a string holding its JSON text, e.g. row: "{\\"id\\": 9007199254740993}".'
+			: 'Send the argument named in error as valid JSON of the kind its description shows, e.g. row: {"name": "Ann"}, params: [42].',
+	};
+}
+
+/** roundedProblem names the values at paths that hold a number JavaScript may have rounded. */
+export function roundedProblem(paths: readonly string[]): string {
+	return `${paths.join(', ')}: a number JavaScript cannot hold exactly (past ±2^53, or more than 15 significant digits), so it may have been rounded before it reached pgtools`;
 }
 
 type Normalized = { value?: unknown } | { problem: string; rounded?: boolean };
@@ -111,10 +115,7 @@ function normalizeJson(arg: ToolArg, raw: unknown): Normalized {
 		if (isOmitted(raw)) return {};
 		const inexact = inexactNumbers(raw, arg.key);
 		if (inexact.length === 0) return { value: raw };
-		return {
-			problem: `${inexact.join(', ')}: a number JavaScript cannot hold exactly (past ±2^53, or more than 15 significant digits), so it may have been rounded before it reached pgtools`,
-			rounded: true,
-		};
+		return { problem: roundedProblem(inexact), rounded: true };
 	}
 	const text = raw.trim();
 	let parsed: unknown;
@@ -138,6 +139,9 @@ export function isToolNode(node: INode): boolean {
 	return node.type.endsWith('Tool');
 }
 
+/** ArgumentsOf gives one item's request body; by default the node's parameters (buildArguments). */
+export type ArgumentsOf = (itemIndex: number) => BuiltArguments;
+
 /**
  * executeTool runs a node: one tool call per input item. An error answer from the runner fails
  * the run, as n8n's own tool nodes do, so it shows as failed in the editor. As a tool, the
@@ -149,6 +153,7 @@ export function isToolNode(node: INode): boolean {
 export async function executeTool(
 	this: IExecuteFunctions,
 	definition: ToolDefinition,
+	argumentsOf?: ArgumentsOf,
 ): Promise<INodeExecutionData[][]> {
 	const items = this.getInputData();
 	const send = await sender.call(this, definition.tool);
@@ -157,9 +162,9 @@ export async function executeTool(
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		let answer: Answer;
 		try {
-			const built = buildArguments(definition.args, (param) =>
-				this.getNodeParameter(param, itemIndex, undefined),
-			);
+			const built = argumentsOf
+				? argumentsOf(itemIndex)
+				: buildArguments(definition.args, (param) => this.getNodeParameter(param, itemIndex, undefined));
 			const subject = actAsSubject.call(this, itemIndex);
 			answer =
 				'invalid' in built
@@ -201,7 +206,7 @@ type Send = (body: Body, itemIndex: number, maxResponseBytes: number, subject: s
 
 // sender picks the transport the node's Connection names. Only the HTTP connection reads the
 // credential: with the task runner the node has none.
-async function sender(this: IExecuteFunctions, tool: ToolName): Promise<Send> {
+async function sender(this: IExecuteFunctions, tool: string): Promise<Send> {
 	const connection = this.getNodeParameter('connection', 0, 'http') as Connection;
 	if (connection === 'taskRunner') {
 		return async (body, itemIndex, max, subject) => await callTaskRunner.call(this, tool, body, itemIndex, max, subject);
@@ -221,7 +226,7 @@ async function sender(this: IExecuteFunctions, tool: ToolName): Promise<Send> {
 export async function callRunner(
 	this: IExecuteFunctions,
 	baseUrl: string,
-	tool: ToolName,
+	tool: string,
 	body: Body,
 	itemIndex: number,
 	maxResponseBytes = 0,
@@ -297,7 +302,7 @@ export async function callRunner(
  */
 export async function callTaskRunner(
 	this: IExecuteFunctions,
-	tool: ToolName,
+	tool: string,
 	body: Body,
 	itemIndex: number,
 	maxResponseBytes = 0,

@@ -21,6 +21,9 @@ export const nodeFiles = Object.fromEntries(
 	pkg.n8n.nodes.map((file) => [file.split('/').pop().replace('.node.js', ''), join(root, file)]),
 );
 
+/** builtInNodes are the classes of the built-in tools' nodes (usableAsTool, built from schemas/): all but the Custom Tool node. */
+export const builtInNodes = Object.keys(nodeFiles).filter((className) => className !== 'CustomTool');
+
 /** loadNode instantiates a node class from dist/, as n8n does. */
 export function loadNode(className) {
 	const mod = require(nodeFiles[className]);

@@ -23,7 +23,7 @@ const expected = {
 const connectionParams = ['connection', 'taskRunnerNotice'];
 
 test('package.json registers one node per tool and the credential, all built', () => {
-	assert.deepEqual(Object.keys(nodeFiles).sort(), Object.keys(expected).sort());
+	assert.deepEqual(Object.keys(nodeFiles).sort(), [...Object.keys(expected), 'CustomTool'].sort());
 	for (const file of [...pkg.n8n.nodes, ...pkg.n8n.credentials]) {
 		assert.ok(existsSync(join(root, file)), `${file} is built`);
 	}

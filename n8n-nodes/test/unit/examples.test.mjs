@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { examples, mcpNodeName } from '../../scripts/examples.mjs';
-import { loadNode, nodeFiles, root } from '../helpers.mjs';
+import { builtInNodes, loadNode, root } from '../helpers.mjs';
 
 test('examples/n8n is up to date with scripts/examples.mjs', () => {
 	execFileSync(process.execPath, [join(root, 'n8n-nodes', 'scripts', 'examples.mjs'), '--check'], { stdio: 'pipe' });
 });
 
 test('each example attaches every tool node to its agent, with the credential its connection needs', () => {
-	const toolTypes = Object.keys(nodeFiles).map((c) => `n8n-nodes-pgtools.${loadNode(c).description.name}Tool`);
+	const toolTypes = builtInNodes.map((c) => `n8n-nodes-pgtools.${loadNode(c).description.name}Tool`);
 	for (const example of examples) {
 		const wf = JSON.parse(readFileSync(join(root, 'examples', 'n8n', example.file), 'utf8'));
 		const tools = wf.nodes.filter((n) => n.type.startsWith('n8n-nodes-pgtools.'));

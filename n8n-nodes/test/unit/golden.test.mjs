@@ -9,14 +9,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { loadNode, modelArguments, nodeFiles, root } from '../helpers.mjs';
+import { builtInNodes, loadNode, modelArguments, root } from '../helpers.mjs';
 
 const golden = join(root, 'n8n-nodes', 'test', 'testdata', 'tool-arguments.json');
 
 test('tool arguments as the model sees them match testdata/tool-arguments.json', () => {
 	const actual = {};
 	const builderOnly = new Set();
-	for (const className of Object.keys(nodeFiles)) {
+	for (const className of builtInNodes) {
 		const d = loadNode(className).description;
 		const calls = modelArguments(d, { actAsUser: '={{ $json.sessionId }}' });
 		actual[d.defaults.name] = Object.fromEntries(
