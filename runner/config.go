@@ -54,6 +54,9 @@ type Config struct {
 	JWT *JWTConfig
 	// MCPOAuth, when set, makes /mcp an OAuth 2.1 resource server; it needs JWT.
 	MCPOAuth *MCPOAuthConfig
+	// MCPStructuredContent adds outputSchema and structuredContent to the MCP tools, on /mcp and
+	// pgtools mcp (MCPOptions.StructuredContent; default false: each result once, as text).
+	MCPStructuredContent bool
 	// Databases are the configured databases by name; tools default to "default".
 	Databases map[string]DatabaseConfig
 	// MaxBodyBytes caps a request body, in bytes (default 1 MiB).
@@ -153,6 +156,7 @@ type fileConfig struct {
 	} `json:"tokens"`
 	JWT       *jwtFile      `json:"jwt"`
 	MCPOAuth  *mcpOAuthFile `json:"mcp_oauth"`
+	MCP       mcpFile       `json:"mcp"`
 	Databases map[string]struct {
 		URL          string     `json:"url"`
 		URLFile      string     `json:"url_file"`
@@ -181,6 +185,11 @@ type fileConfig struct {
 	LogLevel    string           `json:"log_level"`
 	ReplicaID   string           `json:"replica_id"`
 	CustomTools []customToolFile `json:"custom_tools"`
+}
+
+// mcpFile is the config file's "mcp" object: see Config.MCPStructuredContent.
+type mcpFile struct {
+	StructuredContent bool `json:"structured_content"`
 }
 
 // ConfigError lists every problem found in a configuration, one per line, each naming where the
@@ -277,6 +286,7 @@ func LoadConfigFile(path string) (*Config, error) {
 	if m := fc.MCPOAuth; m != nil {
 		cfg.MCPOAuth = &MCPOAuthConfig{Resource: m.Resource, AuthorizationServers: m.AuthorizationServers, ScopesSupported: m.ScopesSupported}
 	}
+	cfg.MCPStructuredContent = fc.MCP.StructuredContent
 	for _, name := range sortedKeys(fc.Databases) {
 		d := fc.Databases[name]
 		url := d.URL

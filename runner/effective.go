@@ -75,6 +75,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		Shutdown      shutdown            `json:"shutdown"`
 		JWT           *jwtEff             `json:"jwt,omitempty"`
 		MCPOAuth      *MCPOAuthConfig     `json:"mcp_oauth,omitempty"`
+		MCP           mcpFile             `json:"mcp"`
 		AuditLog      *string             `json:"audit_log"`
 		LogLevel      string              `json:"log_level"`
 		CustomTools   []customToolJSON    `json:"custom_tools"`
@@ -87,6 +88,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 			TTLSeconds: int64(c.SessionTTL / time.Second)},
 		Limits:   limits{MaxBodyBytes: c.MaxBodyBytes},
 		Shutdown: shutdown{DrainDelaySeconds: c.DrainDelay.Seconds(), GraceSeconds: c.ShutdownGrace.Seconds()}}
+	e.MCP.StructuredContent = c.MCPStructuredContent
 	if c.File != "" {
 		e.ConfigFile = &c.File
 	}

@@ -79,6 +79,8 @@ type HandlerOptions struct {
 	// (Config.JWT, Config.MCPOAuth, validated); nil: off.
 	JWT      *JWTConfig
 	MCPOAuth *MCPOAuthConfig
+	// MCP configures the tools on /mcp (MCPOptions; zero: the defaults).
+	MCP MCPOptions
 }
 
 // NewHandler returns the HTTP API with default options: see NewHandlerWith.
@@ -118,7 +120,7 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	mux.HandleFunc("POST /v1/tools/{name}", h.authed(h.callTool))
 	mux.HandleFunc("GET /openapi.json", h.openapi)
 	h.auth.oauth.register(mux)
-	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg, h.inv, opts.Log, h.maxBody, h.bodyWait).serve))
+	mux.HandleFunc("/mcp", h.authed(newMCPHTTP(reg, h.inv, opts.Log, h.maxBody, h.bodyWait, opts.MCP).serve))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
 			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})

@@ -38,6 +38,13 @@ type MCPOptions struct {
 	// ProgressEvery is how often a call that asked for progress (a progressToken) reports it,
 	// starting after one interval (default DefaultMCPProgressEvery, 1 s).
 	ProgressEvery time.Duration
+	// StructuredContent adds each tool's outputSchema to tools/list and the result object as
+	// structuredContent to every tools/call result, beside the text item (config
+	// mcp.structured_content; default false). Off, a result carries its object once, as text:
+	// every client shows its model the text, and clients that forward both (n8n's MCP Client
+	// Tool among them) would otherwise make the model read every row twice. On, for clients that
+	// validate or consume structuredContent in code; the spec asks for the text beside it.
+	StructuredContent bool
 }
 
 func (o MCPOptions) withDefaults() MCPOptions {
@@ -53,8 +60,8 @@ func (o MCPOptions) withDefaults() MCPOptions {
 // NewMCPServer returns an MCP server that offers every tool of reg and runs each call as p. The
 // server is bound to one principal, so a caller can never borrow another's scopes or sessions:
 // stdio serves one server for its one client, and /mcp keeps one server per token. The tools are
-// the registry's own (name, description, raw input schema, hints, and an output schema); see
-// mcpTool. Logs, one line per tool call without argument values, go to log. The server is safe
+// the registry's own (name, description, raw input schema, hints, and with
+// opts.StructuredContent an output schema); see mcpTool. Logs, one line per tool call without argument values, go to log. The server is safe
 // for concurrent use.
 func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, opts MCPOptions) *mcp.Server {
 	return newMCPServerWith(reg, p, log, NewInvoker(reg, log), opts)
@@ -99,17 +106,17 @@ func newMCPServerWith(reg *tools.Registry, p tools.Principal, log zerolog.Logger
 // The low-level Server.AddTool is used on purpose: unlike the generic mcp.AddTool it neither
 // validates nor unmarshals the arguments, so they reach Registry.Call as the raw JSON the client
 // sent, and our schema validation answers a malformed call with our invalid_arguments error
-// object. Tool failures are results with isError set, carrying the same JSON object the HTTP API
-// sends, as structured content (described by the tool's outputSchema) and as text (for clients
-// that only show text). Only the SDK's own failures (an unknown tool name, a malformed JSON-RPC
-// request) are protocol errors.
+// object. Results, failures included (isError set), carry the JSON object the HTTP API sends as
+// their one text item, which every client shows its model; with opts.StructuredContent also as
+// structuredContent, described by the tool's outputSchema (the spec makes the outputSchema a
+// promise of structuredContent, so the two go together). Only the SDK's own failures (an unknown
+// tool name, a malformed JSON-RPC request) are protocol errors.
 func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker, opts MCPOptions) (*mcp.Tool, mcp.ToolHandler) {
 	destructive, openWorld := info.Destructive, false
 	t := &mcp.Tool{
-		Name:         info.Name,
-		Description:  info.Description,
-		InputSchema:  info.InputSchema,
-		OutputSchema: mcpOutputSchema(info.Name),
+		Name:        info.Name,
+		Description: info.Description,
+		InputSchema: info.InputSchema,
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    info.ReadOnly,
 			DestructiveHint: &destructive,
@@ -117,6 +124,9 @@ func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker, opts MCPOptio
 			// The tools reach one configured database, not the open world.
 			OpenWorldHint: &openWorld,
 		},
+	}
+	if opts.StructuredContent {
+		t.OutputSchema = mcpOutputSchema(info.Name)
 	}
 	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := []byte(req.Params.Arguments)
@@ -141,9 +151,9 @@ func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker, opts MCPOptio
 		if ask != nil {
 			return ask, nil
 		}
-		out := &mcp.CallToolResult{
-			Content:           []mcp.Content{&mcp.TextContent{Text: string(ans.Body)}},
-			StructuredContent: json.RawMessage(ans.Body),
+		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(ans.Body)}}}
+		if opts.StructuredContent {
+			out.StructuredContent = json.RawMessage(ans.Body)
 		}
 		if ans.Err != nil {
 			out.SetError(ans.Err) // keeps our content; records the error for SDK middleware

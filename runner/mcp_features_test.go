@@ -183,10 +183,15 @@ func TestMCPElicitation(t *testing.T) {
 }
 
 // TestMCPOutputSchema validates real results of every tool, successes and failures, against
-// the outputSchema tools/list gives.
+// the outputSchema tools/list gives when structured content is on (HandlerOptions.MCP), and
+// checks that each result carries its object as structuredContent too.
 func TestMCPOutputSchema(t *testing.T) {
 	t.Parallel()
 	f := newMCPFeatures(t)
+	srv := httptest.NewServer(NewHandlerWith(f.reg, HandlerOptions{Log: zerolog.Nop(), MCP: MCPOptions{StructuredContent: true},
+		Tokens: []Token{{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}}}}))
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
 	cs := f.overHTTP(t, nil)
 	list, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
@@ -232,8 +237,8 @@ func TestMCPOutputSchema(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range calls {
 		out := callOut(t, cs, c.tool, c.args)
-		if out.IsError != c.fail {
-			t.Errorf("%s %v: isError %v: %s", c.tool, c.args, out.IsError, out.Text)
+		if out.IsError != c.fail || !out.Structured {
+			t.Errorf("%s %v: isError %v, structuredContent %v: %s", c.tool, c.args, out.IsError, out.Structured, out.Text)
 		}
 		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out.Text))
 		if err != nil {

@@ -28,6 +28,7 @@ import (
 type mcpHTTP struct {
 	reg      *tools.Registry
 	inv      *Invoker
+	opts     MCPOptions
 	log      zerolog.Logger
 	maxBody  int64
 	bodyWait time.Duration
@@ -43,9 +44,9 @@ type mcpPrincipalKey struct{}
 // newMCPHTTP returns the /mcp handler offering reg's tools and running calls through inv (the HTTP
 // API's, with its per-token limits). maxBody caps a JSON-RPC message, like a POST body of the
 // HTTP API, and bodyWait is the body's read deadline (withBodyDeadline sets it; it is named in
-// the 408).
-func newMCPHTTP(reg *tools.Registry, inv *Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration) *mcpHTTP {
-	m := &mcpHTTP{reg: reg, inv: inv, log: log, maxBody: maxBody, bodyWait: bodyWait, servers: map[string]*mcp.Server{}}
+// the 408). mcpOpts configures the tools (MCPOptions).
+func newMCPHTTP(reg *tools.Registry, inv *Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration, mcpOpts MCPOptions) *mcpHTTP {
+	m := &mcpHTTP{reg: reg, inv: inv, opts: mcpOpts, log: log, maxBody: maxBody, bodyWait: bodyWait, servers: map[string]*mcp.Server{}}
 	opts := mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
@@ -98,14 +99,14 @@ func (m *mcpHTTP) server(r *http.Request) *mcp.Server {
 		return nil // not reached through authed: the SDK answers 400
 	}
 	if p.Claims != nil {
-		return newMCPServer(m.reg, p, m.log, m.inv) // per-user principals (JWT, act-as): not cached, unbounded
+		return newMCPServerWith(m.reg, p, m.log, m.inv, m.opts) // per-user principals (JWT, act-as): not cached, unbounded
 	}
 	key := principalKey(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.servers[key]
 	if !ok {
-		s = newMCPServer(m.reg, p, m.log, m.inv)
+		s = newMCPServerWith(m.reg, p, m.log, m.inv, m.opts)
 		m.servers[key] = s
 	}
 	return s

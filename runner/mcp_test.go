@@ -165,7 +165,7 @@ func TestMCPProtocolErrors(t *testing.T) {
 		{"unknown tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}}`, http.StatusOK, `"code":-32602`},
 		{"arguments not JSON-RPC params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"select_query"}`, http.StatusOK, `"error"`},
 		{"arguments a string", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"select_query","arguments":"orders"}}`, http.StatusOK, `invalid_arguments`},
-		{"arguments null", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe_schema","arguments":null}}`, http.StatusOK, `"operation":"describe"`},
+		{"arguments null", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe_schema","arguments":null}}`, http.StatusOK, `\"operation\":\"describe\"`},
 		{"over the body limit", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"` + strings.Repeat("x", 5000) + `"}}}`, http.StatusRequestEntityTooLarge, ""},
 	}
 	for _, c := range cases {

@@ -84,9 +84,10 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		Server          struct{ Name, Version string }
 		ProtocolVersion string
 		Tools           []struct {
-			Name        string
-			Annotations map[string]any
-			InputSchema map[string]any
+			Name         string
+			Annotations  map[string]any
+			InputSchema  map[string]any
+			OutputSchema map[string]any
 		}
 		Select, RefusedWrite, Malformed callOutcome
 		UnknownTool                     struct {
@@ -118,16 +119,24 @@ func TestMCPTypeScriptClient(t *testing.T) {
 			}
 		}
 	}
-	sameText := func(name string, c callOutcome) {
+	// By default a result is its object once, as the one text item (mcp.structured_content off).
+	fromText := func(name string, c *callOutcome) {
 		t.Helper()
-		var fromText map[string]any
-		if len(c.Text) != 1 || json.Unmarshal([]byte(c.Text[0]), &fromText) != nil || !reflect.DeepEqual(fromText, c.Structured) {
-			t.Errorf("%s: text content %q is not the structured content %v", name, c.Text, c.Structured)
+		if len(c.Text) != 1 || json.Unmarshal([]byte(c.Text[0]), &c.Structured) != nil || c.Structured == nil {
+			t.Errorf("%s: text content %q is not one JSON object", name, c.Text)
 		}
 	}
-	sameText("select_query", report.Select)
-	sameText("insert_data", report.RefusedWrite)
-	sameText("malformed", report.Malformed)
+	for _, tool := range report.Tools {
+		if tool.OutputSchema != nil {
+			t.Errorf("%s: an outputSchema without mcp.structured_content", tool.Name)
+		}
+	}
+	for name, c := range map[string]*callOutcome{"select_query": &report.Select, "insert_data": &report.RefusedWrite, "malformed": &report.Malformed} {
+		if c.Structured != nil {
+			t.Errorf("%s: structuredContent beside the text: the model would read the result twice", name)
+		}
+		fromText(name, c)
+	}
 	if s := report.Select; s.IsError || s.Structured["success"] != true || s.Structured["rowCount"] != float64(3) {
 		t.Errorf("select_query: %+v", s)
 	}
@@ -145,7 +154,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 // testTypeScriptStdio runs testdata/mcp-ts/stdio-client.mjs against ServeMCPStdio on the node
 // process's stdout and stdin: elicitation (mode "elicit": the DROP of table keep declined, the
 // DROP of doomed and the delete of 150 rows accepted; mode "plain": no elicitation, today's
-// refusal and the delete as sent), outputSchema validation by the TypeScript SDK, progress
+// refusal and the delete as sent), outputSchema validation by the TypeScript SDK (the server
+// runs with structured content on: that is the SDK that validates it), progress
 // notifications, and a cancelled call whose statement leaves pg_stat_activity.
 func testTypeScriptStdio(ctx context.Context, t *testing.T, dir, mode string) {
 	f := newMCPFeatures(t)
@@ -175,7 +185,7 @@ func testTypeScriptStdio(ctx context.Context, t *testing.T, dir, mode string) {
 	served := make(chan error, 1)
 	go func() {
 		p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read", "write", "ddl"}}
-		served <- ServeMCPStdio(ctx, f.reg, p, fromNode, toNode, zerolog.Nop(), MCPOptions{})
+		served <- ServeMCPStdio(ctx, f.reg, p, fromNode, toNode, zerolog.Nop(), MCPOptions{StructuredContent: true})
 	}()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("stdio-client.mjs: %v\n%s", err, stderr.String())

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/runner/session"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -505,10 +506,8 @@ func TestRateLimitOverMCP(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Fatalf("second call within the second: %v %+v", err, res)
 	}
-	var body map[string]any
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &body); err != nil || body["errorType"] != "rate_limited" || !strings.Contains(body["suggestion"].(string), "Wait") {
-		t.Fatalf("rate-limited MCP result: %s", raw)
+	if body := mcptest.Decode(t, res).Object; body["errorType"] != "rate_limited" || !strings.Contains(body["suggestion"].(string), "Wait") {
+		t.Fatalf("rate-limited MCP result: %v", body)
 	}
 	// The same bucket serves HTTP calls of the token.
 	if status, body, _ := f.call(t, allToken, "select_query", `{"table":"t"}`); status != 429 {

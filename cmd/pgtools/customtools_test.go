@@ -151,8 +151,8 @@ func TestCustomToolsEndToEnd(t *testing.T) {
 		for _, tool := range res.Tools {
 			if tool.Name == "orders_by_status" || tool.Name == "set_note" {
 				found++
-				if tool.InputSchema == nil || tool.OutputSchema == nil {
-					t.Errorf("%s: input or output schema missing", tool.Name)
+				if tool.InputSchema == nil || tool.OutputSchema != nil {
+					t.Errorf("%s: input schema missing, or an output schema without mcp.structured_content", tool.Name)
 				}
 			}
 		}

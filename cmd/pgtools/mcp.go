@@ -22,6 +22,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	var f dbFlags
 	f.register(fs, getenv)
 	scopeList := fs.String("scopes", "read,write", "what the MCP client may do, comma-separated: read, write, ddl")
+	structured := fs.Bool("structured-content", false, "also send each result as structuredContent, with an outputSchema per tool (the config's mcp.structured_content); default: once, as text")
 	confirmRows := fs.Int("confirm-rows", runner.DefaultMCPConfirmRows, "an update_data or delete_data that would change more rows asks the human first (clients with elicitation); 0 or less: never")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: pgtools mcp [flags]
@@ -74,7 +75,7 @@ Flags:
 	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes}
 	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
 		Str("version", runner.Version).Msg("pgtools mcp serving")
-	opts := runner.MCPOptions{ConfirmRowsOver: *confirmRows}
+	opts := runner.MCPOptions{ConfirmRowsOver: *confirmRows, StructuredContent: *structured || cfg.MCPStructuredContent}
 	if *confirmRows <= 0 {
 		opts.ConfirmRowsOver = -1
 	}

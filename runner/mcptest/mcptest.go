@@ -26,8 +26,10 @@ INSERT INTO orders SELECT i, CASE WHEN i % 2 = 1 THEN 'paid' ELSE 'open' END FRO
 // pgtools server whose database holds Fixture and whose principal has the read scope:
 //   - initialize names the server and offers tools;
 //   - tools/list offers every tool with its schemas/ file as input schema (compared as decoded
-//     JSON), the schema's description, and annotations matching the registry's hints;
-//   - select_query returns rows, as structured content and as the same JSON in text content;
+//     JSON), the schema's description, annotations matching the registry's hints, and no output
+//     schema (the default: mcp.structured_content off);
+//   - select_query returns rows once, as the JSON object of its one text item, without
+//     structured content;
 //   - insert_data without write intent (or scope) is an isError result carrying an error object
 //     with errorType and a suggestion, and writes nothing;
 //   - malformed arguments are isError results with errorType invalid_arguments;
@@ -80,6 +82,9 @@ func Check(t *testing.T, cs *mcp.ClientSession) {
 				a.IdempotentHint != info.Idempotent || a.OpenWorldHint == nil || *a.OpenWorldHint {
 				t.Errorf("%s: annotations %+v do not match the registry's hints %+v (and openWorldHint false)", name, a, info)
 			}
+			if tool.OutputSchema != nil {
+				t.Errorf("%s: an outputSchema without mcp.structured_content", name)
+			}
 		}
 	})
 
@@ -87,6 +92,9 @@ func Check(t *testing.T, cs *mcp.ClientSession) {
 		out := call(t, cs, "select_query", map[string]any{"table": "orders", "where": "status = $1", "params": []any{"paid"}, "order_by": "id"})
 		if out.IsError || out.Object["success"] != true || out.Object["rowCount"] != float64(3) {
 			t.Fatalf("select_query: %s", out.Text)
+		}
+		if out.Structured {
+			t.Fatal("select_query sent its rows twice: as text and as structuredContent")
 		}
 		var ids []float64
 		for _, row := range out.Object["data"].([]any) {
@@ -150,12 +158,14 @@ type Outcome struct {
 	IsError bool
 	// Text is the text content: the result's JSON object.
 	Text string
-	// Object is the structured content, decoded.
+	// Object is the text content, decoded.
 	Object map[string]any
+	// Structured says the result also carried structuredContent (the same object).
+	Structured bool
 }
 
-// call runs a tool that must answer with a result (never a protocol error), and checks that the
-// structured and the text content are the same one JSON object.
+// call runs a tool that must answer with a result (never a protocol error), and decodes it with
+// Decode.
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) Outcome {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
@@ -165,8 +175,8 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) Outcome {
 	return Decode(t, res)
 }
 
-// Decode checks that res carries one JSON object as structured content and, identical, as its
-// only text content, and returns it.
+// Decode checks that res carries one JSON object as its only text content and, if it has
+// structured content, that this is the same object; it returns the object.
 func Decode(t testing.TB, res *mcp.CallToolResult) Outcome {
 	t.Helper()
 	if len(res.Content) != 1 {
@@ -180,11 +190,12 @@ func Decode(t testing.TB, res *mcp.CallToolResult) Outcome {
 	if err := json.Unmarshal([]byte(text.Text), &fromText); err != nil {
 		t.Fatalf("text content is not a JSON object: %q", text.Text)
 	}
-	obj, _ := roundTrip(t, res.StructuredContent).(map[string]any)
-	if !reflect.DeepEqual(obj, fromText) {
-		t.Fatalf("structured content %v differs from text content %s", res.StructuredContent, text.Text)
+	if res.StructuredContent != nil {
+		if obj, _ := roundTrip(t, res.StructuredContent).(map[string]any); !reflect.DeepEqual(obj, fromText) {
+			t.Fatalf("structured content %v differs from text content %s", res.StructuredContent, text.Text)
+		}
 	}
-	return Outcome{IsError: res.IsError, Text: text.Text, Object: obj}
+	return Outcome{IsError: res.IsError, Text: text.Text, Object: fromText, Structured: res.StructuredContent != nil}
 }
 
 // roundTrip normalizes a decoded value to what encoding/json decodes from its encoding.

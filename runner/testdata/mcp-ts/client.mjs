@@ -33,7 +33,7 @@ const { tools } = await client.listTools();
 const report = {
   server: client.getServerVersion(),
   protocolVersion: transport.protocolVersion,
-  tools: tools.map((t) => ({ name: t.name, annotations: t.annotations, inputSchema: t.inputSchema })),
+  tools: tools.map((t) => ({ name: t.name, annotations: t.annotations, inputSchema: t.inputSchema, outputSchema: t.outputSchema })),
   select: await call("select_query", { table: "orders", where: "status = $1", params: ["paid"], order_by: "id" }),
   refusedWrite: await call("insert_data", { table: "orders", row: { id: 9, status: "new" } }),
   malformed: await call("select_query", { tabel: "orders" }),
