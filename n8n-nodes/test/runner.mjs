@@ -195,3 +195,54 @@ export async function startActAsRunner(bin, demo) {
 	const runner = await startServe(bin, ['--config', config], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
 	return { ...runner, sql: (text) => psql(demo, 'actas', text) };
 }
+
+/** customToolsToken is the custom-tools runner's token (read and write). */
+export const customToolsToken = 'n8n-custom-tools-token-0123456789';
+
+/**
+ * customTools are the custom-tools runner's operator-defined tools on the demo data: a read
+ * with an enum, an integer array and a bounded integer, and a write with two required values.
+ */
+export const customTools = [
+	{
+		name: 'orders_by_status',
+		description: 'Orders of the given customers with one status, lowest id first: id, status, customer_id.',
+		sql: 'SELECT id, status, customer_id FROM orders WHERE status = $1 AND customer_id = ANY($2) ORDER BY id LIMIT $3',
+		parameters: [
+			{ name: 'status', type: 'string', required: true, enum: ['pending', 'paid', 'shipped', 'cancelled'], description: 'The order status.' },
+			{ name: 'customer_ids', type: 'array', items: { type: 'integer' }, required: true, description: 'Customer ids.' },
+			{ name: 'limit', type: 'integer', default: 5, minimum: 1, maximum: 50, description: 'Most orders to return.' },
+		],
+	},
+	{
+		name: 'cancel_order',
+		description: 'Cancel one pending order, noting the reason. Changes one row; returns it.',
+		mode: 'write',
+		sql: "UPDATE orders SET status = 'cancelled', note = $2 WHERE id = $1 AND status = 'pending' RETURNING id, status, note",
+		parameters: [
+			{ name: 'order_id', type: 'integer', required: true, minimum: 1, description: 'The order\'s id.' },
+			{ name: 'reason', type: 'string', required: true, maxLength: 200, description: 'Why, in the customer\'s words.' },
+		],
+	},
+];
+
+/**
+ * startCustomToolsRunner starts `pgtools serve` on the demo's database (as its least-privilege
+ * role) with customTools and customToolsToken; it resolves to startServe's runner plus its token
+ * and sql(text), which runs SQL in the demo database as the superuser.
+ */
+export async function startCustomToolsRunner(bin, demo) {
+	const dir = mkdtempSync(join(tmpdir(), 'pgtools-custom-'));
+	process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+	const config = join(dir, 'config.json');
+	writeFileSync(
+		config,
+		JSON.stringify({
+			tokens: [{ name: 'n8n', token: customToolsToken, scopes: ['read', 'write'] }],
+			databases: { default: { url: demo.databaseUrl } },
+			custom_tools: customTools,
+		}),
+	);
+	const runner = await startServe(bin, ['--config', config], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
+	return { ...runner, token: customToolsToken, sql: (text) => psql(demo, 'pgtools_demo', text) };
+}
