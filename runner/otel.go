@@ -98,10 +98,13 @@ func (iv *Invoker) startSpan(ctx context.Context, c Call) (context.Context, trac
 		attribute.String("pgtools.principal", c.Principal.Name),
 		attribute.String("pgtools.transport", c.Transport),
 		attribute.String("pgtools.request_id", c.RequestID)))
-	// The call's phases (waiting for a connection, each statement) become events of its span.
+	// The call's phases become child spans: each wait for a pooled connection ("pool_wait") and
+	// each statement with its framing ("statement": one round trip for a read).
+	parent := ctx
 	ctx = tools.WithPhases(ctx, func(phase string, start time.Time, d time.Duration) {
-		span.AddEvent(phase, trace.WithTimestamp(start.Add(d)), trace.WithAttributes(
-			attribute.Int64("pgtools.duration_us", d.Microseconds())))
+		_, child := iv.tracer.Start(parent, phase, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("db.system", "postgresql")))
+		child.End(trace.WithTimestamp(start.Add(d)))
 	})
 	return ctx, span
 }

@@ -1,23 +1,69 @@
 package runner
 
 import (
+	"context"
+	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
-// TestTraceOfToolCall: through the real HTTP wiring, a pg_transaction call with a W3C
-// traceparent is one span, child of the caller's trace, with the tool, database, principal,
-// rows and errorType — and no argument value or SQL text.
+// otlpReceiver is an in-process OTLP/HTTP trace receiver: it decodes every export request the
+// official exporter sends to /v1/traces and keeps its spans.
+type otlpReceiver struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func newOTLPReceiver(t *testing.T) *otlpReceiver {
+	r := &otlpReceiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var export collectorpb.ExportTraceServiceRequest
+		if req.URL.Path != "/v1/traces" || proto.Unmarshal(body, &export) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		for _, rs := range export.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				r.spans = append(r.spans, ss.Spans...)
+			}
+		}
+		r.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&collectorpb.ExportTraceServiceResponse{})
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *otlpReceiver) received() []*tracepb.Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*tracepb.Span(nil), r.spans...)
+}
+
+// TestTraceOfToolCall: through the real HTTP wiring and the official OTLP/HTTP exporter into an
+// in-process receiver, a pg_transaction call with a W3C traceparent is one span, child of the
+// caller's trace, with the tool, database, principal, rows and errorType — and no argument value
+// or SQL text — and a child span per statement; a broker task's traceparent is continued too.
 func TestTraceOfToolCall(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -25,8 +71,13 @@ func TestTraceOfToolCall(t *testing.T) {
 	dsn := db.RoleDSN(t, "otel")
 	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("otel")+`"`)
 	reg := toolstest.Registry(t, dsn, tools.Policy{}, 2)
-	exp := tracetest.NewInMemoryExporter()
+	recv := newOTLPReceiver(t)
+	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(recv.srv.URL+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	srv := httptest.NewServer(NewHandlerWith(reg, HandlerOptions{Log: zerolog.Nop(), Tracer: tp}))
 	t.Cleanup(srv.Close)
 
@@ -47,37 +98,54 @@ func TestTraceOfToolCall(t *testing.T) {
 	if code := post("select_query", `{"table":"nope"}`); code != 400 {
 		t.Fatalf("select_query on a missing table: %d", code)
 	}
-	spans := exp.GetSpans()
-	if len(spans) != 2 {
-		t.Fatalf("want 2 spans, got %d", len(spans))
+	spans := recv.received()
+	byID := map[string]*tracepb.Span{}
+	var calls []*tracepb.Span
+	for _, s := range spans {
+		byID[hex.EncodeToString(s.SpanId)] = s
+		if strings.HasPrefix(s.Name, "tool_call") {
+			calls = append(calls, s)
+		}
 	}
-	// The call's phases are events of its span: each of pg_transaction's two statements; the
-	// refused select_query waited for a connection to read the catalog, and ran no statement.
-	phases := func(s sdktrace.ReadOnlySpan) string {
+	if len(calls) != 2 {
+		t.Fatalf("want 2 tool_call spans, got %d of %d spans", len(calls), len(spans))
+	}
+	children := func(call *tracepb.Span) string {
 		var names []string
-		for _, ev := range s.Events() {
-			names = append(names, ev.Name)
+		for _, s := range spans {
+			if string(s.ParentSpanId) == string(call.SpanId) {
+				names = append(names, s.Name)
+			}
 		}
 		return strings.Join(names, ",")
 	}
-	if got := phases(spans[0].Snapshot()); got != "statement,statement" {
-		t.Errorf("pg_transaction's phases: %s", got)
-	}
-	if got := phases(spans[1].Snapshot()); got == "" || strings.Contains(got, "statement") {
-		t.Errorf("refused select_query's phases: %q", got)
-	}
-	for i, want := range []struct{ name, errType string }{{"tool_call pg_transaction", ""}, {"tool_call select_query", "invalid_table"}} {
-		s := spans[i]
+	for i, want := range []struct{ name, errType, children string }{
+		{"tool_call pg_transaction", "", "statement,statement"},
+		{"tool_call select_query", "invalid_table", "pool_wait"}} {
+		s := calls[i]
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[kv.Key] = strings.Trim(kv.Value.String(), " ")
 		}
-		t.Logf("span %s trace=%s parent=%s attrs=%v", s.Name, s.SpanContext.TraceID(), s.Parent.SpanID(), attrs)
-		if s.Name != want.name || s.SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || s.Parent.SpanID().String() != "00f067aa0ba902b7" {
-			t.Errorf("span %d: %s in trace %s under %s", i, s.Name, s.SpanContext.TraceID(), s.Parent.SpanID())
+		t.Logf("span %s trace=%x parent=%x children=[%s] attrs=%v", s.Name, s.TraceId, s.ParentSpanId, children(s), attrs)
+		if s.Name != want.name || hex.EncodeToString(s.TraceId) != "4bf92f3577b34da6a3ce929d0e0e4736" || hex.EncodeToString(s.ParentSpanId) != "00f067aa0ba902b7" {
+			t.Errorf("span %d: %s in trace %x under %x", i, s.Name, s.TraceId, s.ParentSpanId)
 		}
-		if attrs["pgtools.database"] != "default" || attrs["pgtools.principal"] != "local" || attrs["pgtools.error_type"] != want.errType {
-			t.Errorf("span %d attributes: %v", i, attrs)
+		got := children(s)
+		if want.children == "pool_wait" && (got == "" || strings.Contains(got, "statement")) || want.children != "pool_wait" && got != want.children {
+			t.Errorf("span %d children: %q, want %s", i, got, want.children)
+		}
+		for _, k := range []string{"pgtools.database", "pgtools.principal", "pgtools.error_type"} {
+			v := attrs[k]
+			if k == "pgtools.error_type" && want.errType == "" {
+				if v != "" {
+					t.Errorf("span %d: error type %s", i, v)
+				}
+				continue
+			}
+			if !strings.Contains(v, map[string]string{"pgtools.database": "default", "pgtools.principal": "local", "pgtools.error_type": want.errType}[k]) {
+				t.Errorf("span %d attribute %s: %q", i, k, v)
+			}
 		}
 		for k, v := range attrs {
 			if strings.Contains(v, "secret-value") || strings.Contains(v, "INSERT") {

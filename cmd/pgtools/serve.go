@@ -331,7 +331,7 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 		}
 	}
 	// Deferred after closeReg, so it runs first: broker tasks finish before sessions and pools close.
-	stopBrokers, err := startBrokers(ctx, brokers, reg, cfg.MaxBodyBytes, 10*time.Second, log)
+	stopBrokers, err := startBrokers(ctx, brokers, reg, cfg.MaxBodyBytes, 10*time.Second, cfg.Tracer, log)
 	if err != nil {
 		return err
 	}

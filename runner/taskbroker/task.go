@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/tools"
 )
@@ -40,15 +42,20 @@ type Settings struct {
 	// own sessions, role and claims (runner.ActAs). Only a client configured with Options.ActAs
 	// may send it; otherwise the task is refused with not_allowed.
 	Subject string `json:"subject,omitempty"`
+	// Traceparent (and Tracestate) continue the caller's W3C trace: the call's span becomes a
+	// child of it, as the HTTP API's traceparent header does. A malformed value is ignored.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // taskCall is a task's settings made ready for Registry.Call.
 type taskCall struct {
 	tool     string
 	args     []byte
-	maxBytes int    // 0: the database's cap
-	text     bool   // answer as a JSON string holding the answer's JSON text
-	subject  string // "": the broker principal itself
+	maxBytes int                    // 0: the database's cap
+	text     bool                   // answer as a JSON string holding the answer's JSON text
+	subject  string                 // "": the broker principal itself
+	trace    propagation.MapCarrier // traceparent and tracestate, if given
 }
 
 // settingsError is the answer to settings the runner cannot turn into a call.
@@ -81,6 +88,9 @@ func parseSettings(raw json.RawMessage, maxArgs int64) (tc taskCall, terr *tools
 		return taskCall{}, terr
 	}
 	tc.tool, tc.text, tc.subject = s.Tool, s.TextResult, s.Subject
+	if s.Traceparent != "" {
+		tc.trace = propagation.MapCarrier{"traceparent": s.Traceparent, "tracestate": s.Tracestate}
+	}
 	args := bytes.TrimSpace(s.Args)
 	if len(args) > 0 && args[0] == '"' {
 		// A string holding the JSON object, as n8n expressions and $fromAI json values give.
@@ -177,6 +187,9 @@ func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (
 		if terr != nil {
 			p = c.opts.Principal // the refusal is logged as the broker's
 		}
+	}
+	if tc.trace != nil {
+		ctx = propagation.TraceContext{}.Extract(ctx, tc.trace)
 	}
 	ans := c.inv.Invoke(tools.WithMaxResponseBytes(ctx, tc.maxBytes), runner.Call{Principal: p,
 		Tool: tc.tool, Args: tc.args, RequestID: taskID, Transport: "n8n", Refused: terr})

@@ -34,6 +34,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/tools"
@@ -58,6 +59,9 @@ type Options struct {
 	ActAs *runner.ActAs
 	// Log receives connection events and one line per task (no argument values).
 	Log zerolog.Logger
+	// Tracer, when set, traces every task's call (one span, a child of the task's traceparent
+	// setting when it has one); nil: no spans.
+	Tracer trace.TracerProvider
 	// Name is the runner name n8n logs (default "pgtools").
 	Name string
 	// Concurrency caps the tasks this client runs at once, which is also the number of offers it
@@ -148,6 +152,7 @@ func New(opts Options) (*Client, error) {
 	c := &Client{opts: opts, id: "pgtools-" + newID(), base: u.Scheme + "://" + u.Host}
 	c.log = opts.Log.With().Str("component", "n8n-broker").Str("broker", c.base).Str("runner_id", c.id).Logger()
 	c.inv = runner.NewInvoker(opts.Caller, c.log)
+	c.inv.SetTracerProvider(opts.Tracer)
 	c.authURL = u.String() + "/auth"
 	ws := *u
 	ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
