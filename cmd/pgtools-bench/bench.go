@@ -98,6 +98,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	// The runner, in-process, over real HTTP on loopback.
 	const token, tenantToken = "bench-token-0123456789abcdef", "bench-tenant-token-0123456789ab"
 	cfg := &runner.Config{Listen: "127.0.0.1:0", Tokens: []runner.Token{{Secret: token, Name: "bench", Scopes: []string{"read"}},
+		{Secret: catalogToken, Name: "catalog", Scopes: []string{"read", "write", "ddl"}},
 		{Secret: tenantToken, Name: "tenants", Scopes: []string{"read"}, Role: demodata.TenantRole, ActAs: true}},
 		Databases: map[string]runner.DatabaseConfig{"default": {URL: appDSN, MaxConns: maxConns}}}
 	if err := cfg.Validate(); err != nil {
@@ -164,6 +165,17 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	selectMCP, err := mcpCaller(ctx, client, base+"/mcp", token)
 	if err != nil {
 		return err
+	}
+	structuredBase, stopStructured, err := serveStructured(reg, cfg.Tokens)
+	if err != nil {
+		return err
+	}
+	defer stopStructured()
+	if err := printTokens(ctx, out, tokenEndpoints{client: client, token: token, base: base, structured: structuredBase}); err != nil {
+		return fmt.Errorf("token figures: %w", err)
+	}
+	if o.tokensOnly {
+		return nil
 	}
 
 	// Raw pgx on its own pool of the same size and role.

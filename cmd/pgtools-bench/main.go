@@ -35,6 +35,7 @@ type options struct {
 	profile     string
 	rounds      int
 	only        string
+	tokensOnly  bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.concurrency, "c", 32, "concurrency of the throughput measurement")
 	fs.IntVar(&o.events, "events", 1_000_000, "rows of the large table")
 	fs.IntVar(&o.bigN, "big-n", 20, "calls per large-table measurement")
+	fs.BoolVar(&o.tokensOnly, "tokens-only", false, "print the o200k token figures (catalog, 100-row results per format over HTTP and MCP) and stop")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of one contender's first throughput run (--profile) to this file")
 	fs.StringVar(&o.profile, "profile", "pgtools select_query over HTTP", "the contender --cpuprofile profiles (in-process load), e.g. \""+mcpName+"\"")
 	fs.Usage = func() {
