@@ -77,7 +77,7 @@ func printTokens(ctx context.Context, out io.Writer, e tokenEndpoints) error {
 		return resp.Result, nil
 	}
 
-	fmt.Fprintf(out, "\n%-58s %14s %14s\n", "what a model reads (o200k: OpenAI's tokenizer)", "tokens", "bytes")
+	fmt.Fprintf(out, "\n%-62s %10s %10s\n", "what a model reads (o200k: OpenAI's tokenizer)", "tokens", "bytes")
 	const list = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	for _, c := range []struct{ name, base string }{
 		{"catalog, all tools: MCP tools/list (default, no outputSchema)", e.base},
