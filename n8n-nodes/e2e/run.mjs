@@ -773,14 +773,84 @@ describe('n8n\'s MCP Client Tool on /mcp', () => {
 			}
 		}
 		const truth = await call(runner, 'select_query', { table: 'customers', columns: 'id,name', order_by: 'id', limit: 2 });
-		// n8n hands the model the MCP result: the text item and the structured content, both the HTTP API's answer.
+		// n8n hands the model {response: <content>} plus structuredContent when a server sends it;
+		// pgtools sends the HTTP API's answer once, as the text item (mcp.structured_content off).
 		const [result] = results;
-		assert.equal(result.structuredContent.success, true, JSON.stringify(result));
-		assert.deepEqual(result.structuredContent.data, truth.data);
-		assert.deepEqual(JSON.parse(result.response[0].text), result.structuredContent);
+		assert.equal(result.structuredContent, undefined, `the rows reached the model twice: ${JSON.stringify(result).slice(0, 300)}`);
+		assert.equal(result.response.length, 1, JSON.stringify(result));
+		const answer = JSON.parse(result.response[0].text);
+		assert.equal(answer.success, true, JSON.stringify(result));
+		assert.deepEqual(answer.data, truth.data);
 		assert.equal(output, `Two customers: ${truth.data.map((c) => c.name).join(' and ')}.`);
 		// Every request went to /mcp with the Bearer credential (execute checks the header).
 		assert.ok(seen.length > 0 && seen.every((r) => r.path === '/mcp'), JSON.stringify(seen.map((r) => `${r.method} ${r.path}`)));
 		assert.ok(seen.some((r) => r.method === 'POST'));
+	});
+});
+
+// The Custom Tool node (operator-defined tools, custom_tools): the model is offered each picked
+// tool with the runner's JSON Schema (integer, array, enum, required), reads with one and
+// cancels an order with the other; the effect is checked in PostgreSQL.
+describe('the Custom Tool node on a runner with custom_tools', () => {
+	const workflow = { ...example.read, id: 'pgtoolsExCustom1' };
+	let custom;
+
+	before(async () => {
+		const { startCustomToolsRunner } = await import('../test/runner.mjs');
+		custom = await startCustomToolsRunner(bin, runner);
+		const read = JSON.parse(readFileSync(join(root, 'examples', 'n8n', example.read.file), 'utf8'));
+		const cred = { id: 'pgtoolsApiCustom', name: 'pgtools API (custom tools)' };
+		const wf = { ...read, id: workflow.id, name: 'pgtools e2e: Custom Tool', nodes: read.nodes.filter((n) => !n.type.startsWith('n8n-nodes-pgtools.')) };
+		wf.connections = Object.fromEntries(Object.entries(read.connections).filter(([name]) => wf.nodes.some((n) => n.name === name)));
+		['orders_by_status', 'cancel_order'].forEach((tool, i) => {
+			wf.nodes.push({
+				id: `7c3f0d2e-1b4a-4c8e-9f6d-0a1b2c3d4e5${i}`,
+				name: tool === 'orders_by_status' ? 'Orders by Status' : 'Cancel Order',
+				type: 'n8n-nodes-pgtools.customTool',
+				typeVersion: 1,
+				position: [200 + 200 * i, 420],
+				parameters: { customTool: tool },
+				credentials: { pgToolsApi: cred },
+			});
+			wf.connections[wf.nodes.at(-1).name] = { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] };
+		});
+		writeFileSync(join(work, 'custom-credentials.json'), JSON.stringify([{ ...cred, type: 'pgToolsApi', data: { url: custom.url, token: custom.token } }]));
+		writeFileSync(join(work, 'custom-workflow.json'), JSON.stringify([wf]));
+		await n8nRun(['import:credentials', `--input=${join(work, 'custom-credentials.json')}`]);
+		await n8nRun(['import:workflow', `--input=${join(work, 'custom-workflow.json')}`]);
+	});
+	after(async () => await custom?.stop());
+
+	test('the scripted model reads with one custom tool and cancels an order with the other; values are bound', async () => {
+		const [id, customer] = custom.sql("SELECT id || ',' || customer_id FROM orders WHERE status = 'pending' ORDER BY id LIMIT 1").split(',').map(Number);
+		const reason = "'; DROP TABLE orders; --";
+		const { output, requests, results } = await execute(workflow, (messages) => {
+			switch (turn(messages)) {
+				case 0:
+					return toolCall('orders_by_status', { status: 'pending', customer_ids: [customer], limit: 10 });
+				case 1:
+					return toolCall('cancel_order', { order_id: lastResult(messages).data[0].id, reason, autocommit: true });
+				default:
+					return { content: `Cancelled order ${lastResult(messages).data[0].id}.` };
+			}
+		});
+		const offered = Object.fromEntries(requests[0].tools.map((t) => [t.function.name, t.function]));
+		assert.deepEqual(Object.keys(offered).sort(), ['cancel_order', 'orders_by_status']);
+		const read = offered.orders_by_status;
+		assert.equal(read.description, 'Orders of the given customers with one status, lowest id first: id, status, customer_id.');
+		assert.deepEqual(read.parameters.properties.status.enum, ['pending', 'paid', 'shipped', 'cancelled']);
+		assert.equal(read.parameters.properties.customer_ids.type, 'array');
+		assert.equal(read.parameters.properties.customer_ids.items.type, 'integer');
+		assert.equal(read.parameters.properties.limit.type, 'integer');
+		assert.deepEqual([...read.parameters.required].sort(), ['customer_ids', 'status']);
+		assert.deepEqual([...offered.cancel_order.parameters.required].sort(), ['order_id', 'reason']);
+		assert.equal(offered.cancel_order.parameters.properties.autocommit.type, 'boolean');
+		const [found, cancelled] = results;
+		assert.equal(found.success, true, JSON.stringify(found));
+		assert.equal(found.data[0].id, id);
+		assert.equal(cancelled.success, true, JSON.stringify(cancelled));
+		assert.equal(custom.sql(`SELECT status || '|' || note FROM orders WHERE id = ${id}`), `cancelled|${reason}`);
+		assert.equal(custom.sql("SELECT to_regclass('orders') IS NOT NULL"), 't');
+		assert.equal(output, `Cancelled order ${id}.`);
 	});
 });
