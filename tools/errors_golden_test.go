@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"flag"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -112,23 +113,7 @@ func TestErrorGolden(t *testing.T) {
 			got.WriteByte('\n')
 			assertReadsWell(t, got.String())
 
-			path := filepath.Join("testdata", "errors", file+".golden")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got.String() != string(want) {
-				t.Fatalf("%s differs (run with -update and review the diff):\n--- got\n%s--- want\n%s", path, got.String(), want)
-			}
+			pgtest.Golden(t, filepath.Join("testdata", "errors", file+".golden"), got.Bytes(), *update)
 		})
 	}
 }

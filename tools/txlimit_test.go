@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 // sleepTx is a pg_transaction call that holds its connection for d.
@@ -209,18 +210,5 @@ func checkErrorGolden(t *testing.T, name string, e *Error) {
 	}
 	got.WriteByte('\n')
 	assertReadsWell(t, got.String())
-	path := filepath.Join("testdata", "errors", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got.String() != string(want) {
-		t.Fatalf("%s differs (run with -update and review the diff):\n--- got\n%s--- want\n%s", path, got.String(), want)
-	}
+	pgtest.Golden(t, filepath.Join("testdata", "errors", name+".golden"), got.Bytes(), *update)
 }

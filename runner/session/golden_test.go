@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/pgtools/pgtools/tools"
+
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -52,20 +53,6 @@ func TestSessionErrorGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		got.WriteByte('\n')
-		path := filepath.Join("testdata", name+".golden")
-		if *update {
-			_ = os.MkdirAll("testdata", 0o755)
-			if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if got.String() != string(want) {
-			t.Errorf("%s differs (run with -update and review):\n--- got\n%s--- want\n%s", path, got.String(), want)
-		}
+		pgtest.Golden(t, filepath.Join("testdata", name+".golden"), got.Bytes(), *update)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/toolstest"
+
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 var uuidV4RE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -84,18 +85,5 @@ func checkGolden(t *testing.T, name string, e *tools.Error) {
 		t.Fatal(err)
 	}
 	got.WriteByte('\n')
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got.String() != string(want) {
-		t.Errorf("%s differs (run with -update and review):\n--- got\n%s--- want\n%s", path, got.String(), want)
-	}
+	pgtest.Golden(t, filepath.Join("testdata", name+".golden"), got.Bytes(), *update)
 }
