@@ -773,14 +773,11 @@ describe('n8n\'s MCP Client Tool on /mcp', () => {
 			}
 		}
 		const truth = await call(runner, 'select_query', { table: 'customers', columns: 'id,name', order_by: 'id', limit: 2 });
-		// n8n hands the model {response: <content>} plus structuredContent when a server sends it;
-		// pgtools sends the HTTP API's answer once, as the text item (mcp.structured_content off).
+		// n8n hands the model the MCP result: the text item and the structured content, both the HTTP API's answer.
 		const [result] = results;
-		assert.equal(result.structuredContent, undefined, `the rows reached the model twice: ${JSON.stringify(result).slice(0, 300)}`);
-		assert.equal(result.response.length, 1, JSON.stringify(result));
-		const answer = JSON.parse(result.response[0].text);
-		assert.equal(answer.success, true, JSON.stringify(result));
-		assert.deepEqual(answer.data, truth.data);
+		assert.equal(result.structuredContent.success, true, JSON.stringify(result));
+		assert.deepEqual(result.structuredContent.data, truth.data);
+		assert.deepEqual(JSON.parse(result.response[0].text), result.structuredContent);
 		assert.equal(output, `Two customers: ${truth.data.map((c) => c.name).join(' and ')}.`);
 		// Every request went to /mcp with the Bearer credential (execute checks the header).
 		assert.ok(seen.length > 0 && seen.every((r) => r.path === '/mcp'), JSON.stringify(seen.map((r) => `${r.method} ${r.path}`)));
