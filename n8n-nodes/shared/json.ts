@@ -93,7 +93,8 @@ function decimal(text: string): { negative: boolean; digits: string; exponent: n
  * fractions with 16 or more significant digits, which a double cannot be trusted to hold.
  */
 export function inexactNumbers(value: unknown, path: string): string[] {
-	if (typeof value === 'number') return mayBeRounded(value) ? [`${path} (${String(value)})`] : [];
+	// The path only: an error never repeats a value the caller sent.
+	if (typeof value === 'number') return mayBeRounded(value) ? [path] : [];
 	if (Array.isArray(value)) return value.flatMap((v, i) => inexactNumbers(v, `${path}[${i}]`));
 	if (value !== null && typeof value === 'object') {
 		return Object.entries(value).flatMap(([k, v]) => inexactNumbers(v, `${path}.${k}`));

@@ -35,7 +35,7 @@ test('parseJson keeps every number JavaScript cannot hold as its exact digits', 
 });
 
 test('inexactNumbers finds numbers JavaScript may already have rounded', () => {
-	assert.deepEqual(inexactNumbers({ a: 1, b: [2 ** 53 + 2, 0.1], c: { d: 1.2345678901234567 } }, 'row'), ['row.b[0] (9007199254740994)', 'row.c.d (1.2345678901234567)']);
+	assert.deepEqual(inexactNumbers({ a: 1, b: [2 ** 53 + 2, 0.1], c: { d: 1.2345678901234567 } }, 'row'), ['row.b[0]', 'row.c.d']);
 	assert.deepEqual(inexactNumbers([Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 123.456], 'params'), []);
 });
 
@@ -108,7 +108,7 @@ test('a value n8n already parsed is refused when it holds a number that may have
 	await assert.rejects(node.execute.call(ctx), (thrown) => {
 		const refused = JSON.parse(thrown.message);
 		assert.equal(refused.errorType, 'invalid_arguments');
-		assert.match(refused.error, /row\.b \(9007199254740996\): a number JavaScript cannot hold exactly/);
+		assert.match(refused.error, /row\.b: a number JavaScript cannot hold exactly/);
 		assert.match(refused.suggestion, /as a JSON string, e\.g\. \{"id": "9007199254740993"\}/);
 		return true;
 	});
