@@ -754,7 +754,7 @@ describe('n8n\'s MCP Client Tool on /mcp', () => {
 		const { output, requests, results, seen } = await execute(example['mcp-client'], (messages) =>
 			turn(messages) === 0
 				? toolCall(name('select_query'), { table: 'customers', columns: 'id,name', order_by: 'id', limit: 2 })
-				: { content: `Two customers: ${lastResult(messages).structuredContent.data.map((c) => c.name).join(' and ')}.` },
+				: { content: `Two customers: ${JSON.parse(lastResult(messages).response[0].text).data.map((c) => c.name).join(' and ')}.` },
 		);
 		// The model is offered every tool under the MCP node's prefix, with the schema descriptions.
 		const offered = Object.fromEntries(requests[0].tools.map((t) => [t.function.name, t.function]));
@@ -773,11 +773,14 @@ describe('n8n\'s MCP Client Tool on /mcp', () => {
 			}
 		}
 		const truth = await call(runner, 'select_query', { table: 'customers', columns: 'id,name', order_by: 'id', limit: 2 });
-		// n8n hands the model the MCP result: the text item and the structured content, both the HTTP API's answer.
+		// n8n hands the model {response: <content>} plus structuredContent when a server sends it;
+		// pgtools sends the HTTP API's answer once, as the text item (mcp.structured_content off).
 		const [result] = results;
-		assert.equal(result.structuredContent.success, true, JSON.stringify(result));
-		assert.deepEqual(result.structuredContent.data, truth.data);
-		assert.deepEqual(JSON.parse(result.response[0].text), result.structuredContent);
+		assert.equal(result.structuredContent, undefined, `the rows reached the model twice: ${JSON.stringify(result).slice(0, 300)}`);
+		assert.equal(result.response.length, 1, JSON.stringify(result));
+		const answer = JSON.parse(result.response[0].text);
+		assert.equal(answer.success, true, JSON.stringify(result));
+		assert.deepEqual(answer.data, truth.data);
 		assert.equal(output, `Two customers: ${truth.data.map((c) => c.name).join(' and ')}.`);
 		// Every request went to /mcp with the Bearer credential (execute checks the header).
 		assert.ok(seen.length > 0 && seen.every((r) => r.path === '/mcp'), JSON.stringify(seen.map((r) => `${r.method} ${r.path}`)));
