@@ -1,18 +1,14 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -102,18 +98,7 @@ func TestErrorGolden(t *testing.T) {
 			if e.Type != c.category {
 				t.Fatalf("got %s, want %s: %s", e.Type, c.category, errorJSON(t, e))
 			}
-			raw, err := e.MarshalJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got bytes.Buffer
-			if err := json.Indent(&got, raw, "", "  "); err != nil {
-				t.Fatal(err)
-			}
-			got.WriteByte('\n')
-			assertReadsWell(t, got.String())
-
-			pgtest.Golden(t, filepath.Join("testdata", "errors", file+".golden"), got.Bytes(), *update)
+			checkErrorGolden(t, file, e)
 		})
 	}
 }

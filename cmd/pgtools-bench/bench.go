@@ -124,10 +124,15 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	go srv.Run(sctx, ln, nil)
 	base := "http://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
-	httpCallAt := func(url string, body func(id int) []byte) caller {
+	// httpCallAtAs posts body to url with bearer tok and, when actAs is set, the end user the call
+	// is for (X-PgTools-Act-As: user-N).
+	httpCallAtAs := func(url string, body func(id int) []byte, tok string, actAs bool) caller {
 		return func(ctx context.Context, id int) error {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body(id)))
-			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			if actAs {
+				req.Header.Set("X-PgTools-Act-As", "user-"+strconv.Itoa(id%10))
+			}
 			resp, err := client.Do(req)
 			if err != nil {
 				return err
@@ -140,6 +145,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 			return nil
 		}
 	}
+	httpCallAt := func(url string, body func(id int) []byte) caller { return httpCallAtAs(url, body, token, false) }
 	httpCall := func(tool string, body func(id int) []byte) caller { return httpCallAt(base+"/v1/tools/"+tool, body) }
 	pkBody := func(id int) []byte {
 		return []byte(`{"table":"customers","where":"id = $1","params":[` + strconv.Itoa(id) + `]}`)
@@ -147,21 +153,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	selectPK := httpCall("select_query", pkBody)
 	// The same read acting for an end user: SET LOCAL ROLE and request.jwt.claims in the read's
 	// one round trip.
-	selectAsRole := func(ctx context.Context, id int) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/tools/select_query", bytes.NewReader(pkBody(id)))
-		req.Header.Set("Authorization", "Bearer "+tenantToken)
-		req.Header.Set("X-PgTools-Act-As", "user-"+strconv.Itoa(id%10))
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("status %d: %s", resp.StatusCode, b)
-		}
-		return nil
-	}
+	selectAsRole := httpCallAtAs(base+"/v1/tools/select_query", pkBody, tenantToken, true)
 	selectMCP, err := mcpCaller(ctx, client, base+"/mcp", token)
 	if err != nil {
 		return err

@@ -56,7 +56,10 @@ func mcpCaller(ctx context.Context, client *http.Client, url, token string) (cal
 		if err != nil {
 			return err
 		}
-		if !bytes.Contains(b, []byte(`"success":true`)) || bytes.Contains(b, []byte(`"isError":true`)) {
+		// The answer is the HTTP API's JSON inside a text item (escaped), or also as
+		// structuredContent when that is switched on.
+		ok := bytes.Contains(b, []byte(`\"success\":true`)) || bytes.Contains(b, []byte(`"success":true`))
+		if !ok || bytes.Contains(b, []byte(`"isError":true`)) {
 			return fmt.Errorf("tools/call failed: %.300s", b)
 		}
 		return nil

@@ -1,18 +1,13 @@
 package session
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/pgtools/pgtools/tools"
-
-	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -43,16 +38,6 @@ func TestSessionErrorGolden(t *testing.T) {
 		},
 	}
 	for _, name := range []string{"session_limit_reached", "session_limit_reached-own-quota", "session_not_found", "session_expired"} {
-		e := cases[name]()
-		raw, err := e.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got bytes.Buffer
-		if err := json.Indent(&got, uuidRE.ReplaceAll(raw, []byte("<session-id>")), "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		got.WriteByte('\n')
-		pgtest.Golden(t, filepath.Join("testdata", name+".golden"), got.Bytes(), *update)
+		checkGolden(t, name, cases[name]())
 	}
 }
