@@ -26,6 +26,9 @@ type Token struct {
 	// MaxResponseBytes lowers every database's response byte cap for this token (0: the
 	// databases' caps apply).
 	MaxResponseBytes int
+	// DefaultFormat is the row format of this token's calls that give none ("objects", "columns"
+	// or "csv"; "" for the database's).
+	DefaultFormat string
 	// Tools, when set, is the only tools (wire names) the token may list and call; empty allows
 	// every tool its scopes and databases permit (DESIGN §12).
 	Tools []string
@@ -119,7 +122,7 @@ func newAuthenticator(tokens []Token) *authenticator {
 	a := &authenticator{open: len(tokens) == 0}
 	for _, t := range tokens {
 		ht := hashedToken{sum: sha256.Sum256([]byte(t.Secret)),
-			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases, MaxResponseBytes: t.MaxResponseBytes, Role: t.Role,
+			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases, MaxResponseBytes: t.MaxResponseBytes, DefaultFormat: t.DefaultFormat, Role: t.Role,
 				Tools: t.Tools}}
 		if t.ActAs {
 			ht.actAs = &ActAs{Role: t.ActAsRole, Claims: t.ActAsClaims}

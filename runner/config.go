@@ -148,6 +148,7 @@ type fileConfig struct {
 		Scopes           []string       `json:"scopes"`
 		Databases        []string       `json:"databases"`
 		MaxResponseBytes int            `json:"max_response_bytes"`
+		DefaultFormat    string         `json:"default_format"`
 		Tools            []string       `json:"tools"`
 		Role             string         `json:"role"`
 		ActAs            bool           `json:"act_as"`
@@ -222,6 +223,7 @@ type policyFile struct {
 	DefaultLimit       int      `json:"default_limit"`
 	MaxLimit           int      `json:"max_limit"`
 	MaxResponseBytes   int      `json:"max_response_bytes"`
+	DefaultFormat      string   `json:"default_format"`
 	StatementTimeoutMS int64    `json:"statement_timeout_ms"`
 	LockTimeoutMS      int64    `json:"lock_timeout_ms"`
 	PoolWaitMS         int64    `json:"pool_wait_ms"`
@@ -275,7 +277,7 @@ func LoadConfigFile(path string) (*Config, error) {
 			secret = s
 		}
 		cfg.Tokens = append(cfg.Tokens, Token{Secret: secret, Name: t.Name, Scopes: t.Scopes, Databases: t.Databases,
-			MaxResponseBytes: t.MaxResponseBytes, Tools: t.Tools, Role: t.Role, ActAs: t.ActAs, ActAsRole: t.ActAsRole, ActAsClaims: t.ActAsClaims,
+			MaxResponseBytes: t.MaxResponseBytes, DefaultFormat: t.DefaultFormat, Tools: t.Tools, Role: t.Role, ActAs: t.ActAs, ActAsRole: t.ActAsRole, ActAsClaims: t.ActAsClaims,
 			Origin: fmt.Sprintf("config file tokens[%d]", i)})
 	}
 	if fc.JWT != nil {
@@ -310,7 +312,7 @@ func LoadConfigFile(path string) (*Config, error) {
 		p := d.Policy
 		pol := tools.Policy{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: p.AllowedSchemas,
 			AllowTables: p.AllowTables, DenyTables: p.DenyTables, DefaultLimit: p.DefaultLimit, MaxLimit: p.MaxLimit,
-			MaxResponseBytes: p.MaxResponseBytes, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
+			MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: p.DefaultFormat, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
 			LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, PoolWait: time.Duration(p.PoolWaitMS) * time.Millisecond,
 			MaxAffectedRows: p.MaxAffectedRows, DisabledTools: p.DisabledTools,
 			ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues,

@@ -43,9 +43,9 @@ func TestLoadConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	secret := writeFile(t, dir, "token", "  file-token-0123456789abcdef\n")
 	password := writeFile(t, dir, "password", "s3cret-pw\n")
-	good := writeFile(t, dir, "good.json", `{"tokens":[{"name":"a","token_file":"`+secret+`","scopes":["read"]}],
+	good := writeFile(t, dir, "good.json", `{"tokens":[{"name":"a","token_file":"`+secret+`","scopes":["read"],"default_format":"csv"}],
 	  "databases":{"default":{"url":"postgres://u@127.0.0.1/db","password_file":"`+password+`",
-	    "policy":{"max_limit":50,"statement_timeout_ms":1500,"pool_wait_ms":250,"prepared_statements":false}}},
+	    "policy":{"max_limit":50,"statement_timeout_ms":1500,"pool_wait_ms":250,"prepared_statements":false,"default_format":"columns"}}},
 	  "limits":{"rate_per_second":2.5,"max_concurrent_per_token":3},
 	  "shutdown":{"drain_delay_seconds":1.5,"grace_seconds":0}}`)
 	cfg, err := LoadConfigFile(good)
@@ -57,7 +57,8 @@ func TestLoadConfigFile(t *testing.T) {
 	}
 	d := cfg.Databases["default"]
 	if cfg.Tokens[0].Secret != "file-token-0123456789abcdef" || d.Password != "s3cret-pw" || d.Policy.MaxLimit != 50 ||
-		d.Policy.StatementTimeout != 1500*time.Millisecond || d.Policy.PoolWait != 250*time.Millisecond || !d.Policy.DescribeExec {
+		d.Policy.StatementTimeout != 1500*time.Millisecond || d.Policy.PoolWait != 250*time.Millisecond || !d.Policy.DescribeExec ||
+		d.Policy.DefaultFormat != "columns" || cfg.Tokens[0].DefaultFormat != "csv" {
 		t.Fatalf("config not loaded as written: %+v", cfg)
 	}
 	if cfg.Limits.RatePerSecond != 2.5 || cfg.Limits.Burst != 3 || cfg.Limits.MaxConcurrent != 3 {

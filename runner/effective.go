@@ -20,6 +20,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		Scopes           []string       `json:"scopes"`
 		Databases        []string       `json:"databases"`
 		MaxResponseBytes *int           `json:"max_response_bytes"`
+		DefaultFormat    *string        `json:"default_format"`
 		Role             *string        `json:"role"`
 		ActAs            bool           `json:"act_as"`
 		ActAsRole        *string        `json:"act_as_role,omitempty"`
@@ -113,6 +114,9 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		if t.MaxResponseBytes > 0 {
 			tok.MaxResponseBytes = ptr(t.MaxResponseBytes)
 		}
+		if t.DefaultFormat != "" {
+			tok.DefaultFormat = ptr(t.DefaultFormat)
+		}
 		if t.Role != "" {
 			tok.Role = ptr(t.Role)
 		}
@@ -145,7 +149,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		e.Databases[name] = database{URL: redacted, Connection: summary, Source: orDefault(d.Origin, "config"), MaxConns: d.MaxConns,
 			Policy: policyFile{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: orEmpty(p.AllowedSchemas),
 				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), DefaultLimit: p.DefaultLimit,
-				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
+				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: orDefault(p.DefaultFormat, "objects"), StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
 				LockTimeoutMS: p.LockTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds(), MaxAffectedRows: p.MaxAffectedRows,
 				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: ptr(!p.ShowErrorValues),
 				PreparedStatements: ptr(!p.DescribeExec)}}

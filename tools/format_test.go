@@ -127,4 +127,9 @@ func TestFormatsEverywhere(t *testing.T) {
 	if out := b2.mustCall(t, "select_query", `{"table":"orders","limit":1,"format":"objects"}`); out["data"] == nil {
 		t.Fatalf("call's format ignored: %v", out)
 	}
+	// A principal's default comes before the database's.
+	csvReader := Principal{Name: "csv", Scopes: []string{"read"}, DefaultFormat: "csv"}
+	if out, e := b2.callAs(t, csvReader, "select_query", `{"table":"orders","limit":1,"columns":"id","order_by":"id"}`); e != nil || out["data"] != "id\r\n1\r\n" {
+		t.Fatalf("principal's default ignored: %v %v", out, e)
+	}
 }
