@@ -212,7 +212,7 @@ export const defaultResponseSize = 16384;
  * Select Query nodes on different tables) tell the model which is which, and the byte budget
  * of one answer.
  */
-export function agentProperties(description: string, args: readonly ToolArg[]): { first: INodeProperties[]; last: INodeProperties[] } {
+export function agentProperties(description: string, args: readonly ToolArg[], formats = false): { first: INodeProperties[]; last: INodeProperties[] } {
 	const onlyAsTool = { show: { '@tool': [true] } };
 	return {
 		first: [
@@ -239,6 +239,24 @@ export function agentProperties(description: string, args: readonly ToolArg[]): 
 					'Most bytes of rows one answer hands the model; past it the runner drops the rest and answers truncated: true with a hint to page. 0: only the runner\'s own cap (4 MiB unless configured).',
 				displayOptions: onlyAsTool,
 			},
+			...(formats
+				? [
+						{
+							displayName: 'Row Format',
+							name: 'rowFormat',
+							type: 'options' as const,
+							default: '',
+							options: [
+								{ name: 'Columns (Fewest Tokens)', value: 'columns', description: 'Column names once, then each row as an array' },
+								{ name: 'CSV', value: 'csv', description: 'RFC 4180 text with a header line' },
+								{ name: 'Objects', value: 'objects', description: 'One object per row, keyed by column name' },
+								{ name: 'Runner Default', value: '', description: "The database's or the credential token's default format" },
+							],
+							description: 'How the answer\'s rows reach the model; the values are the same in every format. Not offered to the model.',
+							displayOptions: onlyAsTool,
+						},
+					]
+				: []),
 		],
 	};
 }

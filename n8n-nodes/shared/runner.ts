@@ -30,10 +30,15 @@ export const maxResponseBytesHeader = 'X-PgTools-Max-Response-Bytes';
 /** responseSizeParam is the tool node option holding the byte budget of one answer (see responseSizeProperty). */
 export const responseSizeParam = 'responseSizeLimit';
 
+/** rowFormatParam is the tool node option choosing the row format of answers ("" leaves it to the runner). */
+export const rowFormatParam = 'rowFormat';
+
 /** ToolDefinition is what a node forwards: the tool's wire name (a built-in's, or an operator-defined tool's) and its arguments. */
 export interface ToolDefinition {
 	tool: string;
 	args: readonly ToolArg[];
+	/** formats: the tool takes a format argument (objects, columns, csv), set from the Row Format option. */
+	formats?: boolean;
 }
 
 /** RunnerResult is a tool answer: the runner's JSON object (success true, or an error with errorType and suggestion). */
@@ -127,6 +132,13 @@ function normalizeJson(arg: ToolArg, raw: unknown): Normalized {
 	return isOmitted(parsed) ? {} : { value: new RawJson(text) };
 }
 
+/** rowFormat is the Row Format option of a tool node for this item: "" leaves the format to the runner's default. */
+function rowFormat(this: IExecuteFunctions, asTool: boolean, itemIndex: number): string {
+	if (!asTool) return '';
+	const f = String(this.getNodeParameter(rowFormatParam, itemIndex, '') ?? '');
+	return ['objects', 'columns', 'csv'].includes(f) ? f : '';
+}
+
 /** responseSizeLimit is the byte budget of one answer for this item: the tool option, 0 for none (a workflow node has none). */
 function responseSizeLimit(this: IExecuteFunctions, asTool: boolean, itemIndex: number): number {
 	if (!asTool) return 0;
@@ -166,6 +178,8 @@ export async function executeTool(
 				? argumentsOf(itemIndex)
 				: buildArguments(definition.args, (param) => this.getNodeParameter(param, itemIndex, undefined));
 			const subject = actAsSubject.call(this, itemIndex);
+			const format = definition.formats ? rowFormat.call(this, asTool, itemIndex) : '';
+			if (format && 'body' in built) built.body.format = format;
 			answer =
 				'invalid' in built
 					? { result: built.invalid, text: JSON.stringify(built.invalid) }

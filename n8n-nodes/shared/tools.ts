@@ -15,7 +15,7 @@ import { toolNames, toolSchemas, type ToolName } from './schemas';
 export const tools = {} as Record<ToolName, ToolDefinition>;
 for (const tool of toolNames) {
 	const schema = toolSchemas[tool];
-	tools[tool] = { tool, args: toolArgs(schema, schema['x-pgtools'].hiddenInNodes ?? []) };
+	tools[tool] = { tool, args: toolArgs(schema, schema['x-pgtools'].hiddenInNodes ?? []), formats: 'format' in schema.properties };
 }
 
 /**
@@ -24,7 +24,7 @@ for (const tool of toolNames) {
  * response size limit (as a tool).
  */
 export function toolNodeProperties(tool: ToolName): INodeProperties[] {
-	const { first, last } = agentProperties(toolSchemas[tool].description, tools[tool].args);
+	const { first, last } = agentProperties(toolSchemas[tool].description, tools[tool].args, tools[tool].formats === true);
 	return [...connectionProperties, actAsProperty, ...first, ...nodeProperties(tools[tool].args), ...last];
 }
 

@@ -34,7 +34,7 @@ test('package.json registers one node per tool and the credential, all built', (
 	assert.deepEqual(pkg.files, ['dist']);
 });
 
-const agentParams = ['toolDescription', 'responseSizeLimit'];
+const agentParams = ['toolDescription', 'responseSizeLimit', 'rowFormat'];
 
 // actAsParams are the builder's identity settings: never a tool argument.
 const actAsParams = ['actAsUser'];

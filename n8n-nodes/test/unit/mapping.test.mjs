@@ -431,3 +431,16 @@ test('an n8n without task runners (no startJob) is told to use the HTTP connecti
 		return true;
 	});
 });
+
+test('Row Format, a builder option of the tool node, adds format to the call; the runner default sends none', async () => {
+	let { calls } = await run('SelectQuery', { args: [{ table: 'orders' }], pinned: { rowFormat: 'columns' } });
+	assert.deepEqual(calls[0].options.body, { table: 'orders', format: 'columns' });
+	({ calls } = await run('SelectQuery', { args: [{ table: 'orders' }], pinned: { rowFormat: '' } }));
+	assert.deepEqual(calls[0].options.body, { table: 'orders' });
+	// A tool without rows has no Row Format and never sends one.
+	({ calls } = await run('DescribeSchema', { args: [{}], pinned: { rowFormat: 'csv' } }));
+	assert.equal(calls[0].options.body.format, undefined);
+	// As a workflow node (not a tool) the option does not apply.
+	({ calls } = await run('SelectQuery', { args: [{ table: 'orders' }], pinned: { rowFormat: 'csv' }, asTool: false }));
+	assert.equal(calls[0].options.body.format, undefined);
+});
