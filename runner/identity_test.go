@@ -211,19 +211,8 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 	}
 	mcpCall := `{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_sql", "arguments": {"sql": "SELECT current_user AS u"}}}`
 	post := func(token string) (int, string, http.Header) {
-		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/mcp", strings.NewReader(mcpCall))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(raw), resp.Header
+		status, raw, hdr := mcpPost(t, f.srv.URL, token, mcpCall)
+		return status, string(raw), hdr
 	}
 	wantChallenge := `Bearer resource_metadata="https://pgtools.test.invalid/.well-known/oauth-protected-resource/mcp"`
 	if status, _, hdr := post(""); status != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") != wantChallenge {

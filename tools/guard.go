@@ -43,12 +43,12 @@ func leadingKeyword(sql string) string {
 // the READ ONLY path (execute_sql read); otherwise the statement is a write (execute_sql write,
 // pg_transaction). inSession says the statement would run in a pg_tx session.
 func checkFreeSQL(sql string, read, inSession bool) *Error {
-	kw := leadingKeyword(sql)
+	kw, txControl := leadingKeyword(sql), transactionControl(sql)
 	switch {
-	case transactionControl(sql) && inSession:
+	case txControl && inSession:
 		return &Error{Type: ErrNotAllowed, Message: "Transaction control statements are not allowed inside a session; nothing was run",
 			Suggestion: "Use pg_tx with the session_id to commit, roll back or set savepoints."}
-	case transactionControl(sql):
+	case txControl:
 		if read {
 			return &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION, …) are not allowed in execute_sql; nothing was run",
 				Suggestion: "Send one query without BEGIN, COMMIT or ROLLBACK; use pg_tx to manage transactions."}

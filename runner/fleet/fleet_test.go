@@ -32,6 +32,20 @@ type replica struct {
 	done chan struct{}
 }
 
+// stopReplica drains r as Kubernetes or an operator would: SIGTERM, then it rolls its sessions
+// back and exits (within 20 s, or the test fails).
+func stopReplica(t *testing.T, r *replica) {
+	t.Helper()
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("replica %s did not exit after SIGTERM", r.id)
+	}
+}
+
 // fleet is PostgreSQL, three replicas and NGINX in front of them.
 type fleet struct {
 	replicas []*replica
@@ -312,14 +326,7 @@ func TestFleetBehindNGINX(t *testing.T) {
 
 	// Drain r1: SIGTERM, it rolls its sessions back and leaves; the proxy sends its traffic on.
 	victim := f.replicas[0]
-	if err := victim.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-victim.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("drained replica did not exit")
-	}
+	stopReplica(t, victim)
 	per = map[string]int{}
 	for i := range 60 {
 		a := f.call(t, c, "select_query", fmt.Sprintf(`{"table":"items","where":"id = %d"}`, i%50+1), "")

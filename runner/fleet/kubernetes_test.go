@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -202,14 +201,7 @@ func TestFleetKubernetesRouter(t *testing.T) {
 	}
 
 	victim := f.replicas[0]
-	if err := victim.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-victim.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("stopped replica did not exit")
-	}
+	stopReplica(t, victim)
 	lost, kept := 0, 0
 	for _, s := range open {
 		a := f.call(t, c, "select_query", fmt.Sprintf(`{"table":"items","where":"id = 1","session_id":%q}`, s.id), s.id)
