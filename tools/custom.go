@@ -202,7 +202,7 @@ func (r *Registry) AddCustomTools(ctx context.Context, list []CustomTool) error 
 		r.tools[t.Name] = &toolEntry{
 			info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
 			operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, writes: write,
-			decode: func([]byte) (any, error) { return nil, nil },
+			decode: func(map[string]any) (any, error) { return nil, nil },
 			run:    func(ctx context.Context, req *request) (*Result, *Error) { return runCustom(ctx, req, tool) },
 		}
 		r.order = append(r.order, t.Name)

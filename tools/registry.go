@@ -164,10 +164,10 @@ type toolEntry struct {
 	props     []string // the schema's property names, sorted, for invalid_arguments suggestions
 	schema    *jsonschema.Schema
 	run       handler
-	gate      gate                      // the policy a call needs (authorize.go)
-	decode    func([]byte) (any, error) // decodes a validated call into the tool's struct
-	database  string                    // fixed database (operator-defined tools); "" takes the argument
-	writes    bool                      // every call writes (operator-defined write tools), for the audit
+	gate      gate       // the policy a call needs (authorize.go)
+	decode    argDecoder // fills the tool's struct from a validated call
+	database  string     // fixed database (operator-defined tools); "" takes the argument
+	writes    bool       // every call writes (operator-defined write tools), for the audit
 }
 
 // Registry holds the tools and the configured databases. Every transport calls Call. It is safe
@@ -308,7 +308,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	if e := nulError(m, ""); e != nil {
 		return nil, e
 	}
-	in, derr := t.decode(rawArgs)
+	in, derr := t.decode(m)
 	if derr != nil {
 		return nil, argsError(derr, m)
 	}

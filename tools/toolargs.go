@@ -1,17 +1,18 @@
 package tools
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
+	"reflect"
+	"strconv"
 	"strings"
 )
 
-// This file holds each tool's arguments as a typed struct. Call decodes a call's JSON into its
-// tool's struct once, after the schema has validated it, so handlers read fields rather than
-// probing a map, and a value the schema lets through but Go cannot hold (limit 1e30) is an
+// This file holds each tool's arguments as a typed struct. Call parses a call's JSON once, into
+// the map the schema validates, and then fills its tool's struct from that map, so handlers read
+// fields rather than probing a map, and a value the schema lets through but Go cannot hold (limit 1e30) is an
 // invalid_arguments answer instead of a silent default.
 
 // target is the routing part every tool takes.
@@ -97,27 +98,145 @@ type batchArgs struct {
 	} `json:"operations"`
 }
 
-// argDecoders decode a validated call into its tool's struct.
-var argDecoders = map[string]func([]byte) (any, error){
-	"select_query":    decodeInto[selectArgs],
-	"describe_schema": decodeInto[describeArgs],
-	"execute_sql":     decodeInto[executeArgs],
-	"insert_data":     decodeInto[insertArgs],
-	"update_data":     decodeInto[changeArgs],
-	"delete_data":     decodeInto[changeArgs],
-	"pg_tx":           decodeInto[txArgs],
-	"pg_transaction":  decodeInto[batchArgs],
+// argDecoders fill each tool's struct from its validated call.
+var argDecoders = map[string]argDecoder{
+	"select_query":    decoderFor[selectArgs](),
+	"describe_schema": decoderFor[describeArgs](),
+	"execute_sql":     decoderFor[executeArgs](),
+	"insert_data":     decoderFor[insertArgs](),
+	"update_data":     decoderFor[changeArgs](),
+	"delete_data":     decoderFor[changeArgs](),
+	"pg_tx":           decoderFor[txArgs](),
+	"pg_transaction":  decoderFor[batchArgs](),
 }
 
-// decodeInto decodes raw into a new T with numbers kept as json.Number (never through float64).
-func decodeInto[T any](raw []byte) (any, error) {
-	v := new(T)
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return v, nil
+// argDecoder builds a tool's argument struct from the call's arguments as Call decoded them for
+// the schema (numbers as json.Number).
+type argDecoder func(args map[string]any) (any, error)
+
+// decoderFor returns the decoder of T. The call's JSON is parsed once, into the map the schema
+// validates; the struct is filled from that map by a field plan made here, once per type, so no
+// call parses its JSON a second time.
+func decoderFor[T any]() argDecoder {
+	fill := structFiller(reflect.TypeFor[T]())
+	return func(args map[string]any) (any, error) {
+		v := new(T)
+		return v, fill(reflect.ValueOf(v).Elem(), args, "")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	return v, dec.Decode(v)
+}
+
+// argValue is an argument type that takes its value as decoded JSON (count, nameList, rawValue).
+type argValue interface{ setArg(v any) error }
+
+// filler sets dst from v, a decoded JSON value; path names the argument for errors.
+type filler func(dst reflect.Value, v any, path string) error
+
+// structFiller returns the filler of struct type t: each field by its json tag, embedded structs
+// flattened. An absent or null argument leaves the field zero.
+func structFiller(t reflect.Type) func(dst reflect.Value, args map[string]any, path string) error {
+	type field struct {
+		index []int
+		name  string
+		fill  filler
+	}
+	var fields []field
+	for _, f := range reflect.VisibleFields(t) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous || name == "" || name == "-" {
+			continue
+		}
+		fields = append(fields, field{f.Index, name, fillerOf(f.Type)})
+	}
+	return func(dst reflect.Value, args map[string]any, path string) error {
+		for _, f := range fields {
+			v, ok := args[f.name]
+			if !ok || v == nil {
+				continue
+			}
+			if err := f.fill(dst.FieldByIndex(f.index), v, path+f.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// fillerOf returns the filler of an argument field's type.
+func fillerOf(t reflect.Type) filler {
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[argValue]()) {
+		return func(dst reflect.Value, v any, _ string) error { return dst.Addr().Interface().(argValue).setArg(v) }
+	}
+	typeError := func(v any, path string) error {
+		return &json.UnmarshalTypeError{Value: fmt.Sprintf("%T", v), Type: t, Field: path}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return func(dst reflect.Value, v any, path string) error {
+			s, ok := v.(string)
+			if !ok {
+				return typeError(v, path)
+			}
+			dst.SetString(s)
+			return nil
+		}
+	case reflect.Bool:
+		return func(dst reflect.Value, v any, path string) error {
+			b, ok := v.(bool)
+			if !ok {
+				return typeError(v, path)
+			}
+			dst.SetBool(b)
+			return nil
+		}
+	case reflect.Map: // map[string]any: a row or a set, kept as decoded
+		return func(dst reflect.Value, v any, path string) error {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return typeError(v, path)
+			}
+			dst.Set(reflect.ValueOf(m))
+			return nil
+		}
+	case reflect.Pointer:
+		elem := fillerOf(t.Elem())
+		return func(dst reflect.Value, v any, path string) error {
+			p := reflect.New(t.Elem())
+			if err := elem(p.Elem(), v, path); err != nil {
+				return err
+			}
+			dst.Set(p)
+			return nil
+		}
+	case reflect.Slice:
+		elem := fillerOf(t.Elem())
+		return func(dst reflect.Value, v any, path string) error {
+			list, ok := v.([]any)
+			if !ok {
+				return typeError(v, path)
+			}
+			out := reflect.MakeSlice(t, len(list), len(list))
+			for i, item := range list {
+				if item == nil {
+					continue
+				}
+				if err := elem(out.Index(i), item, path+"."+strconv.Itoa(i)); err != nil {
+					return err
+				}
+			}
+			dst.Set(out)
+			return nil
+		}
+	case reflect.Struct:
+		fill := structFiller(t)
+		return func(dst reflect.Value, v any, path string) error {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return typeError(v, path)
+			}
+			return fill(dst, m, path+".")
+		}
+	}
+	panic(fmt.Sprintf("tools: no argument filler for %s", t)) // a programming error, found by any test
 }
 
 // argsError is the answer to a validated call whose value Go cannot hold; args, the same call
@@ -156,18 +275,24 @@ type countError struct{ raw, text string }
 
 func (e *countError) Error() string { return e.text }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (c *count) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
+func (c *count) setArg(v any) error {
+	n, ok := v.(json.Number)
+	if !ok {
+		return &countError{fmt.Sprint(v), fmt.Sprintf("%s is not a number", quoteForMessage(fmt.Sprint(v)))}
+	}
+	raw := string(n)
+	if i, err := strconv.ParseInt(raw, 10, 64); err == nil {
+		c.n, c.set = i, true
 		return nil
 	}
-	f, _, err := big.ParseFloat(string(b), 10, 256, big.ToNearestEven)
+	// 1e2 and 100.0 are whole numbers too; read them exactly, never through float64.
+	f, _, err := big.ParseFloat(raw, 10, 256, big.ToNearestEven)
 	if err != nil || !f.IsInt() {
-		return &countError{string(b), fmt.Sprintf("%s is not a whole number", quoteForMessage(string(b)))}
+		return &countError{raw, fmt.Sprintf("%s is not a whole number", quoteForMessage(raw))}
 	}
 	i, acc := f.Int64()
 	if acc != big.Exact {
-		return &countError{string(b), fmt.Sprintf("%s is too large", quoteForMessage(string(b)))}
+		return &countError{raw, fmt.Sprintf("%s is too large", quoteForMessage(raw))}
 	}
 	c.n, c.set = i, true
 	return nil
@@ -184,8 +309,7 @@ func (c count) or(def int64) int64 {
 // nameList is a list of names given as a JSON array or one comma-separated string.
 type nameList struct{ v any }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (l *nameList) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &l.v) }
+func (l *nameList) setArg(v any) error { l.v = v; return nil }
 
 // names returns the list (nil when absent or empty).
 func (l nameList) names() []string { return listArg(l.v) }
@@ -194,5 +318,4 @@ func (l nameList) names() []string { return listArg(l.v) }
 // or a string holding one.
 type rawValue struct{ v any }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *rawValue) UnmarshalJSON(b []byte) error { return decodeJSON(b, &r.v) }
+func (r *rawValue) setArg(v any) error { r.v = v; return nil }
