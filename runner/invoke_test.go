@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -131,7 +132,7 @@ func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 		reg, caller := panicRegistry(t)
 		srv := httptest.NewServer(NewHandlerWith(reg, HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), Caller: caller}))
 		t.Cleanup(srv.Close)
-		cs, err := connectMCP(t, srv.URL, agentToken)
+		cs, err := apitest.ConnectMCP(t, srv.URL, agentToken)
 		if err != nil {
 			t.Fatal(err)
 		}
