@@ -4,12 +4,10 @@
 package toolstest
 
 import (
-	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 // Database opens a pool of maxConns connections to dsn with tools.PoolConfig and wraps it as the
@@ -20,12 +18,7 @@ func Database(t testing.TB, dsn string, policy tools.Policy, maxConns int32) *to
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return tools.NewDatabase("default", pool, policy)
+	return tools.NewDatabase("default", pgtest.OpenPool(t, cfg), policy)
 }
 
 // Registry is a registry over Database(t, dsn, policy, maxConns).
