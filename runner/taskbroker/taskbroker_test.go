@@ -103,6 +103,15 @@ func (f *fixture) httpAnswer(t *testing.T, tool, args string) []byte {
 	return body
 }
 
+// assertAlive fails the test unless rn answers a ping within 2 s: its connection outlived what
+// the test did to it.
+func assertAlive(t *testing.T, rn *brokertest.Runner) {
+	t.Helper()
+	if !rn.Ping(2 * time.Second) {
+		t.Fatal("the runner did not answer a ping")
+	}
+}
+
 // activeSleeps counts the runner role's statements running pg_sleep.
 func (f *fixture) activeSleeps(t *testing.T) int64 {
 	return f.db.QueryInt(t, `SELECT count(*) FROM pg_stat_activity WHERE usename = $1 AND state = 'active' AND query LIKE '%pg_sleep%'`, f.role)
@@ -180,9 +189,7 @@ func TestHandshakeAndOffers(t *testing.T) {
 	if len(offers) != 3 {
 		t.Fatalf("%d offers outstanding, want 3", len(offers))
 	}
-	if !rn.Ping(2 * time.Second) {
-		t.Fatal("the runner did not answer a ping")
-	}
+	assertAlive(t, rn)
 }
 
 func TestTasksAnswerLikeHTTP(t *testing.T) {
@@ -434,9 +441,7 @@ func TestUnknownMessagesAreIgnored(t *testing.T) {
 	if n := rn.Count(brokertest.ForTask("runner:taskerror", "never-accepted")) + rn.Count(brokertest.ForTask("runner:taskdone", "never-accepted")); n != 0 {
 		t.Fatal("the runner ran a task it never accepted")
 	}
-	if !rn.Ping(2 * time.Second) {
-		t.Fatal("the runner did not answer a ping")
-	}
+	assertAlive(t, rn)
 }
 
 func TestShutdownLetsTasksFinish(t *testing.T) {
