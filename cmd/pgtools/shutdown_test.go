@@ -56,29 +56,12 @@ func TestSIGTERMRollsBackSessions(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve exited with %v:\n%s", err, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("serve did not exit after SIGTERM:\n%s", stderr.String())
-	}
+	waitExit(t, cmd, stderr)
 	wg.Wait()
 	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
 		t.Fatalf("%d uncommitted rows survived shutdown", n)
 	}
-	for i := 0; i < 50; i++ {
-		if db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and usename = $1", db.RoleName("term")) == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and usename = $1", db.RoleName("term")); n != 0 {
-		t.Fatalf("%d backends of the runner's role left after exit", n)
-	}
+	assertNoBackends(t, db, db.RoleName("term"))
 	if !strings.Contains(stderr.String(), "rolling back open sessions") {
 		t.Errorf("shutdown did not log the rollback:\n%s", stderr.String())
 	}
@@ -128,6 +111,25 @@ func TestSIGTERMDrainsThenCancels(t *testing.T) {
 	if out := call("select_query", `{"table":"notes"}`); out["success"] != true {
 		t.Fatalf("call during the drain delay: %v", out)
 	}
+	waitExit(t, cmd, stderr)
+	if took := time.Since(signalled); took > 8*time.Second {
+		t.Errorf("exit took %s after SIGTERM with drain 1s and grace 0.5s", took)
+	}
+	if out := <-long; out["transport_error"] == nil && out["errorType"] != "timeout" {
+		t.Errorf("call past the grace period ended with %v, want a cancel (timeout) or a closed connection", out)
+	}
+	if !strings.Contains(stderr.String(), "cancelling them") {
+		t.Errorf("the log does not say calls were cancelled:\n%s", stderr.String())
+	}
+	assertNoBackends(t, db, role)
+	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
+		t.Fatalf("the session's insert survived shutdown")
+	}
+}
+
+// waitExit waits up to 20 s for cmd, sent SIGTERM, to exit, and fails the test unless it exits 0.
+func waitExit(t *testing.T, cmd *exec.Cmd, stderr fmt.Stringer) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -138,23 +140,18 @@ func TestSIGTERMDrainsThenCancels(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("serve did not exit after SIGTERM:\n%s", stderr.String())
 	}
-	if took := time.Since(signalled); took > 8*time.Second {
-		t.Errorf("exit took %s after SIGTERM with drain 1s and grace 0.5s", took)
-	}
-	if out := <-long; out["transport_error"] == nil && out["errorType"] != "timeout" {
-		t.Errorf("call past the grace period ended with %v, want a cancel (timeout) or a closed connection", out)
-	}
-	if !strings.Contains(stderr.String(), "cancelling them") {
-		t.Errorf("the log does not say calls were cancelled:\n%s", stderr.String())
-	}
-	for i := 0; i < 100 && db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1", role) > 0; i++ {
+}
+
+// assertNoBackends waits up to 2 s for the backends of role (the runner's, whose name is unique
+// to the test's database) to end, and fails the test if any is left.
+func assertNoBackends(t *testing.T, db *pgtest.DB, role string) {
+	t.Helper()
+	const backends = "select count(*) from pg_stat_activity where usename = $1"
+	for i := 0; i < 100 && db.QueryInt(t, backends, role) > 0; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1", role); n != 0 {
+	if n := db.QueryInt(t, backends, role); n != 0 {
 		t.Fatalf("%d backends of the runner's role left after exit", n)
-	}
-	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
-		t.Fatalf("the session's insert survived shutdown")
 	}
 }
 
