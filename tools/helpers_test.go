@@ -1,6 +1,9 @@
 package tools
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Helpers several test files of this package share. The bundle and its call helpers are in
 // harness_test.go; the read path's fixture fingerprints in readpath_helpers_test.go.
@@ -50,5 +53,21 @@ func checkRedactions(t *testing.T, cases []redactCase) {
 				t.Fatalf("got %q / %q, want %q", e.Message, e.Suggestion, c.want)
 			}
 		})
+	}
+}
+
+// assertErrorSays reports (with Errorf, so every gap shows) each of inMessage that e's message
+// lacks and each of inSuggestion that its suggestion lacks.
+func assertErrorSays(t testing.TB, e *Error, inMessage, inSuggestion []string) {
+	t.Helper()
+	for _, s := range inMessage {
+		if !strings.Contains(e.Message, s) {
+			t.Errorf("message lacks %q: %s", s, e.Message)
+		}
+	}
+	for _, s := range inSuggestion {
+		if !strings.Contains(e.Suggestion, s) {
+			t.Errorf("suggestion lacks %q: %s", s, e.Suggestion)
+		}
 	}
 }

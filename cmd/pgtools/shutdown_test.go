@@ -24,10 +24,7 @@ import (
 func TestSIGTERMRollsBackSessions(t *testing.T) {
 	t.Parallel()
 	bin := buildPgtools(t)
-	db := pgtest.New(t)
-	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text)`)
-	dsn := db.RoleDSN(t, "term")
-	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("term")+`"`)
+	db, dsn := notesDB(t, "term")
 	const token = "sigterm-test-token-0123456789"
 	cmd := exec.Command(bin, "serve", "--database-url", dsn, "--listen", "127.0.0.1:0", "--token", token+":read,write")
 	stderr, _, call := startServe(t, cmd, token)
@@ -74,10 +71,7 @@ func TestSIGTERMRollsBackSessions(t *testing.T) {
 func TestSIGTERMDrainsThenCancels(t *testing.T) {
 	t.Parallel()
 	bin := buildPgtools(t)
-	db := pgtest.New(t)
-	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text)`)
-	dsn := db.RoleDSN(t, "drain")
-	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("drain")+`"`)
+	db, dsn := notesDB(t, "drain")
 	const token = "drain-test-token-0123456789"
 	cfgFile := filepath.Join(t.TempDir(), "pgtools.json")
 	os.WriteFile(cfgFile, []byte(`{"listen": "127.0.0.1:0", "tokens": [{"name": "agent", "token": "`+token+`", "scopes": ["read", "write"]}],
@@ -125,6 +119,16 @@ func TestSIGTERMDrainsThenCancels(t *testing.T) {
 	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
 		t.Fatalf("the session's insert survived shutdown")
 	}
+}
+
+// notesDB is a database with an empty table notes that role may write, and role's DSN.
+func notesDB(t *testing.T, role string) (*pgtest.DB, string) {
+	t.Helper()
+	db := pgtest.New(t)
+	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text)`)
+	dsn := db.RoleDSN(t, role)
+	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName(role)+`"`)
+	return db, dsn
 }
 
 // waitExit waits up to 20 s for cmd, sent SIGTERM, to exit, and fails the test unless it exits 0.
