@@ -125,6 +125,18 @@ export async function startServe(bin, args, { env = {}, timeoutMs = 30_000 } = {
 }
 
 /**
+ * serveWithConfig writes config as the JSON file of a temporary directory (named for name and
+ * removed at exit) and starts `pgtools serve --config` on it with info logs.
+ */
+async function serveWithConfig(bin, name, config) {
+	const dir = mkdtempSync(join(tmpdir(), `pgtools-${name}-`));
+	process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+	const file = join(dir, 'config.json');
+	writeFileSync(file, JSON.stringify(config));
+	return await startServe(bin, ['--config', file], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
+}
+
+/**
  * psql runs SQL as the superuser of pgtools demo's throwaway cluster (which trusts local
  * connections) in database db, and returns the rows as text.
  */
@@ -175,20 +187,13 @@ export const actAsTokens = { actAs: 'n8n-acts-for-users-0123456789', plain: 'n8n
  */
 export async function startActAsRunner(bin, demo) {
 	psql(demo, 'postgres', actAsSetup);
-	const dir = mkdtempSync(join(tmpdir(), 'pgtools-actas-'));
-	process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-	const config = join(dir, 'config.json');
-	writeFileSync(
-		config,
-		JSON.stringify({
-			tokens: [
-				{ name: 'n8n', token: actAsTokens.actAs, scopes: ['read', 'write'], role: 'n8n_tenant', act_as: true },
-				{ name: 'plain', token: actAsTokens.plain, scopes: ['read', 'write'], role: 'n8n_tenant' },
-			],
-			databases: { default: { url: demo.databaseUrl.replace('pgtools_demo@', 'n8n_auth@').replace('/pgtools_demo?', '/actas?') } },
-		}),
-	);
-	const runner = await startServe(bin, ['--config', config], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
+	const runner = await serveWithConfig(bin, 'actas', {
+		tokens: [
+			{ name: 'n8n', token: actAsTokens.actAs, scopes: ['read', 'write'], role: 'n8n_tenant', act_as: true },
+			{ name: 'plain', token: actAsTokens.plain, scopes: ['read', 'write'], role: 'n8n_tenant' },
+		],
+		databases: { default: { url: demo.databaseUrl.replace('pgtools_demo@', 'n8n_auth@').replace('/pgtools_demo?', '/actas?') } },
+	});
 	return { ...runner, sql: (text) => psql(demo, 'actas', text) };
 }
 
@@ -228,17 +233,10 @@ export const customTools = [
  * and sql(text), which runs SQL in the demo database as the superuser.
  */
 export async function startCustomToolsRunner(bin, demo) {
-	const dir = mkdtempSync(join(tmpdir(), 'pgtools-custom-'));
-	process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-	const config = join(dir, 'config.json');
-	writeFileSync(
-		config,
-		JSON.stringify({
-			tokens: [{ name: 'n8n', token: customToolsToken, scopes: ['read', 'write'] }],
-			databases: { default: { url: demo.databaseUrl } },
-			custom_tools: customTools,
-		}),
-	);
-	const runner = await startServe(bin, ['--config', config], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
+	const runner = await serveWithConfig(bin, 'custom', {
+		tokens: [{ name: 'n8n', token: customToolsToken, scopes: ['read', 'write'] }],
+		databases: { default: { url: demo.databaseUrl } },
+		custom_tools: customTools,
+	});
 	return { ...runner, token: customToolsToken, sql: (text) => psql(demo, 'pgtools_demo', text) };
 }
