@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -29,12 +30,11 @@ func TestHTTPMaxResponseBytesHeader(t *testing.T) {
 
 	call := func(t *testing.T, header string) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/tools/select_query", strings.NewReader(`{"table":"wide","order_by":"id"}`))
-		req.Header.Set("Authorization", "Bearer "+readToken)
+		req := apitest.Request(http.MethodPost, srv.URL+"/v1/tools/select_query", readToken, `{"table":"wide","order_by":"id"}`)
 		if header != "" {
 			req.Header.Set(MaxResponseBytesHeader, header)
 		}
-		status, body, _ := do(t, req)
+		status, body, _ := apitest.Do(t, req)
 		return status, body
 	}
 	rows := func(t *testing.T, header string) (int, map[string]any) {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -42,26 +42,7 @@ func newAPI(t *testing.T, dsn string, tokens []Token) *apiFixture {
 
 func (a *apiFixture) post(t *testing.T, path, token, body string) (int, map[string]any, http.Header) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+path, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	return do(t, req)
-}
-
-func do(t *testing.T, req *http.Request) (int, map[string]any, http.Header) {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s %s: body is not JSON: %q", req.Method, req.URL.Path, raw)
-	}
-	return resp.StatusCode, out, resp.Header
+	return apitest.Call(t, http.MethodPost, a.srv.URL+path, token, body)
 }
 
 func tokens() []Token {
@@ -148,9 +129,7 @@ func TestHTTPCatalogEndpoints(t *testing.T) {
 	_, dsn := setupDB(t)
 	api := newAPI(t, dsn, tokens())
 
-	req, _ := http.NewRequest(http.MethodGet, api.srv.URL+"/v1/tools", nil)
-	req.Header.Set("Authorization", "Bearer "+readToken)
-	status, body, _ := do(t, req)
+	status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/v1/tools", readToken, "")
 	list, _ := body["tools"].([]any)
 	if status != 200 || len(list) != 4 { // a read token is shown the read tools only (toollist_test.go)
 		t.Fatalf("/v1/tools: %d %v", status, body)
@@ -172,16 +151,14 @@ func TestHTTPCatalogEndpoints(t *testing.T) {
 		}
 	}
 
-	req, _ = http.NewRequest(http.MethodGet, api.srv.URL+"/openapi.json", nil)
-	status, body, _ = do(t, req)
+	status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "", "")
 	paths, _ := body["paths"].(map[string]any)
 	if status != 200 || body["openapi"] != "3.1.0" || paths["/v1/tools/select_query"] == nil {
 		t.Fatalf("/openapi.json: %d %v", status, body)
 	}
 
 	for _, p := range []string{"/healthz", "/readyz"} {
-		req, _ = http.NewRequest(http.MethodGet, api.srv.URL+p, nil)
-		if status, body, _ = do(t, req); status != 200 {
+		if status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+p, "", ""); status != 200 {
 			t.Fatalf("%s: %d %v", p, status, body)
 		}
 	}
@@ -191,12 +168,10 @@ func TestHTTPReadyzWhenDatabaseIsDown(t *testing.T) {
 	t.Parallel()
 	// A port nobody listens on: the runner starts, is alive, and reports not ready.
 	api := newAPI(t, "postgres://nobody:hunter2-password@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", tokens())
-	req, _ := http.NewRequest(http.MethodGet, api.srv.URL+"/healthz", nil)
-	if status, _, _ := do(t, req); status != 200 {
+	if status, _, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/healthz", "", ""); status != 200 {
 		t.Fatalf("/healthz: %d", status)
 	}
-	req, _ = http.NewRequest(http.MethodGet, api.srv.URL+"/readyz", nil)
-	status, body, _ := do(t, req)
+	status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/readyz", "", "")
 	if status != 503 || strings.Contains(body["reason"].(string), "hunter2") {
 		t.Fatalf("/readyz: %d %v", status, body)
 	}

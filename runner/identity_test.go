@@ -9,6 +9,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -211,7 +212,7 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 	}
 	mcpCall := `{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_sql", "arguments": {"sql": "SELECT current_user AS u"}}}`
 	post := func(token string) (int, string, http.Header) {
-		status, raw, hdr := mcpPost(t, f.srv.URL, token, mcpCall)
+		status, raw, hdr := apitest.MCPPost(t, f.srv.URL, token, mcpCall)
 		return status, string(raw), hdr
 	}
 	wantChallenge := `Bearer resource_metadata="https://pgtools.test.invalid/.well-known/oauth-protected-resource/mcp"`

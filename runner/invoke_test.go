@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,25 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
-
-// panicOn is a Caller that panics, as a bug would, in every call of one tool.
-type panicOn struct {
-	Caller
-	tool string
-}
-
-func (c panicOn) Call(ctx context.Context, p tools.Principal, tool string, args []byte) (*tools.Result, *tools.Error) {
-	if tool == c.tool {
-		var m map[string]int
-		m["boom"]++ // a runtime error: assignment to entry in nil map
-	}
-	return c.Caller.Call(ctx, p, tool, args)
-}
 
 // panicRegistry is a registry over mcptest.Fixture whose describe_schema panics.
 func panicRegistry(t *testing.T) (*tools.Registry, Caller) {
@@ -39,7 +25,7 @@ func panicRegistry(t *testing.T) (*tools.Registry, Caller) {
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
 	reg := toolstest.Registry(t, db.RoleDSN(t, "inv"), tools.Policy{}, 4)
-	return reg, panicOn{Caller: reg, tool: "describe_schema"}
+	return reg, toolstest.PanicOn{Caller: reg, Tool: "describe_schema"}
 }
 
 // TestPanicIsAnInternalErrorOverHTTP: a panicking tool answers 500 internal_error naming the
@@ -131,7 +117,7 @@ func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 		reg, caller := panicRegistry(t)
 		srv := httptest.NewServer(NewHandlerWith(reg, HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), Caller: caller}))
 		t.Cleanup(srv.Close)
-		cs, err := connectMCP(t, srv.URL, agentToken)
+		cs, err := apitest.ConnectMCP(t, srv.URL, agentToken)
 		if err != nil {
 			t.Fatal(err)
 		}

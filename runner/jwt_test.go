@@ -20,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -142,13 +143,12 @@ func newJWTFixture(t *testing.T, jc JWTConfig) *jwtFixture {
 
 func (f *jwtFixture) post(t *testing.T, path, token, body string, header ...string) (int, map[string]any, http.Header) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
+	req := apitest.Request(http.MethodPost, f.srv.URL+path, token, body)
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
 	}
-	return do(t, req)
+	return apitest.Do(t, req)
 }
 
 const insertProbe = `{"sql": "INSERT INTO probe VALUES (1, 'x')", "mode": "write", "autocommit": true}`

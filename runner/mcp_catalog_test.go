@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/pgtools/pgtools/runner/apitest"
 )
 
 // catalogTokenBudget is DESIGN §12's budget for the whole catalog of the built-in tools as an MCP
@@ -19,7 +21,7 @@ const catalogTokenBudget = 2500
 // tools/list on /mcp, and the same with each tool's outputSchema removed.
 func mcpCatalog(t *testing.T, api *apiFixture, token string) (whole, withoutOutput []byte) {
 	t.Helper()
-	status, body, _ := mcpPost(t, api.srv.URL, token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	status, body, _ := apitest.MCPPost(t, api.srv.URL, token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	var resp struct {
 		Result struct {
 			Tools []map[string]json.RawMessage `json:"tools"`

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -74,8 +75,8 @@ func (f *mcpFeatures) overHTTP(t *testing.T, opts *mcp.ClientOptions) *mcp.Clien
 // overHTTPVersion connects the go-sdk client to /mcp with protocol version v ("": the latest).
 func (f *mcpFeatures) overHTTPVersion(t *testing.T, opts *mcp.ClientOptions, v string) *mcp.ClientSession {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, opts).Connect(t.Context(), &mcp.StreamableClientTransport{
-		Endpoint: f.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{ddlToken}}, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, opts).Connect(t.Context(),
+		apitest.MCPTransport(f.url, ddlToken), &mcp.ClientSessionOptions{ProtocolVersion: v})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestMCPProtocolVersions(t *testing.T) {
 		{"2024-11-05", "2024-11-05"}, {"2025-03-26", "2025-03-26"}, {"2025-06-18", "2025-06-18"},
 		{"2025-11-25", "2025-11-25"}, {"2099-01-01", "2025-11-25"},
 	} {
-		status, body, _ := mcpPost(t, f.url, ddlToken, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+c.sent+
+		status, body, _ := apitest.MCPPost(t, f.url, ddlToken, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+c.sent+
 			`","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`)
 		if status != http.StatusOK || !strings.Contains(string(body), `"protocolVersion":"`+c.want+`"`) {
 			t.Errorf("initialize with %s: %d %s, want %s", c.sent, status, body, c.want)

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pgtools/pgtools/runner/apitest"
 )
 
 // rowsFixture is a 100-row table of several types, the size issue 16 measures a result at.
@@ -30,7 +32,7 @@ func TestMCPRowsOnce(t *testing.T) {
 			Databases: map[string]DatabaseConfig{"default": {URL: dsn}}, MCPStructuredContent: structured}
 		f := newServerFixture(t, cfg)
 
-		status, body, _ := mcpPost(t, f.http.URL, allToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		status, body, _ := apitest.MCPPost(t, f.http.URL, allToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		var list struct {
 			Result struct {
 				Tools []map[string]json.RawMessage `json:"tools"`
@@ -45,7 +47,7 @@ func TestMCPRowsOnce(t *testing.T) {
 			}
 		}
 
-		status, body, _ = mcpPost(t, f.http.URL, allToken, call)
+		status, body, _ = apitest.MCPPost(t, f.http.URL, allToken, call)
 		var resp struct {
 			Result map[string]json.RawMessage `json:"result"`
 		}

@@ -3,13 +3,13 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -41,33 +41,10 @@ func newMCPAPI(t *testing.T) *apiFixture {
 	return newAPI(t, db.RoleDSN(t, "mcp"), mcpTokens())
 }
 
-// bearer adds an Authorization header to every request, as an MCP client configured with a
-// token does.
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// connectMCP connects the go-sdk client to /mcp over Streamable HTTP with token.
-func connectMCP(t *testing.T, baseURL, token string) (*mcp.ClientSession, error) {
-	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, nil)
-	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{
-		Endpoint: baseURL + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1,
-	}, nil)
-	if err == nil {
-		t.Cleanup(func() { _ = cs.Close() })
-	}
-	return cs, err
-}
-
 func TestMCPStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	api := newMCPAPI(t)
-	cs, err := connectMCP(t, api.srv.URL, agentToken)
+	cs, err := apitest.ConnectMCP(t, api.srv.URL, agentToken)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -97,7 +74,7 @@ func TestMCPPrincipals(t *testing.T) {
 	api := newMCPAPI(t)
 	sessions := map[string]*mcp.ClientSession{}
 	for _, tok := range mcpTokens() {
-		cs, err := connectMCP(t, api.srv.URL, tok.Secret)
+		cs, err := apitest.ConnectMCP(t, api.srv.URL, tok.Secret)
 		if err != nil {
 			t.Fatalf("%s: connect: %v", tok.Name, err)
 		}
@@ -134,18 +111,18 @@ func TestMCPAuth(t *testing.T) {
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
 	for _, c := range []struct{ name, token string }{{"no token", ""}, {"wrong token", "wrong-token-0123456789abcdef"}} {
 		t.Run(c.name, func(t *testing.T) {
-			status, body, hdr := mcpPost(t, api.srv.URL, c.token, initialize)
+			status, body, hdr := apitest.MCPPost(t, api.srv.URL, c.token, initialize)
 			var obj map[string]any
 			if status != http.StatusUnauthorized || json.Unmarshal(body, &obj) != nil || obj["errorType"] != "authentication_error" ||
 				!strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer") {
 				t.Fatalf("status %d, %s, %v", status, body, hdr)
 			}
-			if _, err := connectMCP(t, api.srv.URL, c.token); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+			if _, err := apitest.ConnectMCP(t, api.srv.URL, c.token); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 				t.Fatalf("go-sdk client connected with %s: %v", c.name, err)
 			}
 		})
 	}
-	if status, body, _ := mcpPost(t, api.srv.URL, agentToken, initialize); status != http.StatusOK || !bytes.Contains(body, []byte(`"name":"pgtools"`)) {
+	if status, body, _ := apitest.MCPPost(t, api.srv.URL, agentToken, initialize); status != http.StatusOK || !bytes.Contains(body, []byte(`"name":"pgtools"`)) {
 		t.Fatalf("initialize with a good token: %d %s", status, body)
 	}
 }
@@ -170,7 +147,7 @@ func TestMCPProtocolErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			status, body, _ := mcpPost(t, api.srv.URL, agentToken, c.body)
+			status, body, _ := apitest.MCPPost(t, api.srv.URL, agentToken, c.body)
 			if status != c.status || !bytes.Contains(body, []byte(c.inBody)) {
 				t.Fatalf("status %d (want %d), body %s", status, c.status, body)
 			}
@@ -187,7 +164,7 @@ func TestMCPProtocolErrors(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("GET /mcp (no server-sent stream on a stateless server): %d", resp.StatusCode)
 	}
-	cs, err := connectMCP(t, api.srv.URL, agentToken)
+	cs, err := apitest.ConnectMCP(t, api.srv.URL, agentToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +177,7 @@ func TestMCPProtocolErrors(t *testing.T) {
 func TestMCPCatalogSize(t *testing.T) {
 	t.Parallel()
 	api := newMCPAPI(t)
-	status, body, _ := mcpPost(t, api.srv.URL, agentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	status, body, _ := apitest.MCPPost(t, api.srv.URL, agentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	var resp struct {
 		Result json.RawMessage `json:"result"`
 	}
@@ -237,22 +214,4 @@ func TestMCPCatalogSize(t *testing.T) {
 	if outputs > outputSchemaBudget {
 		t.Fatalf("the output schemas are %d bytes, over their %d-byte budget", outputs, outputSchemaBudget)
 	}
-}
-
-// mcpPost sends one raw JSON-RPC message to /mcp, as curl would.
-func mcpPost(t *testing.T, baseURL, token, body string) (int, []byte, http.Header) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, baseURL+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, resp.Header
 }

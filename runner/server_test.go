@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/runner/session"
 	"github.com/pgtools/pgtools/tools"
@@ -73,11 +74,7 @@ func buildServer(t *testing.T, cfg *Config) (s *Server, sessions *session.Manage
 // call posts a tool call and returns the status, the decoded body and the headers.
 func (f *serverFixture) call(t *testing.T, token, tool, body string) (int, map[string]any, http.Header) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, f.http.URL+"/v1/tools/"+tool, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	return do(t, req)
+	return apitest.Call(t, http.MethodPost, f.http.URL+"/v1/tools/"+tool, token, body)
 }
 
 func (f *serverFixture) get(t *testing.T, path string) (int, string) {
@@ -491,7 +488,7 @@ func TestRateLimitOverMCP(t *testing.T) {
 	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]DatabaseConfig{"default": {URL: dsn}}, Limits: Limits{RatePerSecond: 0.5, Burst: 1}}
 	f := newServerFixture(t, cfg)
-	cs, err := connectMCP(t, f.http.URL, allToken)
+	cs, err := apitest.ConnectMCP(t, f.http.URL, allToken)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
@@ -158,13 +159,11 @@ func TestBodyDeadlineSparesLongCalls(t *testing.T) {
 	_, dsn := setupDB(t)
 	addr := serveWithBodyWait(t, dsn, 200*time.Millisecond)
 	base := "http://" + addr
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/execute_sql", strings.NewReader(`{"sql":"select pg_sleep(0.8) is null as slept"}`))
-	req.Header.Set("Authorization", "Bearer "+agentToken)
-	status, body, _ := do(t, req)
+	status, body, _ := apitest.Call(t, http.MethodPost, base+"/v1/tools/execute_sql", agentToken, `{"sql":"select pg_sleep(0.8) is null as slept"}`)
 	if status != http.StatusOK || body["success"] != true {
 		t.Fatalf("tool call: %d %v", status, body)
 	}
-	mstatus, raw, _ := mcpPost(t, base, agentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"select pg_sleep(0.8) is null as slept"}}}`)
+	mstatus, raw, _ := apitest.MCPPost(t, base, agentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"select pg_sleep(0.8) is null as slept"}}}`)
 	if mstatus != http.StatusOK || !strings.Contains(string(raw), `slept`) || strings.Contains(string(raw), `"isError":true`) {
 		t.Fatalf("mcp call: %d %s", mstatus, raw)
 	}

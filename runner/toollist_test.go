@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -34,9 +35,7 @@ func TestToolListsPerCaller(t *testing.T) {
 	}
 	for _, c := range cases {
 		// GET /v1/tools, in the registry's order.
-		req, _ := http.NewRequest(http.MethodGet, api.srv.URL+"/v1/tools", nil)
-		req.Header.Set("Authorization", "Bearer "+c.token)
-		status, body, _ := do(t, req)
+		status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/v1/tools", c.token, "")
 		var listed []string
 		for _, item := range body["tools"].([]any) {
 			listed = append(listed, item.(map[string]any)["name"].(string))
@@ -45,7 +44,7 @@ func TestToolListsPerCaller(t *testing.T) {
 			t.Errorf("%.6s…: /v1/tools %d %v, want %v", c.token, status, listed, c.want)
 		}
 		// MCP tools/list through the go-sdk client.
-		cs, err := connectMCP(t, api.srv.URL, c.token)
+		cs, err := apitest.ConnectMCP(t, api.srv.URL, c.token)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,9 +61,7 @@ func TestToolListsPerCaller(t *testing.T) {
 			t.Errorf("%.6s…: tools/list %v, want %v", c.token, onMCP, c.want)
 		}
 		// /openapi.json with the token: the same tools as paths.
-		req, _ = http.NewRequest(http.MethodGet, api.srv.URL+"/openapi.json", nil)
-		req.Header.Set("Authorization", "Bearer "+c.token)
-		status, body, _ = do(t, req)
+		status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", c.token, "")
 		var paths []string
 		for p := range body["paths"].(map[string]any) {
 			paths = append(paths, p[len("/v1/tools/"):])
@@ -75,12 +72,10 @@ func TestToolListsPerCaller(t *testing.T) {
 		}
 	}
 	// Without a token /openapi.json documents every tool; with a bad one it is refused.
-	req, _ := http.NewRequest(http.MethodGet, api.srv.URL+"/openapi.json", nil)
-	if status, body, _ := do(t, req); status != http.StatusOK || len(body["paths"].(map[string]any)) != 8 {
+	if status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "", ""); status != http.StatusOK || len(body["paths"].(map[string]any)) != 8 {
 		t.Errorf("/openapi.json without a token: %d %v", status, body["paths"])
 	}
-	req.Header.Set("Authorization", "Bearer wrong-token-0123456789abcdef")
-	if status, _, _ := do(t, req); status != http.StatusUnauthorized {
+	if status, _, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "wrong-token-0123456789abcdef", ""); status != http.StatusUnauthorized {
 		t.Errorf("/openapi.json with a bad token: %d", status)
 	}
 
@@ -89,7 +84,7 @@ func TestToolListsPerCaller(t *testing.T) {
 	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
 		t.Errorf("describe_schema outside the allow-list over HTTP: %d %v", status, body)
 	}
-	cs, err := connectMCP(t, api.srv.URL, readToken)
+	cs, err := apitest.ConnectMCP(t, api.srv.URL, readToken)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 // Regression tests for issue 12's bypasses on the stateless paths: limits tied to a command tag or
@@ -171,12 +171,7 @@ func TestCallDeadlineBackstop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	reg, err := NewRegistry([]*Database{NewDatabase("default", pool, Policy{StatementTimeout: time.Second})})
+	reg, err := NewRegistry([]*Database{NewDatabase("default", pgtest.OpenPool(t, cfg), Policy{StatementTimeout: time.Second})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,16 +36,7 @@ func TestSuggestionsFixTheCallInOneStep(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := b.mustFail(t, c.want, c.tool, c.args)
-			for _, s := range c.message {
-				if !strings.Contains(e.Message, s) {
-					t.Errorf("message lacks %q: %s", s, e.Message)
-				}
-			}
-			for _, s := range c.suggest {
-				if !strings.Contains(e.Suggestion, s) {
-					t.Errorf("suggestion lacks %q: %s", s, e.Suggestion)
-				}
-			}
+			assertErrorSays(t, e, c.message, c.suggest)
 			if strings.Contains(e.Message+e.Suggestion, "twenty") || strings.Contains(e.Message+e.Suggestion, "many") {
 				t.Errorf("a bound value is echoed: %s", errorJSON(t, e))
 			}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -55,12 +53,7 @@ func registryOver(t testing.TB, dsn string, policy Policy, maxConns int32) (*Reg
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	tdb := NewDatabase("default", pool, policy)
+	tdb := NewDatabase("default", pgtest.OpenPool(t, cfg), policy)
 	reg, err := NewRegistry([]*Database{tdb})
 	if err != nil {
 		t.Fatal(err)

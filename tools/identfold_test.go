@@ -132,10 +132,7 @@ func TestLookAlikeIdentifiersRefused(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			out, e := b.call(t, c.tool, argsJSON(t, c.args))
-			if e == nil {
-				t.Fatalf("succeeded: %v", out)
-			}
+			e := b.refused(t, c.tool, argsJSON(t, c.args))
 			if e.Type != c.want {
 				t.Fatalf("got %s (%s), want %s", e.Type, e.Message, c.want)
 			}
@@ -144,11 +141,7 @@ func TestLookAlikeIdentifiersRefused(t *testing.T) {
 			}
 		})
 	}
-	t.Cleanup(func() {
-		if n := b.db.QueryInt(t, "SELECT count(*) FROM kv"); n != 1 {
-			t.Errorf("kv has %d rows, want 1: a refused call wrote", n)
-		}
-	})
+	b.countAtEnd(t, "SELECT count(*) FROM kv", 1, "a refused call wrote")
 }
 
 // TestLookAlikeNotShadowedBySearchPath: a Kelvin-sign table in public is read even when a kv

@@ -64,10 +64,7 @@ func TestReadPathRefusesWrites(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			out, terr := b.call(t, c.tool, argsJSON(t, c.args))
-			if terr == nil {
-				t.Fatalf("succeeded: %v", out)
-			}
+			terr := b.refused(t, c.tool, argsJSON(t, c.args))
 			if !slices.Contains(c.want, terr.Type) {
 				t.Fatalf("got %s (%s: %s), want one of %v", terr.Type, terr.SQLState, terr.Message, c.want)
 			}

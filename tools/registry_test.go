@@ -131,16 +131,7 @@ func TestInvalidArgumentsListEveryPath(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := b.mustFail(t, ErrInvalidArguments, c.tool, c.args)
-			for _, s := range c.inMessage {
-				if !strings.Contains(e.Message, s) {
-					t.Errorf("message does not contain %q: %s", s, e.Message)
-				}
-			}
-			for _, s := range c.inSuggestion {
-				if !strings.Contains(e.Suggestion, s) {
-					t.Errorf("suggestion does not contain %q: %s", s, e.Suggestion)
-				}
-			}
+			assertErrorSays(t, e, c.inMessage, c.inSuggestion)
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/runner/taskbroker/brokertest"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -77,11 +77,12 @@ func TestCustomToolsEndToEnd(t *testing.T) {
 	base := "http://" + waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
 	call := func(token, tool, body string) (int, map[string]any) {
 		t.Helper()
-		return httpJSON(t, http.MethodPost, base+"/v1/tools/"+tool, token, body)
+		status, out, _ := apitest.Call(t, http.MethodPost, base+"/v1/tools/"+tool, token, body)
+		return status, out
 	}
 
 	t.Run("HTTP", func(t *testing.T) {
-		_, list := httpJSON(t, http.MethodGet, base+"/v1/tools", ctAgentToken, "")
+		_, list, _ := apitest.Call(t, http.MethodGet, base+"/v1/tools", ctAgentToken, "")
 		schemaOf := map[string]map[string]any{}
 		for _, ti := range list["tools"].([]any) {
 			m := ti.(map[string]any)
@@ -132,7 +133,7 @@ func TestCustomToolsEndToEnd(t *testing.T) {
 			t.Fatal("set_note did not store the note as given, or changed other rows")
 		}
 
-		_, doc := httpJSON(t, http.MethodGet, base+"/openapi.json", "", "")
+		_, doc, _ := apitest.Call(t, http.MethodGet, base+"/openapi.json", "", "")
 		paths, _ := doc["paths"].(map[string]any)
 		op, _ := paths["/v1/tools/set_note"].(map[string]any)
 		raw, _ := json.Marshal(op)
@@ -260,43 +261,12 @@ func TestCheckConfigCustomToolsExample(t *testing.T) {
 	}
 }
 
-func httpJSON(t *testing.T, method, url, token, body string) (int, map[string]any) {
-	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s %s: not JSON: %q", method, url, raw)
-	}
-	return resp.StatusCode, out
-}
-
-// bearerTransport adds a token to every request, as an MCP client configured with one does.
-type bearerTransport string
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 func connectMCPHTTP(t *testing.T, base, token string) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, nil)
-	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{
-		Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport(token)}, MaxRetries: -1}, nil)
+	cs, err := apitest.ConnectMCP(t, base, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
 	return cs
 }
 

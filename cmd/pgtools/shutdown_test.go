@@ -24,10 +24,7 @@ import (
 func TestSIGTERMRollsBackSessions(t *testing.T) {
 	t.Parallel()
 	bin := buildPgtools(t)
-	db := pgtest.New(t)
-	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text)`)
-	dsn := db.RoleDSN(t, "term")
-	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("term")+`"`)
+	db, dsn := notesDB(t, "term")
 	const token = "sigterm-test-token-0123456789"
 	cmd := exec.Command(bin, "serve", "--database-url", dsn, "--listen", "127.0.0.1:0", "--token", token+":read,write")
 	stderr, _, call := startServe(t, cmd, token)
@@ -56,29 +53,12 @@ func TestSIGTERMRollsBackSessions(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve exited with %v:\n%s", err, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("serve did not exit after SIGTERM:\n%s", stderr.String())
-	}
+	waitExit(t, cmd, stderr)
 	wg.Wait()
 	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
 		t.Fatalf("%d uncommitted rows survived shutdown", n)
 	}
-	for i := 0; i < 50; i++ {
-		if db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and usename = $1", db.RoleName("term")) == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and usename = $1", db.RoleName("term")); n != 0 {
-		t.Fatalf("%d backends of the runner's role left after exit", n)
-	}
+	assertNoBackends(t, db, db.RoleName("term"))
 	if !strings.Contains(stderr.String(), "rolling back open sessions") {
 		t.Errorf("shutdown did not log the rollback:\n%s", stderr.String())
 	}
@@ -91,10 +71,7 @@ func TestSIGTERMRollsBackSessions(t *testing.T) {
 func TestSIGTERMDrainsThenCancels(t *testing.T) {
 	t.Parallel()
 	bin := buildPgtools(t)
-	db := pgtest.New(t)
-	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text)`)
-	dsn := db.RoleDSN(t, "drain")
-	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("drain")+`"`)
+	db, dsn := notesDB(t, "drain")
 	const token = "drain-test-token-0123456789"
 	cfgFile := filepath.Join(t.TempDir(), "pgtools.json")
 	os.WriteFile(cfgFile, []byte(`{"listen": "127.0.0.1:0", "tokens": [{"name": "agent", "token": "`+token+`", "scopes": ["read", "write"]}],
@@ -128,6 +105,35 @@ func TestSIGTERMDrainsThenCancels(t *testing.T) {
 	if out := call("select_query", `{"table":"notes"}`); out["success"] != true {
 		t.Fatalf("call during the drain delay: %v", out)
 	}
+	waitExit(t, cmd, stderr)
+	if took := time.Since(signalled); took > 8*time.Second {
+		t.Errorf("exit took %s after SIGTERM with drain 1s and grace 0.5s", took)
+	}
+	if out := <-long; out["transport_error"] == nil && out["errorType"] != "timeout" {
+		t.Errorf("call past the grace period ended with %v, want a cancel (timeout) or a closed connection", out)
+	}
+	if !strings.Contains(stderr.String(), "cancelling them") {
+		t.Errorf("the log does not say calls were cancelled:\n%s", stderr.String())
+	}
+	assertNoBackends(t, db, role)
+	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
+		t.Fatalf("the session's insert survived shutdown")
+	}
+}
+
+// notesDB is a database with an empty table notes that role may write, and role's DSN.
+func notesDB(t *testing.T, role string) (*pgtest.DB, string) {
+	t.Helper()
+	db := pgtest.New(t)
+	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text)`)
+	dsn := db.RoleDSN(t, role)
+	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName(role)+`"`)
+	return db, dsn
+}
+
+// waitExit waits up to 20 s for cmd, sent SIGTERM, to exit, and fails the test unless it exits 0.
+func waitExit(t *testing.T, cmd *exec.Cmd, stderr fmt.Stringer) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -138,23 +144,18 @@ func TestSIGTERMDrainsThenCancels(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("serve did not exit after SIGTERM:\n%s", stderr.String())
 	}
-	if took := time.Since(signalled); took > 8*time.Second {
-		t.Errorf("exit took %s after SIGTERM with drain 1s and grace 0.5s", took)
-	}
-	if out := <-long; out["transport_error"] == nil && out["errorType"] != "timeout" {
-		t.Errorf("call past the grace period ended with %v, want a cancel (timeout) or a closed connection", out)
-	}
-	if !strings.Contains(stderr.String(), "cancelling them") {
-		t.Errorf("the log does not say calls were cancelled:\n%s", stderr.String())
-	}
-	for i := 0; i < 100 && db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1", role) > 0; i++ {
+}
+
+// assertNoBackends waits up to 2 s for the backends of role (the runner's, whose name is unique
+// to the test's database) to end, and fails the test if any is left.
+func assertNoBackends(t *testing.T, db *pgtest.DB, role string) {
+	t.Helper()
+	const backends = "select count(*) from pg_stat_activity where usename = $1"
+	for i := 0; i < 100 && db.QueryInt(t, backends, role) > 0; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1", role); n != 0 {
+	if n := db.QueryInt(t, backends, role); n != 0 {
 		t.Fatalf("%d backends of the runner's role left after exit", n)
-	}
-	if n := db.QueryInt(t, "select count(*) from notes"); n != 0 {
-		t.Fatalf("the session's insert survived shutdown")
 	}
 }
 

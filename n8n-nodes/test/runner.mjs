@@ -19,48 +19,68 @@ export function buildRunner() {
 }
 
 /**
- * startDemo runs `pgtools demo` and resolves once it serves, with its URL and token and a
- * stop() that ends it (the demo drops its throwaway cluster on SIGTERM).
+ * launch runs bin with args and resolves once ready, called with each chunk of stdout and stderr
+ * and all output so far, returns a value: with that value, the output so far, running() and a
+ * stop() that sends SIGTERM and waits for the exit. It rejects, with the output, when the process
+ * exits first or ready returns nothing within timeoutMs. what names the process in those errors.
  */
-export async function startDemo(bin, { timeoutMs = 120_000 } = {}) {
-	const child = spawn(bin, ['demo', '--listen', '127.0.0.1:0', '--events', '1000'], {
-		stdio: ['ignore', 'pipe', 'pipe'],
-	});
+async function launch(bin, args, { what, env = {}, timeoutMs, ready }) {
+	const child = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 	let output = '';
 	const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-	// Should the test process die without stop(), take the demo (and its cluster) with it.
+	// Should the test process die without stop(), take the child (and a demo's cluster) with it.
 	const orphan = () => child.kill('SIGTERM');
 	process.once('exit', orphan);
 	exited.then(() => process.off('exit', orphan));
-	const ready = await new Promise((resolve, reject) => {
-		const timer = setTimeout(() => reject(new Error(`pgtools demo did not start in ${timeoutMs} ms:\n${output}`)), timeoutMs);
+	const value = await new Promise((resolve, reject) => {
+		const timer = setTimeout(() => reject(new Error(`${what} did not start in ${timeoutMs} ms:\n${output}`)), timeoutMs);
 		const onData = (chunk) => {
 			output += chunk;
-			const m = /export PGTOOLS_URL=(\S+) PGTOOLS_TOKEN=(\S+)/.exec(output);
-			if (m) {
+			const found = ready(String(chunk), output);
+			if (found !== undefined) {
 				clearTimeout(timer);
-				// The throwaway cluster trusts every local connection, so a second runner can
-				// connect as the demo's least-privilege role without its (random) password.
-				const pg = /PostgreSQL is up on (127\.0\.0\.1:\d+)/.exec(output);
-				const databaseUrl = pg ? `postgres://pgtools_demo@${pg[1]}/pgtools_demo?sslmode=disable` : undefined;
-				resolve({ url: m[1], token: m[2], databaseUrl });
+				resolve(found);
 			}
 		};
 		child.stdout.on('data', onData);
 		child.stderr.on('data', onData);
 		exited.then(({ code, signal }) => {
 			clearTimeout(timer);
-			reject(new Error(`pgtools demo exited (${code ?? signal}) before serving:\n${output}`));
+			reject(new Error(`${what} exited (${code ?? signal}) before serving:\n${output}`));
 		});
 	});
+	const running = () => child.exitCode === null && child.signalCode === null;
 	return {
-		...ready,
+		value,
+		pid: child.pid,
 		output: () => output,
+		running,
 		async stop() {
-			if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+			if (running()) child.kill('SIGTERM');
 			await exited;
 		},
 	};
+}
+
+/**
+ * startDemo runs `pgtools demo` and resolves once it serves, with its URL and token and a
+ * stop() that ends it (the demo drops its throwaway cluster on SIGTERM).
+ */
+export async function startDemo(bin, { timeoutMs = 120_000 } = {}) {
+	const demo = await launch(bin, ['demo', '--listen', '127.0.0.1:0', '--events', '1000'], {
+		what: 'pgtools demo',
+		timeoutMs,
+		ready: (_, output) => {
+			const m = /export PGTOOLS_URL=(\S+) PGTOOLS_TOKEN=(\S+)/.exec(output);
+			if (!m) return undefined;
+			// The throwaway cluster trusts every local connection, so a second runner can
+			// connect as the demo's least-privilege role without its (random) password.
+			const pg = /PostgreSQL is up on (127\.0\.0\.1:\d+)/.exec(output);
+			const databaseUrl = pg ? `postgres://pgtools_demo@${pg[1]}/pgtools_demo?sslmode=disable` : undefined;
+			return { url: m[1], token: m[2], databaseUrl };
+		},
+	});
+	return { ...demo.value, output: demo.output, stop: demo.stop };
 }
 
 /** call posts a tool call straight to the runner (to set up and check state apart from the nodes). */
@@ -78,23 +98,16 @@ export async function call(runner, tool, args) {
  * resolves once it serves, with its URL, its parsed JSON log lines (logs, live), and a stop().
  */
 export async function startServe(bin, args, { env = {}, timeoutMs = 30_000 } = {}) {
-	const child = spawn(bin, ['serve', '--listen', '127.0.0.1:0', ...args], {
-		env: { ...process.env, ...env },
-		stdio: ['ignore', 'pipe', 'pipe'],
-	});
 	const logs = [];
-	let output = '';
-	const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-	const orphan = () => child.kill('SIGTERM');
-	process.once('exit', orphan);
-	exited.then(() => process.off('exit', orphan));
-	const url = await new Promise((resolve, reject) => {
-		const timer = setTimeout(() => reject(new Error(`pgtools serve did not start in ${timeoutMs} ms:\n${output}`)), timeoutMs);
-		let partial = '';
-		const onData = (chunk) => {
-			output += chunk;
+	let partial = '';
+	const serve = await launch(bin, ['serve', '--listen', '127.0.0.1:0', ...args], {
+		what: 'pgtools serve',
+		env,
+		timeoutMs,
+		ready: (chunk) => {
 			const lines = (partial + chunk).split('\n');
 			partial = lines.pop();
+			let url;
 			for (const line of lines) {
 				let entry;
 				try {
@@ -103,29 +116,24 @@ export async function startServe(bin, args, { env = {}, timeoutMs = 30_000 } = {
 					continue;
 				}
 				logs.push(entry);
-				if (entry.message === 'pgtools serving') {
-					clearTimeout(timer);
-					resolve(`http://${entry.listen}`);
-				}
+				if (entry.message === 'pgtools serving') url = `http://${entry.listen}`;
 			}
-		};
-		child.stdout.on('data', onData);
-		child.stderr.on('data', onData);
-		exited.then(({ code, signal }) => {
-			clearTimeout(timer);
-			reject(new Error(`pgtools serve exited (${code ?? signal}) before serving:\n${output}`));
-		});
-	});
-	return {
-		url,
-		logs,
-		pid: child.pid,
-		running: () => child.exitCode === null && child.signalCode === null,
-		async stop() {
-			if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-			await exited;
+			return url;
 		},
-	};
+	});
+	return { url: serve.value, logs, pid: serve.pid, running: serve.running, stop: serve.stop };
+}
+
+/**
+ * serveWithConfig writes config as the JSON file of a temporary directory (named for name and
+ * removed at exit) and starts `pgtools serve --config` on it with info logs.
+ */
+async function serveWithConfig(bin, name, config) {
+	const dir = mkdtempSync(join(tmpdir(), `pgtools-${name}-`));
+	process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+	const file = join(dir, 'config.json');
+	writeFileSync(file, JSON.stringify(config));
+	return await startServe(bin, ['--config', file], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
 }
 
 /**
@@ -179,20 +187,13 @@ export const actAsTokens = { actAs: 'n8n-acts-for-users-0123456789', plain: 'n8n
  */
 export async function startActAsRunner(bin, demo) {
 	psql(demo, 'postgres', actAsSetup);
-	const dir = mkdtempSync(join(tmpdir(), 'pgtools-actas-'));
-	process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-	const config = join(dir, 'config.json');
-	writeFileSync(
-		config,
-		JSON.stringify({
-			tokens: [
-				{ name: 'n8n', token: actAsTokens.actAs, scopes: ['read', 'write'], role: 'n8n_tenant', act_as: true },
-				{ name: 'plain', token: actAsTokens.plain, scopes: ['read', 'write'], role: 'n8n_tenant' },
-			],
-			databases: { default: { url: demo.databaseUrl.replace('pgtools_demo@', 'n8n_auth@').replace('/pgtools_demo?', '/actas?') } },
-		}),
-	);
-	const runner = await startServe(bin, ['--config', config], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
+	const runner = await serveWithConfig(bin, 'actas', {
+		tokens: [
+			{ name: 'n8n', token: actAsTokens.actAs, scopes: ['read', 'write'], role: 'n8n_tenant', act_as: true },
+			{ name: 'plain', token: actAsTokens.plain, scopes: ['read', 'write'], role: 'n8n_tenant' },
+		],
+		databases: { default: { url: demo.databaseUrl.replace('pgtools_demo@', 'n8n_auth@').replace('/pgtools_demo?', '/actas?') } },
+	});
 	return { ...runner, sql: (text) => psql(demo, 'actas', text) };
 }
 
@@ -232,17 +233,10 @@ export const customTools = [
  * and sql(text), which runs SQL in the demo database as the superuser.
  */
 export async function startCustomToolsRunner(bin, demo) {
-	const dir = mkdtempSync(join(tmpdir(), 'pgtools-custom-'));
-	process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-	const config = join(dir, 'config.json');
-	writeFileSync(
-		config,
-		JSON.stringify({
-			tokens: [{ name: 'n8n', token: customToolsToken, scopes: ['read', 'write'] }],
-			databases: { default: { url: demo.databaseUrl } },
-			custom_tools: customTools,
-		}),
-	);
-	const runner = await startServe(bin, ['--config', config], { env: { PGTOOLS_LOG_LEVEL: 'info' } });
+	const runner = await serveWithConfig(bin, 'custom', {
+		tokens: [{ name: 'n8n', token: customToolsToken, scopes: ['read', 'write'] }],
+		databases: { default: { url: demo.databaseUrl } },
+		custom_tools: customTools,
+	});
 	return { ...runner, token: customToolsToken, sql: (text) => psql(demo, 'pgtools_demo', text) };
 }

@@ -123,6 +123,15 @@ func (f *fixture) backends(t *testing.T, app string) int64 {
 // waitBackends waits briefly for session backends to exit (PostgreSQL ends them asynchronously).
 func (f *fixture) waitBackends(t *testing.T, want int64) { f.waitApp(t, "pgtools-session", want) }
 
+// killSessionBackend terminates the one session backend, as a crash or an administrator would,
+// and fails the test unless there was exactly one.
+func (f *fixture) killSessionBackend(t *testing.T) {
+	t.Helper()
+	if n := f.db.QueryInt(t, "select count(pg_terminate_backend(pid)) from pg_stat_activity where datname = current_database() and application_name = 'pgtools-session'"); n != 1 {
+		t.Fatalf("terminated %d backends", n)
+	}
+}
+
 // waitApp waits up to a second for the backends of app to number want.
 func (f *fixture) waitApp(t *testing.T, app string, want int64) {
 	t.Helper()
@@ -332,9 +341,7 @@ func TestSessionLostWhenBackendDies(t *testing.T) {
 	f := newFixture(t, Config{}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	f.must(t, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":5},"where":"id = 1","session_id":%q}`, id))
-	if n := f.db.QueryInt(t, "select count(pg_terminate_backend(pid)) from pg_stat_activity where datname = current_database() and application_name = 'pgtools-session'"); n != 1 {
-		t.Fatalf("terminated %d backends", n)
-	}
+	f.killSessionBackend(t)
 	e := f.fail(t, tools.ErrConnection, alice, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id))
 	if !strings.Contains(e.Message, "rolled back by the database") {
 		t.Fatalf("lost session error: %+v", e)

@@ -1,34 +1,19 @@
 package taskbroker_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgtools/pgtools/runner/taskbroker"
-	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/toolstest"
 )
-
-// panicOn is a Caller that panics, as a bug would, in every call of one tool.
-type panicOn struct {
-	taskbroker.Caller
-	tool string
-}
-
-func (c panicOn) Call(ctx context.Context, p tools.Principal, tool string, args []byte) (*tools.Result, *tools.Error) {
-	if tool == c.tool {
-		var m map[string]int
-		m["boom"]++ // a runtime error: assignment to entry in nil map
-	}
-	return c.Caller.Call(ctx, p, tool, args)
-}
 
 // TestPanicIsAnInternalErrorOverTheBroker: a panicking tool answers runner:taskerror with an
 // internal_error naming the task id, and the same connection runs the next task.
 func TestPanicIsAnInternalErrorOverTheBroker(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(o *taskbroker.Options) { o.Caller = panicOn{Caller: o.Caller, tool: "describe_schema"} })
+	f := newFixture(t, func(o *taskbroker.Options) { o.Caller = toolstest.PanicOn{Caller: o.Caller, Tool: "describe_schema"} })
 	rn := f.broker.NextRunner(t, 5*time.Second)
 	for i := range 2 {
 		taskID := rn.StartTask(t, map[string]any{"tool": "describe_schema", "args": map[string]any{"table": "SECRET-ARG-VALUE"}})

@@ -103,6 +103,24 @@ func (f *fixture) httpAnswer(t *testing.T, tool, args string) []byte {
 	return body
 }
 
+// startSleeping starts an execute_sql task running sql, a pg_sleep, on rn, waits until the
+// statement runs on the server, and returns the task id.
+func (f *fixture) startSleeping(t *testing.T, rn *brokertest.Runner, sql string) string {
+	t.Helper()
+	taskID := rn.StartTask(t, map[string]any{"tool": "execute_sql", "args": map[string]any{"sql": sql}})
+	f.waitSleeps(t, 1, 5*time.Second)
+	return taskID
+}
+
+// assertAlive fails the test unless rn answers a ping within 2 s: its connection outlived what
+// the test did to it.
+func assertAlive(t *testing.T, rn *brokertest.Runner) {
+	t.Helper()
+	if !rn.Ping(2 * time.Second) {
+		t.Fatal("the runner did not answer a ping")
+	}
+}
+
 // activeSleeps counts the runner role's statements running pg_sleep.
 func (f *fixture) activeSleeps(t *testing.T) int64 {
 	return f.db.QueryInt(t, `SELECT count(*) FROM pg_stat_activity WHERE usename = $1 AND state = 'active' AND query LIKE '%pg_sleep%'`, f.role)
@@ -180,9 +198,7 @@ func TestHandshakeAndOffers(t *testing.T) {
 	if len(offers) != 3 {
 		t.Fatalf("%d offers outstanding, want 3", len(offers))
 	}
-	if !rn.Ping(2 * time.Second) {
-		t.Fatal("the runner did not answer a ping")
-	}
+	assertAlive(t, rn)
 }
 
 func TestTasksAnswerLikeHTTP(t *testing.T) {
@@ -275,8 +291,7 @@ func TestCancelStopsTheStatement(t *testing.T) {
 	f := newFixture(t, nil)
 	rn := f.broker.NextRunner(t, 5*time.Second)
 
-	taskID := rn.StartTask(t, map[string]any{"tool": "execute_sql", "args": map[string]any{"sql": "select pg_sleep(20)"}})
-	f.waitSleeps(t, 1, 5*time.Second)
+	taskID := f.startSleeping(t, rn, "select pg_sleep(20)")
 	rn.Send(t, map[string]string{"type": "broker:taskcancel", "taskId": taskID, "reason": "Task execution timed out"})
 	if took := f.waitSleeps(t, 0, time.Second); took > time.Second {
 		t.Fatalf("the statement ran on for %v after the cancel", took)
@@ -300,8 +315,7 @@ func TestDrainFinishesInFlightAndOffersNoMore(t *testing.T) {
 	rn := f.broker.NextRunner(t, 5*time.Second)
 	waitOpenOffers(t, rn, 2)
 
-	taskID := rn.StartTask(t, map[string]any{"tool": "execute_sql", "args": map[string]any{"sql": "select pg_sleep(0.4) is null as slept"}})
-	f.waitSleeps(t, 1, 5*time.Second)
+	taskID := f.startSleeping(t, rn, "select pg_sleep(0.4) is null as slept")
 	rn.Send(t, map[string]string{"type": "broker:drain"})
 	ans := rn.Answer(t, taskID, 5*time.Second)
 	if ans.Type != "runner:taskdone" {
@@ -349,8 +363,7 @@ func TestReconnectsWithAFreshGrant(t *testing.T) {
 
 	// A task in flight when the broker goes away is cancelled with its connection: n8n has
 	// failed it towards the node already.
-	first.StartTask(t, map[string]any{"tool": "execute_sql", "args": map[string]any{"sql": "select pg_sleep(20)"}})
-	f.waitSleeps(t, 1, 5*time.Second)
+	f.startSleeping(t, first, "select pg_sleep(20)")
 	first.Drop()
 	f.waitSleeps(t, 0, 2*time.Second)
 
@@ -434,9 +447,7 @@ func TestUnknownMessagesAreIgnored(t *testing.T) {
 	if n := rn.Count(brokertest.ForTask("runner:taskerror", "never-accepted")) + rn.Count(brokertest.ForTask("runner:taskdone", "never-accepted")); n != 0 {
 		t.Fatal("the runner ran a task it never accepted")
 	}
-	if !rn.Ping(2 * time.Second) {
-		t.Fatal("the runner did not answer a ping")
-	}
+	assertAlive(t, rn)
 }
 
 func TestShutdownLetsTasksFinish(t *testing.T) {
@@ -444,8 +455,7 @@ func TestShutdownLetsTasksFinish(t *testing.T) {
 	f := newFixture(t, nil)
 	rn := f.broker.NextRunner(t, 5*time.Second)
 
-	taskID := rn.StartTask(t, map[string]any{"tool": "execute_sql", "args": map[string]any{"sql": "select pg_sleep(0.3) is null as slept"}})
-	f.waitSleeps(t, 1, 5*time.Second)
+	taskID := f.startSleeping(t, rn, "select pg_sleep(0.3) is null as slept")
 	f.stop()
 	if ans := rn.Answer(t, taskID, time.Second); ans.Type != "runner:taskdone" {
 		t.Fatalf("the task in flight at shutdown did not deliver its answer: %s", ans.Raw)
@@ -462,8 +472,7 @@ func TestShutdownCancelsTasksAfterGrace(t *testing.T) {
 	f := newFixture(t, func(o *taskbroker.Options) { o.Grace = 100 * time.Millisecond })
 	rn := f.broker.NextRunner(t, 5*time.Second)
 
-	rn.StartTask(t, map[string]any{"tool": "execute_sql", "args": map[string]any{"sql": "select pg_sleep(20)"}})
-	f.waitSleeps(t, 1, 5*time.Second)
+	f.startSleeping(t, rn, "select pg_sleep(20)")
 	start := time.Now()
 	f.stop()
 	if took := time.Since(start); took > 3*time.Second {

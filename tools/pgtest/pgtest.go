@@ -247,6 +247,18 @@ func (d *DB) Pool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// OpenPool opens a pool with cfg, for example the one tools.PoolConfig builds (which pgtest
+// cannot import), and closes it when the test ends.
+func OpenPool(t testing.TB, cfg *pgxpool.Config) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pgtest: opening a pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // RoleName returns the cluster-wide name pgtest uses for role in this
 // database: role, an underscore and the database's random suffix. Roles are
 // shared by all databases of a server, so the suffix keeps parallel tests

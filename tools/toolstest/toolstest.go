@@ -7,9 +7,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 // Database opens a pool of maxConns connections to dsn with tools.PoolConfig and wraps it as the
@@ -20,12 +19,7 @@ func Database(t testing.TB, dsn string, policy tools.Policy, maxConns int32) *to
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return tools.NewDatabase("default", pool, policy)
+	return tools.NewDatabase("default", pgtest.OpenPool(t, cfg), policy)
 }
 
 // Registry is a registry over Database(t, dsn, policy, maxConns).
@@ -36,4 +30,26 @@ func Registry(t testing.TB, dsn string, policy tools.Policy, maxConns int32) *to
 		t.Fatal(err)
 	}
 	return reg
+}
+
+// Caller is the method a transport calls tools through, as *tools.Registry has it (runner.Caller,
+// which this package cannot import, is the same interface).
+type Caller interface {
+	Call(ctx context.Context, p tools.Principal, tool string, args []byte) (*tools.Result, *tools.Error)
+}
+
+// PanicOn is a Caller that panics, as a bug would, in every call of Tool and passes every other
+// call to Caller: for tests of how a transport survives a panicking tool.
+type PanicOn struct {
+	Caller Caller
+	Tool   string
+}
+
+// Call panics with a runtime error when tool is p.Tool and otherwise calls p.Caller.
+func (p PanicOn) Call(ctx context.Context, pr tools.Principal, tool string, args []byte) (*tools.Result, *tools.Error) {
+	if tool == p.Tool {
+		var m map[string]int
+		m["boom"]++ // a runtime error: assignment to entry in nil map
+	}
+	return p.Caller.Call(ctx, pr, tool, args)
 }

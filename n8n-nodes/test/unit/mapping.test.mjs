@@ -198,6 +198,17 @@ test('an error message that names a system error code is kept as it is', async (
 	assert.equal(thrown.message, JSON.stringify(odd));
 });
 
+// failsWithRefusal checks that a workflow node's run failed as n8n shows a runner error: a
+// NodeApiError with the runner's message, and its errorType and suggestion as the description.
+async function failsWithRefusal(running) {
+	await assert.rejects(running, (error) => {
+		assert.equal(error.constructor.name, 'NodeApiError');
+		assert.equal(error.message, refused.error);
+		assert.equal(error.description, `write_intent_required: ${refused.suggestion}`);
+		return true;
+	});
+}
+
 test('as a workflow node, an error answer fails the node with the runner\'s words', async () => {
 	const node = loadNode('UpdateData');
 	const ctx = context(node, {
@@ -205,12 +216,7 @@ test('as a workflow node, an error answer fails the node with the runner\'s word
 		request: async () => answer(400, refused),
 		asTool: false,
 	});
-	await assert.rejects(node.execute.call(ctx), (error) => {
-		assert.equal(error.constructor.name, 'NodeApiError');
-		assert.equal(error.message, refused.error);
-		assert.equal(error.description, `write_intent_required: ${refused.suggestion}`);
-		return true;
-	});
+	await failsWithRefusal(node.execute.call(ctx));
 	const lenient = context(node, {
 		args: [{ table: 'orders', set: { status: 'paid' }, where: 'id = 1' }],
 		request: async () => answer(400, refused),
@@ -339,12 +345,7 @@ test('as a workflow node, an error answer from the task runner fails the node wi
 		startJob: async () => ({ ok: false, error: refused }),
 		asTool: false,
 	});
-	await assert.rejects(node.execute.call(ctx), (error) => {
-		assert.equal(error.constructor.name, 'NodeApiError');
-		assert.equal(error.message, refused.error);
-		assert.equal(error.description, `write_intent_required: ${refused.suggestion}`);
-		return true;
-	});
+	await failsWithRefusal(node.execute.call(ctx));
 });
 
 // TaskRequestTimeoutError is n8n's (packages/cli/src/task-runners/errors): what startJob throws
