@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgtools/pgtools/runner/session"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // Defaults of Config, in one place: Config.withDefaults applies them during Validate, the

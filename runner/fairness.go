@@ -7,8 +7,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pgtools/pgtools/runner/session"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // ConnLimits bound the connections pgtools opens outside the stateless pools: pg_tx sessions and

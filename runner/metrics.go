@@ -11,7 +11,7 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
-// SessionStats is what metrics read from the session manager (runner/session.Manager).
+// SessionStats is what metrics read from the session manager (session.Manager).
 type SessionStats interface {
 	// Open returns how many sessions are open now.
 	Open() int

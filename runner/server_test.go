@@ -19,9 +19,9 @@ import (
 
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/mcptest"
-	"github.com/pgtools/pgtools/runner/session"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // serverFixture is a Server as pgtools serve builds it (pools, registry, session manager,

@@ -78,16 +78,21 @@ func (r *Registry) route(ctx context.Context, p Principal, t *toolEntry, args ma
 			if r.sessions == nil {
 				return nil, nil, sessionsUnavailable("")
 			}
-			s, e := r.sessions.Acquire(ctx, p, id)
+			s, e := r.sessions.Acquire(ctx, p.Name, id)
 			if e != nil {
 				return nil, nil, e
 			}
-			if dbName != "" && dbName != s.DB.Name {
+			if dbName != "" && dbName != s.Database {
 				r.sessions.Release(s)
 				return nil, nil, errorf(ErrInvalidArguments, "Omit database, or give the session's database.",
-					"Invalid arguments: session %s belongs to database %s, not %s", s.ID, quoteForMessage(s.DB.Name), quoteForMessage(dbName))
+					"Invalid arguments: session %s belongs to database %s, not %s", s.ID, quoteForMessage(s.Database), quoteForMessage(dbName))
 			}
-			return s.DB, s, nil
+			db, ok := r.dbs[s.Database]
+			if !ok { // a session begun through another registry sharing the manager
+				r.sessions.Release(s)
+				return nil, nil, r.databaseUnavailable(p, s.Database)
+			}
+			return db, s, nil
 		}
 	}
 	if dbName == "" {
@@ -154,7 +159,7 @@ func settleSession(req *request, t *toolEntry, res *Result, e *Error) (*Result, 
 	if s.Closed() {
 		return res, e // ended by the call itself: commit or rollback
 	}
-	pc := s.conn.PgConn()
+	pc := s.Conn().PgConn()
 	if pc.IsClosed() || pc.TxStatus() != 'T' {
 		req.sessions.Finish(s)
 		return nil, sessionLost(s)

@@ -16,7 +16,7 @@ import (
 )
 
 // Regression tests for issue 12's bypasses on the stateless paths: limits tied to a command tag or
-// to a setting the agent can change. Sessions and pg_transaction have theirs in runner/session.
+// to a setting the agent can change. Sessions and pg_transaction have theirs in tools/session.
 
 // newBigBundle is a write bundle with a table big of n rows and an empty table log.
 func newBigBundle(t *testing.T, policy Policy, n int) *bundle {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgtools/pgtools/tools/session"
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
@@ -67,17 +68,17 @@ func TestDescribeExecPreparesNothing(t *testing.T) {
 			}
 
 			// A read inside a session runs on the session's own connection, in the same mode.
-			s, err := OpenSession(context.Background(), "describe-exec-test", testPrincipal, b.tdb, TxOptions{}, time.Minute, time.Now)
+			s, err := session.Open(context.Background(), "describe-exec-test", testPrincipal.Name, sessionTarget(testPrincipal, b.tdb), TxOptions{}, time.Minute, time.Now)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close(context.Background())
-			rs, err := readIn(context.Background(), s, wire.Stmt{SQL: "SELECT id FROM customers WHERE id = $1", Params: []any{"1"}, MaxRows: 2})
+			rs, err := readIn(context.Background(), b.tdb, s, wire.Stmt{SQL: "SELECT id FROM customers WHERE id = $1", Params: []any{"1"}, MaxRows: 2})
 			if err != nil || rs.RowCount != 1 {
 				t.Fatalf("read in a session: %v, %+v", err, rs)
 			}
 			var inSession int
-			if err := s.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_prepared_statements WHERE NOT from_sql").Scan(&inSession); err != nil {
+			if err := s.Conn().QueryRow(context.Background(), "SELECT count(*) FROM pg_prepared_statements WHERE NOT from_sql").Scan(&inSession); err != nil {
 				t.Fatal(err)
 			}
 			if describeExec && inSession != 0 {

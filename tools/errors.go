@@ -115,8 +115,9 @@ func redactValues(e *Error, args map[string]any) {
 	e.Suggestion = m.mask(e.Suggestion)
 }
 
-// ClassifyError turns an error from database work on db into the *Error a model reads. Packages
-// beside tools (the session manager) use it so every failure has the same shape.
+// ClassifyError turns an error from database work on db into the *Error a model reads, values
+// masked as db's policy says. (The session manager, which cannot import tools, gets the same
+// answer from pgerr.Classify with what session.Target carries.)
 func ClassifyError(ctx context.Context, err error, db *Database) *Error {
 	return classify(ctx, err, callContext{Database: db.Name}, !db.Policy.ShowErrorValues)
 }

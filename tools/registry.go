@@ -150,7 +150,7 @@ func (req *request) format(arg string) wire.Format {
 // who is the identity the call acts as: its session's (fixed at begin), else its principal's.
 func (req *request) who() identity {
 	if req.session != nil {
-		return req.session.who
+		return sessionIdentity(req.session)
 	}
 	return identityOf(req.principal)
 }

@@ -4,206 +4,54 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/pgtools/pgtools/tools/session"
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
-// TxOptions are the options of pg_tx begin.
-type TxOptions struct {
-	// Isolation is "read committed" (default), "repeatable read" or "serializable".
-	Isolation string
-	// ReadOnly opens a READ ONLY transaction.
-	ReadOnly bool
-}
+// Session is a pg_tx session (session.Session): the tools run statements on its connection.
+type Session = session.Session
 
-// Session is one open transaction on a dedicated connection, owned by one principal. The session
-// manager (runner/session) creates, finds, expires and closes sessions; the tools run statements
-// on them. A session serves one call at a time.
-type Session struct {
-	// ID is the random UUIDv4 agents pass as session_id.
-	ID string
-	// Principal is the name of the principal that opened it; nobody else can use it.
-	Principal string
-	// DB is the database the session's connection belongs to.
-	DB *Database
-	// Opts are the options it was opened with.
-	Opts TxOptions
-	// Started is when it was opened.
-	Started time.Time
+// SessionInfo is a session as pg_tx list and active_session show it (session.Info).
+type SessionInfo = session.Info
 
-	conn      *pgx.Conn
-	sem       chan struct{}
-	expires   atomic.Int64 // unix nanoseconds
-	lastUsed  atomic.Int64 // unix nanoseconds
-	leftAtUse atomic.Int64 // time it had left when last touched, in nanoseconds
-	closed    atomic.Bool
-	clock     func() time.Time
-	// savepoints is the stack of the agent's savepoint names, so pg_tx can refuse an unknown name
-	// before PostgreSQL would abort the whole transaction over it. Guarded by the session lock.
-	savepoints []string
-	// who is the identity the session acts as, fixed at begin and asserted before every statement.
-	who identity
-}
+// TxOptions are the options of pg_tx begin (session.Options).
+type TxOptions = session.Options
 
-// OpenSession connects a dedicated connection to db (counted apart from db's pool, so sessions
-// never starve stateless calls) and begins the transaction. idleTimeout becomes the
-// connection's idle_in_transaction_session_timeout, a backstop should the runner vanish.
-func OpenSession(ctx context.Context, id string, p Principal, db *Database, opts TxOptions, idleTimeout time.Duration, clock func() time.Time) (*Session, error) {
-	cfg := db.Pool.Config().ConnConfig.Copy()
-	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(idleTimeout.Milliseconds())
-	cfg.RuntimeParams["application_name"] = "pgtools-session"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("opening a session connection: %w", err)
-	}
-	begin := "BEGIN ISOLATION LEVEL " + strings.ToUpper(isolationOrDefault(opts.Isolation))
-	if opts.ReadOnly {
-		begin += " READ ONLY"
-	}
+// sessionTarget is what a session of p on db is opened with: the database's connection
+// configuration and p's identity, asserted at begin (and, by readIn and writeIn, before every
+// statement).
+func sessionTarget(p Principal, db *Database) session.Target {
 	who := identityOf(p)
-	if s := who.sql(false); s != "" {
-		begin += "; " + s
-	}
-	if err := simpleExec(ctx, conn.PgConn(), begin); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	now := clock()
-	s := &Session{ID: id, Principal: p.Name, DB: db, Opts: opts, Started: now, conn: conn, sem: make(chan struct{}, 1), clock: clock, who: who}
-	s.lastUsed.Store(now.UnixNano())
-	return s, nil
+	return session.Target{Database: db.Name, Config: db.Pool.Config().ConnConfig, Who: session.Identity{Role: who.role, Claims: who.claims},
+		Assert: who.sql(false), MaskValues: !db.Policy.ShowErrorValues}
 }
 
-func isolationOrDefault(s string) string {
-	switch s {
-	case "repeatable read", "serializable":
-		return s
-	}
-	return "read committed"
-}
+// sessionIdentity is the identity s acts as, fixed at begin.
+func sessionIdentity(s *Session) identity { return identity{role: s.Who.Role, claims: s.Who.Claims} }
 
-// Lock waits for the session to be free (one call at a time).
-func (s *Session) Lock(ctx context.Context) error {
-	select {
-	case s.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// TryLock takes the session if it is free.
-func (s *Session) TryLock() bool {
-	select {
-	case s.sem <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-// Unlock frees the session for the next call.
-func (s *Session) Unlock() { <-s.sem }
-
-// Touch records a use and slides the expiry to now+ttl.
-func (s *Session) Touch(ttl time.Duration) {
-	now := s.clock()
-	if exp := s.expires.Load(); exp != 0 {
-		s.leftAtUse.Store(exp - now.UnixNano())
-	} else {
-		s.leftAtUse.Store(int64(ttl))
-	}
-	s.lastUsed.Store(now.UnixNano())
-	s.expires.Store(now.Add(ttl).UnixNano())
-}
-
-// ExpiresAt is when the session expires unless used again.
-func (s *Session) ExpiresAt() time.Time { return time.Unix(0, s.expires.Load()) }
-
-// Idle is the time since the session's last use.
-func (s *Session) Idle() time.Duration { return s.clock().Sub(time.Unix(0, s.lastUsed.Load())) }
-
-// Closed reports whether the session has ended.
-func (s *Session) Closed() bool { return s.closed.Load() }
-
-// Close ends the session: PostgreSQL rolls back whatever is uncommitted when the connection goes.
-// The connection is always destroyed, never returned to a pool.
-func (s *Session) Close(ctx context.Context) {
-	if s.closed.Swap(true) {
-		return
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_ = s.conn.Close(cctx)
-}
-
-// Rollback rolls back and closes the session.
-func (s *Session) Rollback(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	err := simpleExec(cctx, s.conn.PgConn(), "ROLLBACK")
-	s.Close(ctx)
-	return err
-}
-
-// SessionInfo is a session as pg_tx list and active_session show it.
-type SessionInfo struct {
-	ID        string `json:"id"`
-	Database  string `json:"database"`
-	StartedAt string `json:"started_at"`
-	Age       string `json:"age"`
-	Idle      string `json:"idle"`
-	ExpiresIn string `json:"expires_in"`
-	ReadOnly  bool   `json:"read_only,omitempty"`
-	Isolation string `json:"isolation"`
-	Hint      string `json:"hint,omitempty"`
-}
-
-// Info describes the session now.
-func (s *Session) Info() SessionInfo {
-	now := s.clock()
-	return SessionInfo{ID: s.ID, Database: s.DB.Name, StartedAt: s.Started.UTC().Format(time.RFC3339),
-		Age: humanDuration(now.Sub(s.Started)), Idle: humanDuration(s.Idle()), ExpiresIn: humanDuration(s.ExpiresAt().Sub(now)),
-		ReadOnly: s.Opts.ReadOnly, Isolation: isolationOrDefault(s.Opts.Isolation)}
-}
-
-// humanDuration renders "2m 30s", "45s", "1h 5m".
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	d = d.Round(time.Second)
-	h, m, sec := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
-	switch {
-	case h > 0:
-		return fmt.Sprintf("%dh %dm", h, m)
-	case m > 0:
-		return fmt.Sprintf("%dm %ds", m, sec)
-	}
-	return fmt.Sprintf("%ds", sec)
-}
-
-// SessionStore is the session manager as the tools use it. runner/session implements it.
+// SessionStore is the session manager as the tools use it, by principal name. session.Manager
+// implements it.
 type SessionStore interface {
-	// Begin opens a session for p on db, or answers session_limit_reached.
-	Begin(ctx context.Context, p Principal, db *Database, opts TxOptions) (*Session, *Error)
-	// Acquire finds p's session id, waits for it to be free, locks it and slides its TTL. The
-	// caller must Release it. Another principal's session is session_not_found; an expired
+	// Begin opens a session for principal on t, or answers session_limit_reached.
+	Begin(ctx context.Context, principal string, t session.Target, opts TxOptions) (*Session, *Error)
+	// Acquire finds principal's session id, waits for it to be free, locks it and slides its TTL.
+	// The caller must Release it. Another principal's session is session_not_found; an expired
 	// one, session_expired.
-	Acquire(ctx context.Context, p Principal, id string) (*Session, *Error)
+	Acquire(ctx context.Context, principal, id string) (*Session, *Error)
 	// Release unlocks a session taken with Acquire.
 	Release(s *Session)
 	// Finish removes an ended session (committed, rolled back or lost) and closes it. The caller
 	// holds its lock.
 	Finish(s *Session)
-	// List returns p's open sessions.
-	List(p Principal) []*Session
+	// List returns principal's open sessions.
+	List(principal string) []*Session
 }
+
+var _ SessionStore = (*session.Manager)(nil)
 
 // SetSessions gives the registry its session manager (nil: session_id answers session_not_found).
 func (r *Registry) SetSessions(s SessionStore) { r.sessions = s }
@@ -223,7 +71,7 @@ func sessionEcho(res *Result, s *Session, write bool) {
 	if res == nil {
 		return
 	}
-	if !write && time.Duration(s.leftAtUse.Load()) >= 5*time.Minute {
+	if !write && s.LeftAtUse() >= 5*time.Minute {
 		return
 	}
 	info := s.Info()
@@ -231,17 +79,17 @@ func sessionEcho(res *Result, s *Session, write bool) {
 	res.ActiveSession = &info
 }
 
-// readIn runs a read inside the session's transaction under a read-only savepoint. Agent SQL was
-// checked by checkFreeSQL before it got here.
-func readIn(ctx context.Context, s *Session, st wire.Stmt) (*wire.RowSet, error) {
+// readIn runs a read inside the session's transaction under a read-only savepoint, with the
+// policy of db, the session's database. Agent SQL was checked by checkFreeSQL before it got here.
+func readIn(ctx context.Context, db *Database, s *Session, st wire.Stmt) (*wire.RowSet, error) {
 	defer phase(ctx, "statement", time.Now())
-	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
+	ctx, cancel := withCallDeadline(ctx, &db.Policy)
 	defer cancel()
-	pc := s.conn.PgConn()
-	st.Unnamed = s.DB.Policy.DescribeExec
-	rs, destroy, err := wire.Read(ctx, pc, st, s.DB.sessionFrame)
+	pc := s.Conn().PgConn()
+	st.Unnamed = db.Policy.DescribeExec
+	rs, destroy, err := wire.Read(ctx, pc, st, db.sessionFrame)
 	if errors.Is(err, wire.ErrRetry) && !destroy {
-		rs, destroy, err = wire.Read(ctx, pc, st, s.DB.sessionFrame)
+		rs, destroy, err = wire.Read(ctx, pc, st, db.sessionFrame)
 	}
 	if destroy && pc.TxStatus() != 'T' {
 		return nil, errSessionLost
@@ -251,14 +99,15 @@ func readIn(ctx context.Context, s *Session, st wire.Stmt) (*wire.RowSet, error)
 
 // writeIn runs a write inside the session's transaction under a savepoint: kept when every check
 // passes, rolled back to the savepoint otherwise, so one failed statement does not abort the session.
-// The policy's timeouts are asserted again before the statement, and session-level advisory locks
-// are released after it, so nothing an earlier statement set outlives it.
-func writeIn(ctx context.Context, s *Session, st writeStmt) (*writeOutcome, error) {
+// The policy of db (the session's database) has its timeouts asserted again before the statement,
+// with the session's identity, and session-level advisory locks are released after it, so nothing
+// an earlier statement set outlives it.
+func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (*writeOutcome, error) {
 	defer phase(ctx, "statement", time.Now())
-	ctx, cancel := withCallDeadline(ctx, &s.DB.Policy)
+	ctx, cancel := withCallDeadline(ctx, &db.Policy)
 	defer cancel()
-	pc := s.conn.PgConn()
-	pre := wire.SQLSavepoint + "; " + s.who.prefix(true) + timeoutsSQL(&s.DB.Policy)
+	pc := s.Conn().PgConn()
+	pre := wire.SQLSavepoint + "; " + sessionIdentity(s).prefix(true) + timeoutsSQL(&db.Policy)
 	var before effects
 	var err error
 	if st.free {
@@ -307,7 +156,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 	switch action {
 	case "begin":
 		opts := TxOptions{Isolation: a.IsolationLevel, ReadOnly: a.ReadOnly}
-		s, e := req.sessions.Begin(ctx, req.principal, req.db, opts)
+		s, e := req.sessions.Begin(ctx, req.principal.Name, sessionTarget(req.principal, req.db), opts)
 		if e != nil {
 			return nil, e
 		}
@@ -316,7 +165,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 		return &Result{Operation: op, Action: action, SessionID: s.ID, ExpiresIn: info.ExpiresIn, Status: "open", Hint: hint}, nil
 	case "list":
 		list := []SessionInfo{}
-		for _, s := range req.sessions.List(req.principal) {
+		for _, s := range req.sessions.List(req.principal.Name) {
 			list = append(list, s.Info())
 		}
 		data, _ := wire.Marshal(list)
@@ -327,8 +176,8 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 	if s == nil {
 		return nil, sessionsUnavailable(op) // Call resolves the session for these actions whenever sessions are enabled
 	}
-	pc := s.conn.PgConn()
-	cc := callContext{Database: s.DB.Name}
+	pc := s.Conn().PgConn()
+	cc := callContext{Database: req.db.Name}
 	switch action {
 	case "commit", "rollback":
 		var err error
@@ -348,7 +197,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 			return nil, sessionLost(s)
 		}
 		if err != nil {
-			e := classify(ctx, err, cc, !s.DB.Policy.ShowErrorValues)
+			e := classify(ctx, err, cc, !req.db.Policy.ShowErrorValues)
 			e.Message += "; the session has ended and nothing of it was committed"
 			return nil, e
 		}
@@ -360,44 +209,33 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 		if strings.HasPrefix(strings.ToLower(name), "pgtools_") {
 			return nil, errorf(ErrInvalidArguments, "Choose a savepoint name that does not start with pgtools_.", "Invalid arguments: savepoint names starting with pgtools_ are reserved")
 		}
-		at := lastIndex(s.savepoints, name)
-		if action != "savepoint" && at < 0 {
+		if action != "savepoint" && !slices.Contains(s.Savepoints(), name) {
 			// PostgreSQL would abort the whole transaction over an unknown savepoint: refuse first.
 			return nil, &Error{Type: ErrInvalidArguments, SQLState: "3B001", Message: fmt.Sprintf("Savepoint %q does not exist in session %s", name, s.ID),
-				Suggestion: fmt.Sprintf(`Create it first with pg_tx {"action":"savepoint","session_id":"%s","name":"%s"}. Open savepoints: %s.`, s.ID, name, describeList(s.savepoints))}
+				Suggestion: fmt.Sprintf(`Create it first with pg_tx {"action":"savepoint","session_id":"%s","name":"%s"}. Open savepoints: %s.`, s.ID, name, describeList(s.Savepoints()))}
 		}
-		ident := pgx.Identifier{name}.Sanitize()
-		sql := map[string]string{"savepoint": "SAVEPOINT " + ident, "release": "RELEASE SAVEPOINT " + ident, "rollback_to": "ROLLBACK TO SAVEPOINT " + ident}[action]
-		if err := simpleExec(ctx, pc, sql); err != nil {
-			return nil, classify(ctx, err, cc, true)
-		}
+		var err error
 		switch action {
 		case "savepoint":
-			s.savepoints = append(s.savepoints, name)
+			err = s.Savepoint(ctx, name)
 		case "release":
-			s.savepoints = s.savepoints[:at] // releasing a savepoint releases those made after it
+			err = s.ReleaseSavepoint(ctx, name) // releasing a savepoint releases those made after it
 		case "rollback_to":
-			s.savepoints = s.savepoints[:at+1] // it stays; later ones are gone
+			err = s.RollbackToSavepoint(ctx, name) // it stays; later ones are gone
+		}
+		if err != nil {
+			return nil, classify(ctx, err, cc, true)
 		}
 		return &Result{Operation: op, Action: action, SessionID: s.ID, Status: "ok"}, nil
 	}
-}
-
-func lastIndex(list []string, v string) int {
-	for i := len(list) - 1; i >= 0; i-- {
-		if list[i] == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // runReadOn reads in the session when there is one, else on the stateless pool.
 // It acts as who (the session's identity, asserted again, inside a session).
 func runReadOn(ctx context.Context, db *Database, s *Session, who identity, st wire.Stmt) (*wire.RowSet, error) {
 	if s != nil {
-		st.Setup = s.who.pipeline(true)
-		return readIn(ctx, s, st)
+		st.Setup = sessionIdentity(s).pipeline(true)
+		return readIn(ctx, db, s, st)
 	}
 	st.Setup = who.pipeline(false)
 	return db.runRead(ctx, st)
@@ -406,7 +244,7 @@ func runReadOn(ctx context.Context, db *Database, s *Session, who identity, st w
 // runWriteOn writes in the session when there is one, else in its own transaction.
 func runWriteOn(ctx context.Context, db *Database, s *Session, st writeStmt) (*writeOutcome, error) {
 	if s != nil {
-		return writeIn(ctx, s, st)
+		return writeIn(ctx, db, s, st)
 	}
 	return db.runWrite(ctx, st)
 }
@@ -416,13 +254,14 @@ func openSessionsHint(req *request) string {
 	if req.sessions == nil {
 		return ""
 	}
-	list := req.sessions.List(req.principal)
+	list := req.sessions.List(req.principal.Name)
 	if len(list) == 0 {
 		return ""
 	}
 	parts := make([]string, 0, len(list))
 	for _, s := range list {
-		parts = append(parts, fmt.Sprintf("%s (idle %s, expires in %s)", s.ID, humanDuration(s.Idle()), humanDuration(s.ExpiresAt().Sub(s.clock()))))
+		info := s.Info()
+		parts = append(parts, fmt.Sprintf("%s (idle %s, expires in %s)", s.ID, info.Idle, info.ExpiresIn))
 	}
 	return " Your open sessions: " + strings.Join(parts, ", ") + "."
 }

@@ -19,7 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pgtools/pgtools/runner"
-	"github.com/pgtools/pgtools/runner/session"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // k8sDir is the Kubernetes example (kubectl apply -k examples/kubernetes).

@@ -14,9 +14,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner"
-	"github.com/pgtools/pgtools/runner/session"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // multiFlag collects a repeatable string flag.

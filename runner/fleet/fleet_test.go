@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgtools/pgtools/runner/session"
 	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -15,7 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/pgtools/pgtools/runner/session"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // k8sDir holds the Kubernetes example whose router configuration TestFleetKubernetesRouter runs.

@@ -1,5 +1,5 @@
-// Package toolstest builds tools registries for the tests of the packages above tools (runner,
-// runner/session, runner/taskbroker): a pool configured as pgtools configures it, over a DSN the
+// Package toolstest builds tools registries for tests outside package tools (runner,
+// tools/session, runner/taskbroker): a pool configured as pgtools configures it, over a DSN the
 // test gives, closed when the test ends. It is for tests only.
 package toolstest
 

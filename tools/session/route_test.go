@@ -1,4 +1,4 @@
-package session
+package session_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
@@ -16,7 +17,7 @@ import (
 // database was checked against "default" and then run on the session's.)
 func TestPolicyOfTheSessionsDatabase(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	dsn := f.db.RoleDSN(t, "sess")
 	open := toolstest.Database(t, dsn, tools.Policy{}, 2)
 	strict := toolstest.Database(t, dsn, tools.Policy{DisabledTools: []string{"execute_sql", "delete_data"}}, 2)
@@ -76,7 +77,7 @@ func TestPolicyOfTheSessionsDatabase(t *testing.T) {
 // the model how to continue with a session, not to leave it for autocommit.
 func TestWriteInReadOnlySessionSuggestsTheSessionFix(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	id := f.begin(t, alice, `,"read_only":true`)
 	e := f.fail(t, tools.ErrReadOnlyViolation, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":1},"where":"id = 1","session_id":%q}`, id))
 	if !strings.Contains(e.Suggestion, "is read-only") || !strings.Contains(e.Suggestion, `"action":"begin"`) || strings.Contains(e.Suggestion, "autocommit") {

@@ -1,7 +1,3 @@
-// Package session is the runner's transaction-session manager: it opens pg_tx sessions on
-// dedicated connections, binds them to their principal, caps how many are open, expires idle ones
-// (rolling them back), remembers expired ids, and rolls everything back on shutdown. Besides the
-// total it caps what one principal may hold, so one caller cannot take every slot.
 package session
 
 import (
@@ -18,7 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/pgerr"
 )
 
 // Defaults of Config, also the defaults of the runner's configuration (runner.Config).
@@ -78,12 +74,15 @@ func TagOf(id string) string {
 // rememberExpired bounds how many expired ids are remembered for session_expired answers.
 const rememberExpired = 10000
 
-// Manager implements tools.SessionStore. It is safe for concurrent use.
+// Manager is the session manager: it opens pg_tx sessions on dedicated connections, binds them to
+// their principal, caps how many are open (in all, and per principal so one caller cannot take
+// every slot), expires idle ones (rolling them back), remembers expired ids, and rolls everything
+// back on shutdown. Package tools uses it as its SessionStore. It is safe for concurrent use.
 type Manager struct {
 	cfg      Config
 	tag      string // ReplicaTag of cfg.ReplicaID, the first group of every id
 	mu       sync.Mutex
-	sessions map[string]*tools.Session
+	sessions map[string]*Session
 	pending  int                  // begins in progress, counted against MaxSessions
 	held     map[string]int       // open sessions and begins in progress per principal name
 	expired  map[string]expiredID // id → who owned it and when it expired
@@ -96,8 +95,6 @@ type expiredID struct {
 	principal string
 	at        time.Time
 }
-
-var _ tools.SessionStore = (*Manager)(nil)
 
 // New returns a manager. Run its Run method to expire idle sessions.
 func New(cfg Config) *Manager {
@@ -117,7 +114,7 @@ func New(cfg Config) *Manager {
 	if cfg.ReplicaID == "" {
 		tag = newID()[:8]
 	}
-	return &Manager{cfg: cfg, tag: tag, sessions: map[string]*tools.Session{}, held: map[string]int{}, expired: map[string]expiredID{}}
+	return &Manager{cfg: cfg, tag: tag, sessions: map[string]*Session{}, held: map[string]int{}, expired: map[string]expiredID{}}
 }
 
 // newID returns a random UUIDv4.
@@ -135,60 +132,61 @@ func (m *Manager) Tag() string { return m.tag }
 // ReplicaID is the replica name the manager was configured with ("" when none).
 func (m *Manager) ReplicaID() string { return m.cfg.ReplicaID }
 
-// Begin implements tools.SessionStore.
-func (m *Manager) Begin(ctx context.Context, p tools.Principal, db *tools.Database, opts tools.TxOptions) (*tools.Session, *tools.Error) {
+// Begin opens a session for principal on t, or answers session_limit_reached (or, when opening
+// fails, the classified error).
+func (m *Manager) Begin(ctx context.Context, principal string, t Target, opts Options) (*Session, *pgerr.Error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return nil, &tools.Error{Type: tools.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
+		return nil, &pgerr.Error{Type: pgerr.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
 	}
 	// The caller's own quota is checked first: when it is used up, freeing one of its own
 	// sessions is the fix, whatever the others hold.
-	if n := m.held[p.Name]; n >= m.cfg.MaxPerPrincipal {
-		mine := m.describe(p)
+	if n := m.held[principal]; n >= m.cfg.MaxPerPrincipal {
+		mine := m.describe(principal)
 		m.mu.Unlock()
-		return nil, &tools.Error{Type: tools.ErrSessionLimitReached,
+		return nil, &pgerr.Error{Type: pgerr.ErrSessionLimitReached,
 			Message: fmt.Sprintf("You already hold %d of your %d sessions, the most one caller may have open at once (the runner has %d in all)",
 				n, m.cfg.MaxPerPrincipal, m.cfg.MaxSessions),
 			Suggestion: "Commit or roll back one of your sessions you no longer need (pg_tx commit/rollback), or use autocommit: true or pg_transaction, which need no session." + mine}
 	}
 	if len(m.sessions)+m.pending >= m.cfg.MaxSessions {
-		mine := m.describe(p)
+		mine := m.describe(principal)
 		m.mu.Unlock()
-		return nil, &tools.Error{Type: tools.ErrSessionLimitReached,
+		return nil, &pgerr.Error{Type: pgerr.ErrSessionLimitReached,
 			Message:    fmt.Sprintf("All %d session slots are in use", m.cfg.MaxSessions),
 			Suggestion: "Commit or roll back a session you no longer need (pg_tx commit/rollback), or use autocommit: true or pg_transaction, which need no session." + mine}
 	}
 	m.pending++
-	m.held[p.Name]++
+	m.held[principal]++
 	m.mu.Unlock()
 
 	id := m.tag + newID()[8:]
 	// The database's idle-in-transaction timeout is a backstop a little beyond our own TTL.
-	s, err := tools.OpenSession(ctx, id, p, db, opts, m.cfg.TTL+time.Minute, m.cfg.Clock)
+	s, err := Open(ctx, id, principal, t, opts, m.cfg.TTL+time.Minute, m.cfg.Clock)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pending--
 	if err != nil {
-		m.drop(p.Name)
-		return nil, tools.ClassifyError(ctx, err, db)
+		m.drop(principal)
+		return nil, pgerr.Classify(ctx, err, pgerr.Context{Database: t.Database}, t.MaskValues)
 	}
 	if m.closed {
-		m.drop(p.Name)
+		m.drop(principal)
 		go s.Close(context.Background())
-		return nil, &tools.Error{Type: tools.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
+		return nil, &pgerr.Error{Type: pgerr.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
 	}
 	s.Touch(m.cfg.TTL)
 	m.sessions[id] = s
-	m.cfg.Log.Info().Str("session", id).Str("principal", p.Name).Str("database", db.Name).Bool("read_only", opts.ReadOnly).Msg("session opened")
+	m.cfg.Log.Info().Str("session", id).Str("principal", principal).Str("database", t.Database).Bool("read_only", opts.ReadOnly).Msg("session opened")
 	return s, nil
 }
 
-// describe lists p's open sessions with their idle times, for session_limit_reached. Caller holds mu.
-func (m *Manager) describe(p tools.Principal) string {
+// describe lists principal's open sessions with their idle times, for session_limit_reached. Caller holds mu.
+func (m *Manager) describe(principal string) string {
 	var parts []string
 	for _, s := range m.sessions {
-		if s.Principal == p.Name {
+		if s.Principal == principal {
 			parts = append(parts, fmt.Sprintf("%s (idle %s)", s.ID, s.Info().Idle))
 		}
 	}
@@ -199,25 +197,27 @@ func (m *Manager) describe(p tools.Principal) string {
 	return " Your open sessions: " + strings.Join(parts, ", ") + "."
 }
 
-// Acquire implements tools.SessionStore.
-func (m *Manager) Acquire(ctx context.Context, p tools.Principal, id string) (*tools.Session, *tools.Error) {
+// Acquire finds principal's session id, waits for it to be free, locks it and slides its TTL. The
+// caller must Release it. Another principal's session is session_not_found; an expired one,
+// session_expired.
+func (m *Manager) Acquire(ctx context.Context, principal, id string) (*Session, *pgerr.Error) {
 	id = strings.ToLower(id)
 	m.mu.Lock()
 	s := m.sessions[id]
-	if s == nil || s.Principal != p.Name {
-		e := m.missing(p, id)
+	if s == nil || s.Principal != principal {
+		e := m.missing(principal, id)
 		m.mu.Unlock()
 		return nil, e
 	}
 	m.mu.Unlock()
 	if err := s.Lock(ctx); err != nil {
-		return nil, &tools.Error{Type: tools.ErrTimeout, Message: fmt.Sprintf("Session %s is busy with another call", id),
+		return nil, &pgerr.Error{Type: pgerr.ErrTimeout, Message: fmt.Sprintf("Session %s is busy with another call", id),
 			Suggestion: "Calls in one session run one at a time; wait for the previous call to finish."}
 	}
 	if s.Closed() {
 		s.Unlock()
 		m.mu.Lock()
-		e := m.missing(p, id)
+		e := m.missing(principal, id)
 		m.mu.Unlock()
 		return nil, e
 	}
@@ -225,23 +225,23 @@ func (m *Manager) Acquire(ctx context.Context, p tools.Principal, id string) (*t
 	return s, nil
 }
 
-// missing answers for an id with no live session of p's. Caller holds mu.
-func (m *Manager) missing(p tools.Principal, id string) *tools.Error {
-	if ex, ok := m.expired[id]; ok && ex.principal == p.Name {
-		return &tools.Error{Type: tools.ErrSessionExpired,
+// missing answers for an id with no live session of principal's. Caller holds mu.
+func (m *Manager) missing(principal, id string) *pgerr.Error {
+	if ex, ok := m.expired[id]; ok && ex.principal == principal {
+		return &pgerr.Error{Type: pgerr.ErrSessionExpired,
 			Message:    fmt.Sprintf("Session %s expired after %s without use and was rolled back", id, humanTTL(m.cfg.TTL)),
 			Suggestion: `Nothing of it was committed. Begin a new session with pg_tx {"action":"begin"} and redo its changes.`}
 	}
 	if tag := TagOf(id); tag != "" && tag != m.tag {
 		// Minted by another replica: whether it is still open there (and whose it is) is that
 		// replica's business, so this says only where the id came from and how to get there.
-		return &tools.Error{Type: tools.ErrSessionNotFound,
+		return &pgerr.Error{Type: pgerr.ErrSessionNotFound,
 			Message:    fmt.Sprintf("Session %s was opened by another replica (tag %s); this request reached replica %s (tag %s), which does not hold it", id, tag, m.replicaName(), m.tag),
-			Suggestion: fmt.Sprintf(`Send the id also as HTTP header X-PgTools-Session: %s with every call of the session, so the load balancer routes it to the replica holding it. If that replica has stopped, the session was rolled back: begin a new one with pg_tx {"action":"begin"} and redo its changes.`, id) + m.describe(p)}
+			Suggestion: fmt.Sprintf(`Send the id also as HTTP header X-PgTools-Session: %s with every call of the session, so the load balancer routes it to the replica holding it. If that replica has stopped, the session was rolled back: begin a new one with pg_tx {"action":"begin"} and redo its changes.`, id) + m.describe(principal)}
 	}
 	// Another principal's session is reported exactly like an unknown one.
-	return &tools.Error{Type: tools.ErrSessionNotFound, Message: fmt.Sprintf("No open session has id %s", id),
-		Suggestion: `Check the session_id (pg_tx {"action":"list"} shows your sessions), begin one with pg_tx {"action":"begin"}, or drop session_id (a write then needs autocommit: true). On a multi-replica deployment, send the id also as header X-PgTools-Session so the request reaches the replica holding it.` + m.describe(p)}
+	return &pgerr.Error{Type: pgerr.ErrSessionNotFound, Message: fmt.Sprintf("No open session has id %s", id),
+		Suggestion: `Check the session_id (pg_tx {"action":"list"} shows your sessions), begin one with pg_tx {"action":"begin"}, or drop session_id (a write then needs autocommit: true). On a multi-replica deployment, send the id also as header X-PgTools-Session so the request reaches the replica holding it.` + m.describe(principal)}
 }
 
 // replicaName quotes the replica id for messages, or says it has none.
@@ -256,11 +256,12 @@ func humanTTL(d time.Duration) string {
 	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
 }
 
-// Release implements tools.SessionStore.
-func (m *Manager) Release(s *tools.Session) { s.Unlock() }
+// Release unlocks a session taken with Acquire.
+func (m *Manager) Release(s *Session) { s.Unlock() }
 
-// Finish implements tools.SessionStore.
-func (m *Manager) Finish(s *tools.Session) {
+// Finish removes an ended session (committed, rolled back or lost) and closes it. The caller
+// holds its lock.
+func (m *Manager) Finish(s *Session) {
 	m.mu.Lock()
 	if _, ok := m.sessions[s.ID]; ok {
 		delete(m.sessions, s.ID)
@@ -271,13 +272,13 @@ func (m *Manager) Finish(s *tools.Session) {
 	m.cfg.Log.Info().Str("session", s.ID).Str("principal", s.Principal).Msg("session ended")
 }
 
-// List implements tools.SessionStore.
-func (m *Manager) List(p tools.Principal) []*tools.Session {
+// List returns principal's open sessions, oldest first.
+func (m *Manager) List(principal string) []*Session {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []*tools.Session
+	var out []*Session
 	for _, s := range m.sessions {
-		if s.Principal == p.Name {
+		if s.Principal == principal {
 			out = append(out, s)
 		}
 	}
@@ -300,7 +301,7 @@ func (m *Manager) Expiries() uint64 { return m.expiries.Load() }
 func (m *Manager) Sweep() {
 	now := m.cfg.Clock()
 	m.mu.Lock()
-	var due []*tools.Session
+	var due []*Session
 	for id, s := range m.sessions {
 		if now.After(s.ExpiresAt()) && s.TryLock() {
 			delete(m.sessions, id)
@@ -358,7 +359,7 @@ func (m *Manager) Run(ctx context.Context, tick time.Duration) {
 func (m *Manager) Close(ctx context.Context) {
 	m.mu.Lock()
 	m.closed = true
-	all := make([]*tools.Session, 0, len(m.sessions))
+	all := make([]*Session, 0, len(m.sessions))
 	for id, s := range m.sessions {
 		all = append(all, s)
 		delete(m.sessions, id)
@@ -368,7 +369,7 @@ func (m *Manager) Close(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
-		go func(s *tools.Session) {
+		go func(s *Session) {
 			defer wg.Done()
 			if s.Lock(ctx) == nil {
 				_ = s.Rollback(ctx)

@@ -1,4 +1,4 @@
-package session
+package session_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
 	"github.com/pgtools/pgtools/tools/toolstest"
 
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -22,18 +23,18 @@ var uuidV4RE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][
 // (the tool schemas require one), the rest stays random, and a tag of 8 hex digits is taken as is.
 func TestReplicaTaggedIDs(t *testing.T) {
 	t.Parallel()
-	if got := ReplicaTag("0000000A"); got != "0000000a" {
+	if got := session.ReplicaTag("0000000A"); got != "0000000a" {
 		t.Fatalf("ReplicaTag of 8 hex digits: %q", got)
 	}
-	if a, b := ReplicaTag("pgtools-0"), ReplicaTag("pgtools-1"); a == b || len(a) != 8 || a != ReplicaTag("pgtools-0") {
+	if a, b := session.ReplicaTag("pgtools-0"), session.ReplicaTag("pgtools-1"); a == b || len(a) != 8 || a != session.ReplicaTag("pgtools-0") {
 		t.Fatalf("ReplicaTag not a stable 8-digit hash: %q %q", a, b)
 	}
-	f := newFixture(t, Config{ReplicaID: "pgtools-0", MaxSessions: 4}, tools.Policy{})
+	f := newFixture(t, session.Config{ReplicaID: "pgtools-0", MaxSessions: 4}, tools.Policy{})
 	seen := map[string]bool{}
 	for range 3 {
 		id := f.begin(t, alice, "")
-		if !uuidV4RE.MatchString(id) || TagOf(id) != ReplicaTag("pgtools-0") || seen[id[9:]] {
-			t.Fatalf("session id %q: want a UUIDv4 starting with %s and a random rest", id, ReplicaTag("pgtools-0"))
+		if !uuidV4RE.MatchString(id) || session.TagOf(id) != session.ReplicaTag("pgtools-0") || seen[id[9:]] {
+			t.Fatalf("session id %q: want a UUIDv4 starting with %s and a random rest", id, session.ReplicaTag("pgtools-0"))
 		}
 		seen[id[9:]] = true
 	}
@@ -44,8 +45,8 @@ func TestReplicaTaggedIDs(t *testing.T) {
 // holding it serves it. Two managers over one database stand for two replicas.
 func TestForeignReplicaSession(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{ReplicaID: "replica-a"}, tools.Policy{})
-	other := New(Config{ReplicaID: "replica-b"})
+	f := newFixture(t, session.Config{ReplicaID: "replica-a"}, tools.Policy{})
+	other := session.New(session.Config{ReplicaID: "replica-b"})
 	t.Cleanup(func() { other.Close(context.Background()) })
 	regB := toolstest.Registry(t, f.db.RoleDSN(t, "sess"), tools.Policy{}, 2)
 	regB.SetSessions(other)
@@ -55,7 +56,7 @@ func TestForeignReplicaSession(t *testing.T) {
 	if e == nil || e.Type != tools.ErrSessionNotFound {
 		t.Fatalf("foreign session on replica b: %v", e)
 	}
-	for _, want := range []string{"another replica (tag " + ReplicaTag("replica-a") + ")", `replica "replica-b"`, "X-PgTools-Session: " + id} {
+	for _, want := range []string{"another replica (tag " + session.ReplicaTag("replica-a") + ")", `replica "replica-b"`, "X-PgTools-Session: " + id} {
 		if !strings.Contains(e.Message+" "+e.Suggestion, want) {
 			t.Errorf("answer lacks %q: %s / %s", want, e.Message, e.Suggestion)
 		}
@@ -64,9 +65,9 @@ func TestForeignReplicaSession(t *testing.T) {
 	// The holder still serves it: the foreign attempt touched nothing.
 	f.must(t, alice, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id))
 	// An unknown id of this replica's own tag is the plain session_not_found.
-	own := ReplicaTag("replica-a") + id[8:len(id)-1] + "0"
+	own := session.ReplicaTag("replica-a") + id[8:len(id)-1] + "0"
 	if own == id {
-		own = ReplicaTag("replica-a") + id[8:len(id)-1] + "1"
+		own = session.ReplicaTag("replica-a") + id[8:len(id)-1] + "1"
 	}
 	if e := f.fail(t, tools.ErrSessionNotFound, alice, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, own)); strings.Contains(e.Message, "another replica") {
 		t.Fatalf("own tag reported as foreign: %s", e.Message)

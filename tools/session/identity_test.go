@@ -1,4 +1,4 @@
-package session
+package session_test
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // TestRowLevelSecurityInSessions: a session acts as the role and claims of the principal that
@@ -13,7 +14,7 @@ import (
 // cannot use it.
 func TestRowLevelSecurityInSessions(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	role := f.db.RoleName("tenant")
 	f.db.Exec(t, fmt.Sprintf(`
 		CREATE ROLE %[1]q NOLOGIN; GRANT %[1]q TO %[2]q;

@@ -1,4 +1,4 @@
-package session
+package session_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/tools/session"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
@@ -32,7 +33,7 @@ func (c *fakeClock) Add(d time.Duration) {
 type fixture struct {
 	db    *pgtest.DB
 	reg   *tools.Registry
-	mgr   *Manager
+	mgr   *session.Manager
 	clock *fakeClock
 	app   string // application_name prefix of this test's role, to count its backends
 	role  string
@@ -43,7 +44,7 @@ var (
 	bob   = tools.Principal{Name: "bob", Scopes: []string{"read", "write"}}
 )
 
-func newFixture(t *testing.T, cfg Config, policy tools.Policy) *fixture {
+func newFixture(t *testing.T, cfg session.Config, policy tools.Policy) *fixture {
 	t.Helper()
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE accounts (id int PRIMARY KEY, owner text NOT NULL, balance numeric NOT NULL CHECK (balance >= 0));
@@ -54,7 +55,7 @@ func newFixture(t *testing.T, cfg Config, policy tools.Policy) *fixture {
 	reg := toolstest.Registry(t, dsn, policy, 4)
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	cfg.Clock = clock.Now
-	mgr := New(cfg)
+	mgr := session.New(cfg)
 	t.Cleanup(func() { mgr.Close(context.Background()) })
 	reg.SetSessions(mgr)
 	return &fixture{db: db, reg: reg, mgr: mgr, clock: clock, role: role}
@@ -147,7 +148,7 @@ func (f *fixture) waitApp(t *testing.T, app string, want int64) {
 
 func TestSessionCommitAndRollback(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	out := f.must(t, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":70},"where":"id = 1","session_id":%q}`, id))
 	as, _ := out["active_session"].(map[string]any)
@@ -184,7 +185,7 @@ func TestSessionCommitAndRollback(t *testing.T) {
 
 func TestSessionStatementFailureKeepsSessionUsable(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	f.must(t, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":1},"where":"id = 2","session_id":%q}`, id))
 	e := f.fail(t, tools.ErrConstraint, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":-1},"where":"id = 3","session_id":%q}`, id))
@@ -205,7 +206,7 @@ func TestSessionStatementFailureKeepsSessionUsable(t *testing.T) {
 
 func TestSavepoints(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	upd := func(v int) {
 		f.must(t, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":%d},"where":"id = 1","session_id":%q}`, v, id))
@@ -248,7 +249,7 @@ func TestSavepoints(t *testing.T) {
 
 func TestSessionsAreIsolatedAndOwned(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	a := f.begin(t, alice, "")
 	b := f.begin(t, bob, "")
 	f.must(t, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":1},"where":"id = 1","session_id":%q}`, a))
@@ -276,7 +277,7 @@ func TestSessionsAreIsolatedAndOwned(t *testing.T) {
 
 func TestSessionTTL(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{TTL: 10 * time.Minute}, tools.Policy{})
+	f := newFixture(t, session.Config{TTL: 10 * time.Minute}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	f.must(t, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":0},"where":"id = 1","session_id":%q}`, id))
 	// Activity slides the TTL: 3 minutes, a call (7 minutes were left: no echo on a read).
@@ -306,7 +307,7 @@ func TestSessionTTL(t *testing.T) {
 
 func TestSessionLimitAndNoLeaks(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{MaxSessions: 10}, tools.Policy{})
+	f := newFixture(t, session.Config{MaxSessions: 10}, tools.Policy{})
 	baseline := f.db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database()")
 	for i := 0; i < 100; i++ {
 		id := f.begin(t, alice, "")
@@ -338,7 +339,7 @@ func TestSessionLimitAndNoLeaks(t *testing.T) {
 
 func TestSessionLostWhenBackendDies(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	f.must(t, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":5},"where":"id = 1","session_id":%q}`, id))
 	f.killSessionBackend(t)
@@ -354,7 +355,7 @@ func TestSessionLostWhenBackendDies(t *testing.T) {
 
 func TestReadOnlySessionAndClose(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	ro := f.begin(t, alice, `,"read_only":true,"isolation_level":"repeatable read"`)
 	f.fail(t, tools.ErrReadOnlyViolation, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":5},"where":"id = 1","session_id":%q}`, ro))
 	f.must(t, alice, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, ro))
@@ -371,7 +372,7 @@ func TestReadOnlySessionAndClose(t *testing.T) {
 
 func TestPgTransaction(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{MaxSessions: 1}, tools.Policy{})
+	f := newFixture(t, session.Config{MaxSessions: 1}, tools.Policy{})
 	// It never uses a session slot: works while the only slot is taken.
 	f.begin(t, bob, "")
 	out := f.must(t, alice, "pg_transaction", `{"operations":[

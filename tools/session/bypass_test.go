@@ -1,4 +1,4 @@
-package session
+package session_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // Regression tests for issue 12's bypasses inside sessions and pg_transaction: limits that an
@@ -24,7 +25,7 @@ func execArgs(t *testing.T, sql, session string) string {
 
 func TestSessionDDLRefusedWithoutScope(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	f.db.Exec(t, `GRANT CREATE ON SCHEMA public TO "`+f.role+`"`)
 	id := f.begin(t, alice, "")
 	for _, sql := range []string{"CREATE TABLE t1 AS SELECT 1 AS x", "SELECT 1 AS x INTO t2", "CREATE TABLE t3 (i int)",
@@ -43,7 +44,7 @@ func TestSessionDDLRefusedWithoutScope(t *testing.T) {
 		t.Fatal("the session's allowed write was lost")
 	}
 	// With allow_ddl and the ddl scope the same statement is kept: the check is by effect, not a ban.
-	g := newFixture(t, Config{}, tools.Policy{AllowDDL: true})
+	g := newFixture(t, session.Config{}, tools.Policy{AllowDDL: true})
 	g.db.Exec(t, `GRANT CREATE ON SCHEMA public TO "`+g.role+`"`)
 	admin := tools.Principal{Name: "admin", Scopes: []string{"read", "write", "ddl"}}
 	id = g.begin(t, admin, "")
@@ -56,7 +57,7 @@ func TestSessionDDLRefusedWithoutScope(t *testing.T) {
 
 func TestAffectedRowsCapInSessionsAndBatches(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	f.db.Exec(t, `CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL DEFAULT 0); INSERT INTO big SELECT generate_series(1, 1500);
 		CREATE TABLE log (id int); GRANT SELECT, INSERT, UPDATE, DELETE ON big, log TO "`+f.role+`"`)
 	untouched := func() int64 { return f.db.QueryInt(t, "select count(*) from big where v = 0") }
@@ -85,7 +86,7 @@ func TestAffectedRowsCapInSessionsAndBatches(t *testing.T) {
 func TestTimeoutsCannotBeLiftedBySQL(t *testing.T) {
 	t.Parallel()
 	// allow_ddl and the ddl scope let SET itself run, so what is tested is that it does not hold.
-	f := newFixture(t, Config{}, tools.Policy{StatementTimeout: time.Second, AllowDDL: true})
+	f := newFixture(t, session.Config{}, tools.Policy{StatementTimeout: time.Second, AllowDDL: true})
 	alice := tools.Principal{Name: "alice", Scopes: []string{"read", "write", "ddl"}}
 	const sleep = "select pg_sleep(2.5)"
 	timedOut := func(what string, start time.Time, e *tools.Error) {
@@ -120,7 +121,7 @@ func TestTimeoutsCannotBeLiftedBySQL(t *testing.T) {
 
 func TestSessionAdvisoryLocksReleasedAfterEachStatement(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	free := func(key int) bool {
 		var ok bool
 		if err := f.db.Pool(t).QueryRow(context.Background(), "select pg_try_advisory_lock($1::bigint) and pg_advisory_unlock($1::bigint)", key).Scan(&ok); err != nil {
@@ -144,7 +145,7 @@ func TestSessionAdvisoryLocksReleasedAfterEachStatement(t *testing.T) {
 
 func TestCommitOnKilledSessionIsLost(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	f.must(t, alice, "update_data", fmt.Sprintf(`{"table":"accounts","set":{"balance":5},"where":"id = 1","session_id":%q}`, id))
 	f.killSessionBackend(t)
@@ -161,7 +162,7 @@ func TestCommitOnKilledSessionIsLost(t *testing.T) {
 
 func TestCopyRefusedInSessions(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{}, tools.Policy{})
+	f := newFixture(t, session.Config{}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	for _, args := range []string{execArgs(t, "COPY accounts FROM STDIN", id), fmt.Sprintf(`{"sql":"COPY accounts TO STDOUT","session_id":%q}`, id)} {
 		start := time.Now()

@@ -1,4 +1,4 @@
-package session
+package session_test
 
 import (
 	"flag"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -15,10 +16,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 // TestSessionErrorGolden pins the session errors a model reads (ids replaced by a placeholder).
-// Rewrite with go test ./runner/session -run Golden -update and review the diff.
+// Rewrite with go test ./tools/session -run Golden -update and review the diff.
 func TestSessionErrorGolden(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{MaxSessions: 2, MaxPerPrincipal: 1, TTL: time.Minute}, tools.Policy{})
+	f := newFixture(t, session.Config{MaxSessions: 2, MaxPerPrincipal: 1, TTL: time.Minute}, tools.Policy{})
 	id := f.begin(t, alice, "")
 	f.begin(t, tools.Principal{Name: "dave", Scopes: []string{"read"}}, `,"read_only":true`)
 	cases := map[string]func() *tools.Error{

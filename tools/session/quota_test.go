@@ -1,4 +1,4 @@
-package session
+package session_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // TestReadTokenCannotTakeEverySessionSlot is issue 12's hog: a read-only token opening read_only
@@ -15,7 +16,7 @@ import (
 // (commit, rollback or expiry) gives the quota back.
 func TestReadTokenCannotTakeEverySessionSlot(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{MaxSessions: 4, MaxPerPrincipal: 2, TTL: time.Minute}, tools.Policy{})
+	f := newFixture(t, session.Config{MaxSessions: 4, MaxPerPrincipal: 2, TTL: time.Minute}, tools.Policy{})
 	reader := tools.Principal{Name: "reader", Scopes: []string{"read"}}
 	var ids []string
 	for i := 0; i < 2; i++ {
@@ -56,7 +57,7 @@ func TestReadTokenCannotTakeEverySessionSlot(t *testing.T) {
 // (the single-principal case).
 func TestSessionQuotaDefaultsToAllSlots(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Config{MaxSessions: 3}, tools.Policy{})
+	f := newFixture(t, session.Config{MaxSessions: 3}, tools.Policy{})
 	for i := 0; i < 3; i++ {
 		f.begin(t, alice, "")
 	}
