@@ -25,7 +25,7 @@ type panicOn struct {
 	tool string
 }
 
-func (c panicOn) Call(ctx context.Context, p tools.Principal, tool string, args []byte) (*tools.Result, *tools.Error) {
+func (c panicOn) Call(ctx context.Context, p tools.Principal, tool string, args []byte) (tools.Result, *tools.Error) {
 	if tool == c.tool {
 		var m map[string]int
 		m["boom"]++ // a runtime error: assignment to entry in nil map

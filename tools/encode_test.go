@@ -120,8 +120,8 @@ func TestResultEncoding(t *testing.T) {
 		if e != nil {
 			t.Fatal(errorJSON(t, e))
 		}
-		if !strings.Contains(string(res.Data), `<a href=\"x\">&</a>`) {
-			t.Fatalf("data %s", res.Data)
+		if !strings.Contains(string(res.Rows.Data), `<a href=\"x\">&</a>`) {
+			t.Fatalf("data %s", res.Rows.Data)
 		}
 	})
 }
@@ -144,8 +144,8 @@ func TestDuplicateColumnNames(t *testing.T) {
 			if e != nil {
 				t.Fatal(errorJSON(t, e))
 			}
-			if string(res.Data) != c.want {
-				t.Fatalf("data %s, want %s", res.Data, c.want)
+			if string(res.Rows.Data) != c.want {
+				t.Fatalf("data %s, want %s", res.Rows.Data, c.want)
 			}
 		})
 	}
