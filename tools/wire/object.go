@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Rows is a row set as an answer carries it. An ObjectEncoder writes it under its field's key
@@ -18,8 +19,9 @@ type Rows struct {
 }
 
 // ObjectEncoder writes values of the struct type T as JSON objects whose members follow the
-// order in which T declares its fields, named by their json tags. It reads T's fields by
-// reflection once, in NewObjectEncoder, and keeps the plan; it is safe for concurrent use.
+// order in which T declares its fields, named by their json tags. It reads T by reflection once,
+// in NewObjectEncoder, and keeps a plan of each field's offset and kind, so a call reads the
+// fields at their offsets without reflection. It is safe for concurrent use.
 //
 // It writes string, bool and integer fields, pointers to integers and bools, json.RawMessage
 // (copied verbatim, never re-validated: it exists for the JSON this package made, which
@@ -29,6 +31,7 @@ type Rows struct {
 type ObjectEncoder[T any] struct {
 	prefix string // members written first, e.g. `"success":true`
 	fields []objectField
+	fixed  int // bytes of an object beyond its strings' and raw fields' contents, about
 }
 
 type fieldKind uint8
@@ -45,10 +48,13 @@ const (
 )
 
 type objectField struct {
-	index     []int  // the field's path through embedded structs
-	key       string // the member's name, quoted, with its colon: `"name":`
+	offset    uintptr      // from the start of T, through embedded structs
+	typ       reflect.Type // the field's type, for kindOther
+	key       string       // the member's name, quoted, with its colon: `"name":`
 	kind      fieldKind
+	intKind   reflect.Kind // the width of an integer or of the integer a pointer points to
 	omitEmpty bool
+	oneWord   bool // a pointer or a map: empty when its one word is nil, read without reflection
 }
 
 var (
@@ -79,11 +85,26 @@ func NewObjectEncoder[T any](prefix string) *ObjectEncoder[T] {
 			seen[k] = true
 		}
 	}
-	e.plan(t, nil, seen)
+	e.plan(t, 0, seen)
+	e.fixed = 2 + len(e.prefix)
+	for _, f := range e.fields {
+		e.fixed += 1 + len(f.key) // the comma and the name
+		switch f.kind {
+		case kindString:
+			e.fixed += 2 // the quotes
+		case kindRaw:
+		case kindRows:
+			e.fixed += len(`"columns":,"rows":`)
+		case kindOther:
+			// nothing: such fields are often empty (an answer with active_session grows once)
+		default:
+			e.fixed += 20 // a number or a bool
+		}
+	}
 	return e
 }
 
-func (e *ObjectEncoder[T]) plan(t reflect.Type, index []int, seen map[string]bool) {
+func (e *ObjectEncoder[T]) plan(t reflect.Type, offset uintptr, seen map[string]bool) {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		tag := sf.Tag.Get("json")
@@ -91,12 +112,11 @@ func (e *ObjectEncoder[T]) plan(t reflect.Type, index []int, seen map[string]boo
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		path := append(append([]int(nil), index...), i)
 		if sf.Anonymous && name == "" {
 			if sf.Type.Kind() != reflect.Struct {
 				panic(fmt.Sprintf("wire.NewObjectEncoder: embedded field %s of %s is not a struct", sf.Name, t))
 			}
-			e.plan(sf.Type, path, seen)
+			e.plan(sf.Type, offset+sf.Offset, seen)
 			continue
 		}
 		if !sf.IsExported() {
@@ -112,8 +132,13 @@ func (e *ObjectEncoder[T]) plan(t reflect.Type, index []int, seen map[string]boo
 			panic(fmt.Sprintf("wire.NewObjectEncoder: field %s of %s repeats the member %q", sf.Name, t, name))
 		}
 		seen[name] = true
-		e.fields = append(e.fields, objectField{index: path, key: string(AppendString(nil, name)) + ":",
-			kind: kindOf(sf.Type), omitEmpty: opts == "omitempty"})
+		f := objectField{offset: offset + sf.Offset, typ: sf.Type, key: string(AppendString(nil, name)) + ":",
+			kind: kindOf(sf.Type), intKind: sf.Type.Kind(), omitEmpty: opts == "omitempty"}
+		if f.kind == kindIntPtr {
+			f.intKind = sf.Type.Elem().Kind()
+		}
+		f.oneWord = sf.Type.Kind() == reflect.Pointer || sf.Type.Kind() == reflect.Map
+		e.fields = append(e.fields, f)
 	}
 }
 
@@ -148,74 +173,76 @@ func kindOf(t reflect.Type) fieldKind {
 	return kindOther
 }
 
-// Marshal returns v as one JSON object, in a buffer sized for its raw JSON fields.
+// Marshal returns v as one JSON object, in a buffer sized for its strings and raw JSON, so that
+// it is allocated once.
 func (e *ObjectEncoder[T]) Marshal(v *T) ([]byte, error) {
-	rv := reflect.ValueOf(v).Elem()
-	size := 2 + len(e.prefix) + 32*len(e.fields)
+	base := unsafe.Pointer(v)
+	size := e.fixed
 	for i := range e.fields {
 		switch f := &e.fields[i]; f.kind {
+		case kindString:
+			size += len(*(*string)(unsafe.Add(base, f.offset)))
 		case kindRaw:
-			size += rv.FieldByIndex(f.index).Len()
+			size += len(*(*json.RawMessage)(unsafe.Add(base, f.offset)))
 		case kindRows:
-			fv := rv.FieldByIndex(f.index)
-			size += fv.Field(0).Len() + fv.Field(1).Len()
+			r := (*Rows)(unsafe.Add(base, f.offset))
+			size += len(r.Columns) + len(r.Data)
 		}
 	}
 	return e.Append(make([]byte, 0, size), v)
 }
 
 // Append appends v as one JSON object to b.
+//
+// Fields are read at the offsets the plan took from T's reflect.Type: the plan belongs to T (the
+// type parameter), so every offset and kind matches the memory v points to.
 func (e *ObjectEncoder[T]) Append(b []byte, v *T) ([]byte, error) {
-	rv := reflect.ValueOf(v).Elem()
+	base := unsafe.Pointer(v)
 	b = append(b, '{')
 	b = append(b, e.prefix...)
 	first := e.prefix == ""
-	member := func(b []byte, key string) []byte {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		return append(b, key...)
-	}
 	for i := range e.fields {
 		f := &e.fields[i]
-		fv := rv.FieldByIndex(f.index)
+		p := unsafe.Add(base, f.offset)
 		switch f.kind {
 		case kindString:
-			if s := fv.String(); s != "" || !f.omitEmpty {
-				b = AppendString(member(b, f.key), s)
+			if s := *(*string)(p); s != "" || !f.omitEmpty {
+				b = AppendString(appendKey(b, f.key, &first), s)
 			}
 		case kindBool:
-			if x := fv.Bool(); x || !f.omitEmpty {
-				b = strconv.AppendBool(member(b, f.key), x)
+			if x := *(*bool)(p); x || !f.omitEmpty {
+				b = strconv.AppendBool(appendKey(b, f.key, &first), x)
 			}
 		case kindInt:
-			if n := fv.Int(); n != 0 || !f.omitEmpty {
-				b = strconv.AppendInt(member(b, f.key), n, 10)
+			if n := readInt(p, f.intKind); n != 0 || !f.omitEmpty {
+				b = strconv.AppendInt(appendKey(b, f.key, &first), n, 10)
 			}
 		case kindIntPtr, kindBoolPtr:
-			switch {
-			case !fv.IsNil() && f.kind == kindIntPtr:
-				b = strconv.AppendInt(member(b, f.key), fv.Elem().Int(), 10)
-			case !fv.IsNil():
-				b = strconv.AppendBool(member(b, f.key), fv.Elem().Bool())
+			switch q := *(*unsafe.Pointer)(p); {
+			case q != nil && f.kind == kindIntPtr:
+				b = strconv.AppendInt(appendKey(b, f.key, &first), readInt(q, f.intKind), 10)
+			case q != nil:
+				b = strconv.AppendBool(appendKey(b, f.key, &first), *(*bool)(q))
 			case !f.omitEmpty:
-				b = append(member(b, f.key), "null"...)
+				b = append(appendKey(b, f.key, &first), "null"...)
 			}
 		case kindRaw:
-			if raw := fv.Bytes(); len(raw) > 0 || !f.omitEmpty {
-				b = appendRawOrNull(member(b, f.key), raw)
+			if raw := *(*json.RawMessage)(p); len(raw) > 0 || !f.omitEmpty {
+				b = appendRawOrNull(appendKey(b, f.key, &first), raw)
 			}
 		case kindRows:
-			cols, data := fv.Field(0).Bytes(), fv.Field(1).Bytes()
-			switch {
-			case cols != nil:
-				b = append(appendRawOrNull(member(b, `"columns":`), cols), `,"rows":`...)
-				b = appendRawOrNull(b, data)
-			case data != nil || !f.omitEmpty:
-				b = appendRawOrNull(member(b, f.key), data)
+			switch r := (*Rows)(p); {
+			case r.Columns != nil:
+				b = append(appendRawOrNull(appendKey(b, `"columns":`, &first), r.Columns), `,"rows":`...)
+				b = appendRawOrNull(b, r.Data)
+			case r.Data != nil || !f.omitEmpty:
+				b = appendRawOrNull(appendKey(b, f.key, &first), r.Data)
 			}
 		default:
+			if f.omitEmpty && f.oneWord && *(*unsafe.Pointer)(p) == nil {
+				continue
+			}
+			fv := reflect.NewAt(f.typ, p).Elem()
 			if f.omitEmpty && isEmpty(fv) {
 				continue
 			}
@@ -223,10 +250,34 @@ func (e *ObjectEncoder[T]) Append(b []byte, v *T) ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("encoding %s: %w", f.key, err)
 			}
-			b = append(member(b, f.key), out...)
+			b = append(appendKey(b, f.key, &first), out...)
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// appendKey starts a member: a comma unless it is the object's first, then its quoted name.
+func appendKey(b []byte, key string, first *bool) []byte {
+	if !*first {
+		b = append(b, ',')
+	}
+	*first = false
+	return append(b, key...)
+}
+
+// readInt reads a signed integer of the given kind at p.
+func readInt(p unsafe.Pointer, k reflect.Kind) int64 {
+	switch k {
+	case reflect.Int8:
+		return int64(*(*int8)(p))
+	case reflect.Int16:
+		return int64(*(*int16)(p))
+	case reflect.Int32:
+		return int64(*(*int32)(p))
+	case reflect.Int64:
+		return *(*int64)(p)
+	}
+	return int64(*(*int)(p))
 }
 
 func appendRawOrNull(b, raw []byte) []byte {
