@@ -31,7 +31,7 @@ type Rows struct {
 type ObjectEncoder[T any] struct {
 	prefix string // members written first, e.g. `"success":true`
 	fields []objectField
-	fixed  int // bytes of an object beyond its strings' and raw fields' contents, about
+	fixed  int // an estimate of an object's bytes beyond its strings and raw JSON, to size buffers
 }
 
 type fieldKind uint8
@@ -132,6 +132,14 @@ func (e *ObjectEncoder[T]) plan(t reflect.Type, offset uintptr, seen map[string]
 			panic(fmt.Sprintf("wire.NewObjectEncoder: field %s of %s repeats the member %q", sf.Name, t, name))
 		}
 		seen[name] = true
+		if sf.Type == rowsType {
+			for _, m := range []string{"columns", "rows"} {
+				if seen[m] && m != name {
+					panic(fmt.Sprintf("wire.NewObjectEncoder: field %s of %s: Rows writes %q, which another member has", sf.Name, t, m))
+				}
+				seen[m] = true
+			}
+		}
 		f := objectField{offset: offset + sf.Offset, typ: sf.Type, key: string(AppendString(nil, name)) + ":",
 			kind: kindOf(sf.Type), intKind: sf.Type.Kind(), omitEmpty: opts == "omitempty"}
 		if f.kind == kindIntPtr {

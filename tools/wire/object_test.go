@@ -137,11 +137,16 @@ func TestObjectEncoderRefusesAtPlan(t *testing.T) {
 	type prefixRepeated struct {
 		S bool `json:"success"`
 	}
+	type rowsClash struct {
+		R    Rows     `json:"data"`
+		Rows []string `json:"rows"`
+	}
 	for name, plan := range map[string]func(){
 		"tag option":       func() { NewObjectEncoder[stringOpt]("") },
 		"repeated member":  func() { NewObjectEncoder[twice]("") },
 		"embedded pointer": func() { NewObjectEncoder[embedsPointer]("") },
 		"prefix member":    func() { NewObjectEncoder[prefixRepeated](`"success":true`) },
+		"rows clash":       func() { NewObjectEncoder[rowsClash]("") },
 		"bad prefix":       func() { NewObjectEncoder[objectInner](`"success":`) },
 		"not a struct":     func() { NewObjectEncoder[int]("") },
 	} {
