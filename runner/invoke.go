@@ -20,7 +20,7 @@ import (
 // Caller runs one tool call; *tools.Registry is the implementation. A wrapper may add behaviour
 // around every call (tests inject faults this way).
 type Caller interface {
-	Call(ctx context.Context, p tools.Principal, tool string, rawArgs []byte) (*tools.Result, *tools.Error)
+	Call(ctx context.Context, p tools.Principal, tool string, rawArgs []byte) (tools.Result, *tools.Error)
 }
 
 var _ Caller = (*tools.Registry)(nil)

@@ -124,18 +124,19 @@ func (iv *Invoker) endSpan(span trace.Span, ans Answer) {
 }
 
 // traceResult adds a successful result's size to the call's span.
-func traceResult(ctx context.Context, res *tools.Result) {
+func traceResult(ctx context.Context, res tools.Result) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() || res == nil {
 		return
 	}
-	if res.RowCount != nil {
-		span.SetAttributes(attribute.Int("pgtools.rows", *res.RowCount))
+	sum := res.Summary()
+	if sum.Rows != nil {
+		span.SetAttributes(attribute.Int("pgtools.rows", *sum.Rows))
 	}
-	if res.AffectedRows != nil {
-		span.SetAttributes(attribute.Int("pgtools.affected_rows", *res.AffectedRows))
+	if sum.AffectedRows != nil {
+		span.SetAttributes(attribute.Int("pgtools.affected_rows", *sum.AffectedRows))
 	}
-	span.SetAttributes(attribute.Bool("pgtools.truncated", res.Truncated != nil && *res.Truncated))
+	span.SetAttributes(attribute.Bool("pgtools.truncated", sum.Truncated))
 }
 
 // clip keeps a caller-chosen name short in a span attribute.

@@ -51,10 +51,11 @@ func checkSessionHeader(ctx context.Context, args []byte) *tools.Error {
 
 // addRoutingHint tells the caller of pg_tx begin how to keep the session's calls on this
 // replica: clients other than the n8n nodes do not send the header by themselves.
-func addRoutingHint(tool string, res *tools.Result) {
-	if tool != "pg_tx" || res == nil || res.Action != "begin" || res.SessionID == "" {
+func addRoutingHint(tool string, res tools.Result) {
+	tx, ok := res.(*tools.TxResult)
+	if tool != "pg_tx" || !ok || tx.Action != "begin" || tx.SessionID == "" {
 		return
 	}
-	res.Hint += " Behind a load balancer with several replicas, send the HTTP header " + SessionHeader + ": " + res.SessionID +
+	tx.Hint += " Behind a load balancer with several replicas, send the HTTP header " + SessionHeader + ": " + tx.SessionID +
 		" with every call of this session so it reaches the replica holding it."
 }

@@ -40,7 +40,7 @@ func isWriteCall(tool string, args map[string]any) bool {
 	return false
 }
 
-func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, res *Result, err *Error, started time.Time) {
+func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, res Result, err *Error, started time.Time) {
 	tool := t.info.Name
 	if r.auditor == nil || !(t.writes || isWriteCall(tool, args)) {
 		return
@@ -60,9 +60,10 @@ func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, res *Re
 	case err != nil:
 		ev.Outcome, ev.ErrorType, ev.Table = "error", err.Type, err.Table
 	case res != nil:
-		ev.Table, ev.AffectedRows = res.Table, res.AffectedRows
+		sum := res.Summary()
+		ev.Table, ev.AffectedRows = sum.Table, sum.AffectedRows
 		switch {
-		case res.DryRun:
+		case sum.DryRun:
 			ev.Outcome = "dry_run"
 		case ev.SessionID != "":
 			ev.Outcome = "in_session"

@@ -154,7 +154,7 @@ func (r *Registry) authorize(req *request, t *toolEntry) *Error {
 // settleSession finishes a call that ran in a session: a session whose transaction the database
 // ended is removed and reported lost; a failed statement's suggestion says the session is still
 // usable; a result carries active_session as sessionEcho says.
-func settleSession(req *request, t *toolEntry, res *Result, e *Error) (*Result, *Error) {
+func settleSession(req *request, t *toolEntry, res Result, e *Error) (Result, *Error) {
 	s := req.session
 	if s.Closed() {
 		return res, e // ended by the call itself: commit or rollback

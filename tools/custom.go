@@ -203,7 +203,7 @@ func (r *Registry) AddCustomTools(ctx context.Context, list []CustomTool) error 
 			info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
 			operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, writes: write,
 			decode: func(map[string]any) (any, error) { return nil, nil },
-			run:    func(ctx context.Context, req *request) (*Result, *Error) { return runCustom(ctx, req, tool) },
+			run:    func(ctx context.Context, req *request) (Result, *Error) { return runCustom(ctx, req, tool) },
 		}
 		r.order = append(r.order, t.Name)
 	}
@@ -244,7 +244,7 @@ func checkStatement(ctx context.Context, db *Database, t CustomTool) error {
 
 // runCustom binds a call's arguments to t's statement in declared order and runs it: a read in a
 // READ ONLY transaction, a write guarded like execute_sql in write mode.
-func runCustom(ctx context.Context, req *request, t CustomTool) (*Result, *Error) {
+func runCustom(ctx context.Context, req *request, t CustomTool) (Result, *Error) {
 	params := make([]any, len(t.Parameters))
 	for i, p := range t.Parameters {
 		v, ok := req.args[p.Name]

@@ -59,7 +59,7 @@ type tableDetail struct {
 var relKinds = map[byte]string{'r': "table", 'v': "view", 'm': "materialized view", 'f': "foreign table", 'p': "partitioned table"}
 
 // describeSchema lists the tables an agent may use, or describes one table.
-func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
+func describeSchema(ctx context.Context, req *request) (Result, *Error) {
 	const op = "describe"
 	cc := callContext{ReadOnly: true, Database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
@@ -82,7 +82,7 @@ func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 			return nil, withOp(classify(ctx, err, cc, mask), op, rel.display())
 		}
 		data, _ := wire.Marshal(detail)
-		return &Result{Operation: op, Table: rel.display(), Data: data}, nil
+		return &SchemaResult{Operation: op, Table: rel.display(), Data: data}, nil
 	}
 	snap, err := req.db.catalog(ctx, true)
 	if err != nil {
@@ -108,7 +108,7 @@ func describeSchema(ctx context.Context, req *request) (*Result, *Error) {
 	})
 	data, _ := wire.Marshal(list)
 	n := len(list)
-	res := &Result{Operation: op, RowCount: &n, Data: data}
+	res := &SchemaResult{Operation: op, RowCount: &n, Data: data}
 	if n == 0 {
 		res.Hint = "No tables are visible to the runner's role with this filter."
 	} else {

@@ -14,7 +14,7 @@ func TestDescribeSchemaLists(t *testing.T) {
 	// A table the role may not read is not listed.
 	b.db.Exec(t, "CREATE TABLE hidden_secrets (k text); REVOKE ALL ON hidden_secrets FROM "+quoteIdent(b.db.RoleName("agent")))
 	b.db.Exec(t, "CREATE VIEW paid_orders AS SELECT * FROM orders WHERE status = 'paid'")
-	res, e := callResult(t, b, "describe_schema", `{}`)
+	res, e := callAnswer[*SchemaResult](t, b, "describe_schema", `{}`)
 	if e != nil {
 		t.Fatal(errorJSON(t, e))
 	}
@@ -37,12 +37,12 @@ func TestDescribeSchemaLists(t *testing.T) {
 			t.Fatalf("entry %d: %+v, want %+v", i, got, want[i])
 		}
 	}
-	if *res.RowCount != len(want) || !strings.Contains(res.Hint, "describe_schema") {
+	if res.RowCount == nil || *res.RowCount != len(want) || !strings.Contains(res.Hint, "describe_schema") {
 		t.Fatalf("rowCount %d, hint %q", *res.RowCount, res.Hint)
 	}
 
 	// A schema filter narrows the list.
-	res, e = callResult(t, b, "describe_schema", `{"schema":"nope"}`)
+	res, e = callAnswer[*SchemaResult](t, b, "describe_schema", `{"schema":"nope"}`)
 	if e != nil {
 		t.Fatal(errorJSON(t, e))
 	}
@@ -60,7 +60,7 @@ func TestDescribeSchemaTable(t *testing.T) {
 	for _, args := range []string{`{"table":"orders"}`, `{"table":"public.orders"}`, `{"table":"orders","schema":"public"}`} {
 		t.Run(args, func(t *testing.T) {
 			t.Parallel()
-			res, e := callResult(t, b, "describe_schema", args)
+			res, e := callAnswer[*SchemaResult](t, b, "describe_schema", args)
 			if e != nil {
 				t.Fatal(errorJSON(t, e))
 			}

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -119,8 +121,8 @@ func TestResultEncoding(t *testing.T) {
 		if e != nil {
 			t.Fatal(errorJSON(t, e))
 		}
-		if !strings.Contains(string(res.Data), `<a href=\"x\">&</a>`) {
-			t.Fatalf("data %s", res.Data)
+		if !strings.Contains(string(res.Rows.Data), `<a href=\"x\">&</a>`) {
+			t.Fatalf("data %s", res.Rows.Data)
 		}
 	})
 }
@@ -143,8 +145,38 @@ func TestDuplicateColumnNames(t *testing.T) {
 			if e != nil {
 				t.Fatal(errorJSON(t, e))
 			}
-			if string(res.Data) != c.want {
-				t.Fatalf("data %s, want %s", res.Data, c.want)
+			if string(res.Rows.Data) != c.want {
+				t.Fatalf("data %s, want %s", res.Rows.Data, c.want)
+			}
+		})
+	}
+}
+
+// BenchmarkResultEncode measures encoding a select_query answer as a transport sends it
+// (MarshalJSON): 100 rows in the objects and the columns format, and one row, where the fields
+// around the rows cost most; the rows come from a real call.
+func BenchmarkResultEncode(b *testing.B) {
+	bn := newBundleConns(b, Policy{}, 1)
+	for _, c := range []struct {
+		name, format string
+		limit        int
+	}{{"objects", "objects", 100}, {"columns", "columns", 100}, {"one-row", "objects", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			res, e := bn.reg.Call(context.Background(), testPrincipal, "select_query", fmt.Appendf(nil, `{"table":"orders","order_by":"id","limit":%d,"format":%q}`, c.limit, c.format))
+			if e != nil {
+				b.Fatal(e.Message)
+			}
+			out, err := res.MarshalJSON()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(out)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := res.MarshalJSON(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

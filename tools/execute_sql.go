@@ -9,7 +9,7 @@ import (
 
 // executeSQL runs one agent-written statement. In read mode it runs in a READ ONLY transaction
 // with its rows capped on the server; in write mode it runs guarded like every write.
-func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
+func executeSQL(ctx context.Context, req *request) (Result, *Error) {
 	a := req.in.(*executeArgs)
 	write := a.Mode == "write"
 	if e := checkFreeSQL(a.SQL, !write, req.session != nil); e != nil {
@@ -21,7 +21,7 @@ func executeSQL(ctx context.Context, req *request) (*Result, *Error) {
 	return executeRead(ctx, req, req.session)
 }
 
-func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
+func executeRead(ctx context.Context, req *request, sess *Session) (Result, *Error) {
 	a := req.in.(*executeArgs)
 	params, perr := paramList(a.Params.v)
 	if perr != nil {
@@ -44,7 +44,7 @@ func executeRead(ctx context.Context, req *request, sess *Session) (*Result, *Er
 // executeWrite runs one agent statement that may change data. Transaction control is refused
 // before anything runs; DDL is recognised after it ran (command tag, catalog rows written by the
 // transaction) and rolled back unless the policy and the token allow it.
-func executeWrite(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
+func executeWrite(ctx context.Context, req *request, sess *Session) (Result, *Error) {
 	const op = "execute"
 	a := req.in.(*executeArgs)
 	sql := a.SQL

@@ -60,7 +60,7 @@ func TestFormatsCarryTheSameValues(t *testing.T) {
 		t.Fatal(errorJSON(t, e))
 	}
 	var exact []map[string]any
-	decodeExact(t, res.Data, &exact)
+	decodeExact(t, res.Rows.Data, &exact)
 	for i, rec := range records[1:] {
 		r := exact[i]
 		if rec[0] != fmt.Sprint(r["order_id"]) || rec[1] != fmt.Sprint(r["customer_ref"]) || rec[2] != r["amount_due"] || rec[10] != r["created_on"] {

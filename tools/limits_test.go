@@ -40,9 +40,9 @@ func TestRowLimitIsExact(t *testing.T) {
 				t.Fatal(errorJSON(t, e))
 			}
 			var data []map[string]json.Number
-			decodeExact(t, res.Data, &data)
-			if len(data) != c.rows || *res.RowCount != c.rows || *res.Truncated != c.truncated {
-				t.Fatalf("rows %d, rowCount %d, truncated %v; want %d rows, truncated %v", len(data), *res.RowCount, *res.Truncated, c.rows, c.truncated)
+			decodeExact(t, res.Rows.Data, &data)
+			if len(data) != c.rows || res.RowCount != c.rows || res.Truncated != c.truncated {
+				t.Fatalf("rows %d, rowCount %d, truncated %v; want %d rows, truncated %v", len(data), res.RowCount, res.Truncated, c.rows, c.truncated)
 			}
 			if c.rows > 0 {
 				if data[0]["id"] != json.Number(itoa(c.firstID)) || data[len(data)-1]["id"] != json.Number(itoa(c.lastID)) {
@@ -84,9 +84,9 @@ func TestExecuteSQLRowCapStopsTheServer(t *testing.T) {
 		t.Fatal(errorJSON(t, e))
 	}
 	var data []map[string]json.Number
-	decodeExact(t, res.Data, &data)
-	if len(data) != 1000 || *res.RowCount != 1000 || !*res.Truncated {
-		t.Fatalf("rows %d, rowCount %d, truncated %v", len(data), *res.RowCount, *res.Truncated)
+	decodeExact(t, res.Rows.Data, &data)
+	if len(data) != 1000 || res.RowCount != 1000 || !res.Truncated {
+		t.Fatalf("rows %d, rowCount %d, truncated %v", len(data), res.RowCount, res.Truncated)
 	}
 	if data[0]["i"] != "1" || data[999]["i"] != "1000" {
 		t.Fatalf("rows %s..%s", data[0]["i"], data[999]["i"])
@@ -102,8 +102,8 @@ func TestExecuteSQLRowCapStopsTheServer(t *testing.T) {
 	if e != nil {
 		t.Fatal(errorJSON(t, e))
 	}
-	if *res.RowCount != 1000 || !*res.Truncated {
-		t.Fatalf("streamed series: rowCount %d, truncated %v", *res.RowCount, *res.Truncated)
+	if res.RowCount != 1000 || !res.Truncated {
+		t.Fatalf("streamed series: rowCount %d, truncated %v", res.RowCount, res.Truncated)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("took %v: the server produced every row instead of stopping at the cap", d)
@@ -114,8 +114,8 @@ func TestExecuteSQLRowCapStopsTheServer(t *testing.T) {
 	if e != nil {
 		t.Fatal(errorJSON(t, e))
 	}
-	if *res.RowCount != 1000 || *res.Truncated {
-		t.Fatalf("1000 of 1000: rowCount %d, truncated %v", *res.RowCount, *res.Truncated)
+	if res.RowCount != 1000 || res.Truncated {
+		t.Fatalf("1000 of 1000: rowCount %d, truncated %v", res.RowCount, res.Truncated)
 	}
 }
 
@@ -136,11 +136,11 @@ func TestResponseByteCap(t *testing.T) {
 			if e != nil {
 				t.Fatal(errorJSON(t, e))
 			}
-			if len(res.Data) > byteCap {
-				t.Fatalf("data is %d bytes, cap %d", len(res.Data), byteCap)
+			if len(res.Rows.Data) > byteCap {
+				t.Fatalf("data is %d bytes, cap %d", len(res.Rows.Data), byteCap)
 			}
 			var data []any
-			decodeExact(t, res.Data, &data)
+			decodeExact(t, res.Rows.Data, &data)
 			remarshalled, err := json.Marshal(data)
 			if err != nil {
 				t.Fatal(err)
@@ -148,8 +148,8 @@ func TestResponseByteCap(t *testing.T) {
 			if len(remarshalled) > byteCap {
 				t.Fatalf("re-marshalled data is %d bytes, cap %d", len(remarshalled), byteCap)
 			}
-			if !*res.Truncated || *res.RowCount != len(data) || len(data) == 0 {
-				t.Fatalf("truncated %v, rowCount %d, rows %d", *res.Truncated, *res.RowCount, len(data))
+			if !res.Truncated || res.RowCount != len(data) || len(data) == 0 {
+				t.Fatalf("truncated %v, rowCount %d, rows %d", res.Truncated, res.RowCount, len(data))
 			}
 			if !strings.Contains(res.Hint, "2048-byte") {
 				t.Fatalf("hint does not name the byte cap: %q", res.Hint)
@@ -159,8 +159,8 @@ func TestResponseByteCap(t *testing.T) {
 				t.Fatalf("hint does not give the next offset %d: %q", len(data), res.Hint)
 			}
 			// The next row would not have fitted: the cut is not premature.
-			if len(res.Data) < byteCap/2 {
-				t.Fatalf("only %d of %d bytes used", len(res.Data), byteCap)
+			if len(res.Rows.Data) < byteCap/2 {
+				t.Fatalf("only %d of %d bytes used", len(res.Rows.Data), byteCap)
 			}
 		})
 	}
@@ -170,8 +170,8 @@ func TestResponseByteCap(t *testing.T) {
 		if e != nil {
 			t.Fatal(errorJSON(t, e))
 		}
-		if string(res.Data) != "[]" || *res.RowCount != 0 || !*res.Truncated || res.Hint == "" {
-			t.Fatalf("data %.40s…, rowCount %d, truncated %v, hint %q", res.Data, *res.RowCount, *res.Truncated, res.Hint)
+		if string(res.Rows.Data) != "[]" || res.RowCount != 0 || !res.Truncated || res.Hint == "" {
+			t.Fatalf("data %.40s…, rowCount %d, truncated %v, hint %q", res.Rows.Data, res.RowCount, res.Truncated, res.Hint)
 		}
 	})
 }

@@ -29,7 +29,7 @@ type Observer interface {
 // SetObserver sets who sees every call (nil: nobody). Call it before serving.
 func (r *Registry) SetObserver(o Observer) { r.observer = o }
 
-func (r *Registry) observe(tool string, db *Database, routed bool, res *Result, err *Error, started time.Time) {
+func (r *Registry) observe(tool string, db *Database, routed bool, res Result, err *Error, started time.Time) {
 	if r.observer == nil {
 		return
 	}
@@ -41,10 +41,11 @@ func (r *Registry) observe(tool string, db *Database, routed bool, res *Result, 
 		ev.ErrorType = err.Type
 	}
 	if res != nil {
-		if res.RowCount != nil {
-			ev.Rows = *res.RowCount
+		sum := res.Summary()
+		if sum.Rows != nil {
+			ev.Rows = *sum.Rows
 		}
-		ev.Truncated = res.Truncated != nil && *res.Truncated
+		ev.Truncated = sum.Truncated
 	}
 	r.observer.ObserveCall(ev)
 }

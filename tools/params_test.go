@@ -57,7 +57,7 @@ func TestParamsBoundExactly(t *testing.T) {
 				t.Fatal(errorJSON(t, e))
 			}
 			var got, want any
-			decodeExact(t, res.Data, &got)
+			decodeExact(t, res.Rows.Data, &got)
 			decodeExact(t, []byte(c.want), &want)
 			assertJSONEqual(t, got, want)
 		})

@@ -23,7 +23,7 @@ type opResult struct {
 
 // pgTransaction runs 1–100 statements atomically on a fresh connection of their own: all commit
 // or none. It never uses a session slot, and the connection is destroyed afterwards.
-func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
+func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
 	const op = "transaction"
 	release, lerr := req.txLimit.acquire(ctx, req.principal, req.db)
 	if lerr != nil {
@@ -84,8 +84,7 @@ func pgTransaction(ctx context.Context, req *request) (*Result, *Error) {
 		return nil, e
 	}
 	data, _ := wire.Marshal(results)
-	n := len(results)
-	return &Result{Operation: op, Status: "committed", RowCount: &n, Results: data}, nil
+	return &BatchResult{Operation: op, Status: "committed", RowCount: len(results), Results: data}, nil
 }
 
 // execBatched runs one operation of a batch with the identity and the policy's timeouts asserted

@@ -20,8 +20,8 @@ func TestTransactionPoolerNeedsDescribeExec(t *testing.T) {
 	ctx := context.Background()
 	read := func(reg *Registry, id int) *Error {
 		out, e := reg.Call(ctx, testPrincipal, "select_query", fmt.Appendf(nil, `{"table":"customers","columns":"id","where":"id = $1","params":[%d]}`, id))
-		if e == nil && (out.RowCount == nil || *out.RowCount != 1) {
-			t.Fatalf("select_query id %d through PgBouncer: rowCount %v", id, out.RowCount)
+		if e == nil && out.(*RowsResult).RowCount != 1 {
+			t.Fatalf("select_query id %d through PgBouncer: rowCount %d", id, out.(*RowsResult).RowCount)
 		}
 		return e
 	}

@@ -54,10 +54,26 @@ func assertFixtureUnchanged(t testing.TB, b *bundle, before fixtureState) {
 	}
 }
 
-// callResult runs a tool and returns the raw result, so tests can look at Data byte for byte.
-func callResult(t testing.TB, b *bundle, tool, args string) (*Result, *Error) {
+// callResult runs a read (select_query, execute_sql in read mode) and returns its answer
+// unencoded, so tests can look at the rows byte for byte. A success of another shape fails t.
+func callResult(t testing.TB, b *bundle, tool, args string) (*RowsResult, *Error) {
 	t.Helper()
-	return b.reg.Call(context.Background(), testPrincipal, tool, []byte(args))
+	return callAnswer[*RowsResult](t, b, tool, args)
+}
+
+// callAnswer runs a tool and returns its answer as the result type R it must have.
+func callAnswer[R Result](t testing.TB, b *bundle, tool, args string) (R, *Error) {
+	t.Helper()
+	var zero R
+	res, e := b.reg.Call(context.Background(), testPrincipal, tool, []byte(args))
+	if e != nil {
+		return zero, e
+	}
+	r, ok := res.(R)
+	if !ok {
+		t.Fatalf("%s answered a %T, want a %T", tool, res, zero)
+	}
+	return r, nil
 }
 
 // exactRows runs a successful read and decodes its data with UseNumber, so numbers keep their
@@ -69,7 +85,7 @@ func exactRows(t testing.TB, b *bundle, tool, args string) []map[string]any {
 		t.Fatalf("%s %s: %s (%s, %s) — %s", tool, args, terr.Message, terr.Type, terr.SQLState, terr.Suggestion)
 	}
 	var out []map[string]any
-	decodeExact(t, res.Data, &out)
+	decodeExact(t, res.Rows.Data, &out)
 	return out
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,102 +14,6 @@ import (
 
 	"github.com/pgtools/pgtools/tools/wire"
 )
-
-// Result is a successful tool call's answer. Field names follow DESIGN §4; empty fields are omitted.
-type Result struct {
-	Operation     string          `json:"operation"`
-	Action        string          `json:"action,omitempty"`
-	Status        string          `json:"status,omitempty"`
-	SessionID     string          `json:"session_id,omitempty"`
-	ExpiresIn     string          `json:"expires_in,omitempty"`
-	Table         string          `json:"table,omitempty"`
-	Command       string          `json:"command,omitempty"`
-	RowCount      *int            `json:"rowCount,omitempty"`
-	AffectedRows  *int            `json:"affectedRows,omitempty"`
-	Data          json.RawMessage `json:"data,omitempty"`
-	Columns       json.RawMessage `json:"columns,omitempty"` // format columns: the names; Data goes out as "rows"
-	Truncated     *bool           `json:"truncated,omitempty"`
-	DryRun        bool            `json:"dryRun,omitempty"`
-	ExecutionTime string          `json:"executionTime,omitempty"`
-	Hint          string          `json:"hint,omitempty"`
-	Sessions      json.RawMessage `json:"sessions,omitempty"`
-	Results       json.RawMessage `json:"results,omitempty"`
-	ActiveSession *SessionInfo    `json:"active_session,omitempty"`
-}
-
-// MarshalJSON writes the result with "success": true first. Data is already JSON made by this
-// package, so it is copied as is rather than re-validated.
-func (r *Result) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(r.Data)+256)
-	b = append(b, `{"success":true,"operation":`...)
-	b = wire.AppendString(b, r.Operation)
-	for _, f := range [...]struct{ key, val string }{{"action", r.Action}, {"status", r.Status}, {"session_id", r.SessionID}, {"expires_in", r.ExpiresIn}} {
-		if f.val != "" {
-			b = append(b, ',', '"')
-			b = append(b, f.key...)
-			b = append(b, '"', ':')
-			b = wire.AppendString(b, f.val)
-		}
-	}
-	if r.Table != "" {
-		b = append(b, `,"table":`...)
-		b = wire.AppendString(b, r.Table)
-	}
-	if r.Command != "" {
-		b = append(b, `,"command":`...)
-		b = wire.AppendString(b, r.Command)
-	}
-	if r.RowCount != nil {
-		b = append(b, `,"rowCount":`...)
-		b = strconv.AppendInt(b, int64(*r.RowCount), 10)
-	}
-	if r.AffectedRows != nil {
-		b = append(b, `,"affectedRows":`...)
-		b = strconv.AppendInt(b, int64(*r.AffectedRows), 10)
-	}
-	switch {
-	case r.Columns != nil:
-		b = append(b, `,"columns":`...)
-		b = append(b, r.Columns...)
-		b = append(b, `,"rows":`...)
-		b = append(b, r.Data...)
-	case r.Data != nil:
-		b = append(b, `,"data":`...)
-		b = append(b, r.Data...)
-	}
-	if r.Truncated != nil {
-		b = append(b, `,"truncated":`...)
-		b = strconv.AppendBool(b, *r.Truncated)
-	}
-	if r.DryRun {
-		b = append(b, `,"dryRun":true`...)
-	}
-	if r.ExecutionTime != "" {
-		b = append(b, `,"executionTime":`...)
-		b = wire.AppendString(b, r.ExecutionTime)
-	}
-	if r.Hint != "" {
-		b = append(b, `,"hint":`...)
-		b = wire.AppendString(b, r.Hint)
-	}
-	if r.Sessions != nil {
-		b = append(b, `,"sessions":`...)
-		b = append(b, r.Sessions...)
-	}
-	if r.Results != nil {
-		b = append(b, `,"results":`...)
-		b = append(b, r.Results...)
-	}
-	if r.ActiveSession != nil {
-		as, err := wire.Marshal(r.ActiveSession)
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, `,"active_session":`...)
-		b = append(b, as...)
-	}
-	return append(b, '}'), nil
-}
 
 // ToolInfo describes a tool for catalogs (HTTP /v1/tools, MCP tools/list, OpenAPI).
 type ToolInfo struct {
@@ -155,7 +58,7 @@ func (req *request) who() identity {
 	return identityOf(req.principal)
 }
 
-type handler func(ctx context.Context, req *request) (*Result, *Error)
+type handler func(ctx context.Context, req *request) (Result, *Error)
 
 type toolEntry struct {
 	info      ToolInfo
@@ -262,7 +165,7 @@ func (r *Registry) Database(name string) (*Database, bool) {
 
 // Call validates rawArgs against the tool's schema and runs it for principal. Every failure is an
 // *Error; a nil error means res is set.
-func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs []byte) (res *Result, err *Error) {
+func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs []byte) (res Result, err *Error) {
 	started := time.Now()
 	t, ok := r.tools[tool]
 	if !ok {
@@ -285,7 +188,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 			clipEchoes(err) // after masking, which must see whole values
 		}
 		if res != nil {
-			res.ExecutionTime = formatDuration(time.Since(started))
+			res.setExecutionTime(formatDuration(time.Since(started)))
 		}
 		r.audit(p, t, m, res, err, started)
 		r.observe(tool, db, routed, res, err, started)

@@ -29,11 +29,11 @@ func rowLimit(req *request, arg count) (int, *Error) {
 }
 
 // selectQuery reads rows from one table in a READ ONLY transaction.
-func selectQuery(ctx context.Context, req *request) (*Result, *Error) {
+func selectQuery(ctx context.Context, req *request) (Result, *Error) {
 	return selectOn(ctx, req, req.session)
 }
 
-func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error) {
+func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error) {
 	const op = "select"
 	a := req.in.(*selectArgs)
 	limit, lerr := rowLimit(req, a.Limit)
@@ -104,10 +104,9 @@ func selectOn(ctx context.Context, req *request, sess *Session) (*Result, *Error
 }
 
 // rowsResult builds the answer of a read, with the paging hint when rows were cut.
-func rowsResult(op, table string, rs *wire.RowSet, limit, offset, maxBytes int) *Result {
+func rowsResult(op, table string, rs *wire.RowSet, limit, offset, maxBytes int) *RowsResult {
 	n := rs.RowCount
-	truncated := rs.Truncated
-	res := &Result{Operation: op, Table: table, RowCount: &n, Data: rs.Data, Columns: rs.Columns, Truncated: &truncated}
+	res := &RowsResult{Operation: op, Table: table, RowCount: n, Rows: wire.Rows{Columns: rs.Columns, Data: rs.Data}, Truncated: rs.Truncated}
 	switch {
 	case rs.ByBytes && op == "select":
 		res.Hint = fmt.Sprintf("Result cut at %d rows because it reached the %d-byte response cap; call again with offset %d for the next rows, or select fewer columns.", n, maxBytes, offset+n)

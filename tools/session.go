@@ -67,16 +67,17 @@ func sessionLost(s *Session) *Error {
 
 // sessionEcho attaches active_session to a result: always for writes in a session, and for any
 // call that found the session within five minutes of expiring (the call itself slid it again).
-func sessionEcho(res *Result, s *Session, write bool) {
-	if res == nil {
-		return
+func sessionEcho(res Result, s *Session, write bool) {
+	r, ok := res.(interface{ setActiveSession(*SessionInfo) })
+	if !ok {
+		return // nil, or an answer of a tool that never runs in a session
 	}
 	if !write && s.LeftAtUse() >= 5*time.Minute {
 		return
 	}
 	info := s.Info()
 	info.Hint = fmt.Sprintf("Use session_id: '%s' for subsequent queries; pg_tx commit or rollback ends it.", s.ID)
-	res.ActiveSession = &info
+	r.setActiveSession(&info)
 }
 
 // readIn runs a read inside the session's transaction under a read-only savepoint, with the
@@ -130,7 +131,7 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (*writ
 }
 
 // pgTx is the session factory: begin, commit, rollback, savepoints, list.
-func pgTx(ctx context.Context, req *request) (*Result, *Error) {
+func pgTx(ctx context.Context, req *request) (Result, *Error) {
 	const op = "pg_tx"
 	if req.sessions == nil {
 		return nil, sessionsUnavailable(op)
@@ -162,7 +163,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 		}
 		info := s.Info()
 		hint := fmt.Sprintf("Pass session_id: '%s' to select_query, insert_data, update_data, delete_data and execute_sql; end it with pg_tx commit or rollback. It expires after %s without use.", s.ID, info.ExpiresIn)
-		return &Result{Operation: op, Action: action, SessionID: s.ID, ExpiresIn: info.ExpiresIn, Status: "open", Hint: hint}, nil
+		return &TxResult{Operation: op, Action: action, SessionID: s.ID, ExpiresIn: info.ExpiresIn, Status: "open", Hint: hint}, nil
 	case "list":
 		list := []SessionInfo{}
 		for _, s := range req.sessions.List(req.principal.Name) {
@@ -170,7 +171,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 		}
 		data, _ := wire.Marshal(list)
 		n := len(list)
-		return &Result{Operation: op, Action: action, RowCount: &n, Sessions: data}, nil
+		return &TxResult{Operation: op, Action: action, RowCount: &n, Sessions: data}, nil
 	}
 	s := req.session
 	if s == nil {
@@ -202,7 +203,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 			return nil, e
 		}
 		status := map[string]string{"commit": "committed", "rollback": "rolled_back"}[action]
-		return &Result{Operation: op, Action: action, SessionID: s.ID, Status: status,
+		return &TxResult{Operation: op, Action: action, SessionID: s.ID, Status: status,
 			Hint: fmt.Sprintf("Session %s is %s and closed.", s.ID, strings.ReplaceAll(status, "_", " "))}, nil
 	default: // savepoint, release, rollback_to
 		name := a.Name
@@ -226,7 +227,7 @@ func pgTx(ctx context.Context, req *request) (*Result, *Error) {
 		if err != nil {
 			return nil, classify(ctx, err, cc, true)
 		}
-		return &Result{Operation: op, Action: action, SessionID: s.ID, Status: "ok"}, nil
+		return &TxResult{Operation: op, Action: action, SessionID: s.ID, Status: "ok"}, nil
 	}
 }
 

@@ -91,19 +91,16 @@ func columnSet(rel *relation, names []string, what string) ([]int, *Error) {
 	return idx, err
 }
 
-func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int) *Result {
+func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int) *WriteResult {
 	affected := int(out.affected)
 	n := out.rows.RowCount
 	truncated := out.rows.Truncated
-	res := &Result{Operation: op, Table: table, AffectedRows: &affected, RowCount: &n, Data: out.rows.Data, Columns: out.rows.Columns, DryRun: dryRun}
-	if truncated {
-		res.Truncated = &truncated
-	}
+	res := &WriteResult{Operation: op, Table: table, AffectedRows: affected, RowCount: n,
+		Rows: wire.Rows{Columns: out.rows.Columns, Data: out.rows.Data}, Truncated: truncated, DryRun: dryRun}
 	switch {
 	case dryRun:
 		if n < affected {
-			t := true
-			res.Truncated = &t
+			res.Truncated = true
 		}
 		state := "as they would be after the change"
 		if op == "delete" {
@@ -119,7 +116,7 @@ func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int)
 }
 
 // insertData inserts one row or many in one statement.
-func insertData(ctx context.Context, req *request) (*Result, *Error) {
+func insertData(ctx context.Context, req *request) (Result, *Error) {
 	// Checked here rather than by a top-level oneOf in the schema, which several agent frameworks
 	// flatten or refuse.
 	a := req.in.(*insertArgs)
@@ -135,7 +132,7 @@ func insertData(ctx context.Context, req *request) (*Result, *Error) {
 	return insertOn(ctx, req, a, req.session)
 }
 
-func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (*Result, *Error) {
+func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (Result, *Error) {
 	const op = "insert"
 	cc := callContext{Database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
@@ -283,20 +280,20 @@ func affectedCap(req *request, arg count) int {
 }
 
 // updateData updates the rows matching where.
-func updateData(ctx context.Context, req *request) (*Result, *Error) {
+func updateData(ctx context.Context, req *request) (Result, *Error) {
 	return changeRows(ctx, req, "update")
 }
 
 // deleteData deletes the rows matching where.
-func deleteData(ctx context.Context, req *request) (*Result, *Error) {
+func deleteData(ctx context.Context, req *request) (Result, *Error) {
 	return changeRows(ctx, req, "delete")
 }
 
-func changeRows(ctx context.Context, req *request, op string) (*Result, *Error) {
+func changeRows(ctx context.Context, req *request, op string) (Result, *Error) {
 	return changeRowsOn(ctx, req, op, req.in.(*changeArgs), req.session)
 }
 
-func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, sess *Session) (*Result, *Error) {
+func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, sess *Session) (Result, *Error) {
 	where := strings.TrimSpace(a.Where)
 	if where == "" {
 		return nil, &Error{Operation: op, Type: ErrInvalidArguments, Message: "Invalid arguments: where must not be empty",
@@ -357,7 +354,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 }
 
 // noteOverCap tells, in a dry run's hint, that applying it would be refused by the cap.
-func noteOverCap(res *Result, affected int64, capN int) {
+func noteOverCap(res *WriteResult, affected int64, capN int) {
 	if capN > 0 && affected > int64(capN) {
 		res.Hint += fmt.Sprintf(" Note: %d rows is more than max_affected_rows (%d), so applying it as is would be refused.", affected, capN)
 	}
@@ -383,7 +380,7 @@ func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation
 // runDML finishes a generated INSERT, UPDATE or DELETE in sb with its RETURNING clause, runs it
 // (in the session, if any, else in its own transaction) and answers. maxAffected caps the rows
 // it may change (0: no cap); a dry run reports the count, previews rows and rolls back.
-func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, paramCols []string, returning nameList, format wire.Format, dry bool, maxAffected int) (*Result, *Error) {
+func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, paramCols []string, returning nameList, format wire.Format, dry bool, maxAffected int) (Result, *Error) {
 	table := rel.display()
 	ret, rerr := returningClause(rel, returning)
 	if rerr != nil {

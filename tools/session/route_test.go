@@ -35,7 +35,7 @@ func TestPolicyOfTheSessionsDatabase(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	id := out.SessionID
+	id := out.(*tools.TxResult).SessionID
 	for _, c := range []struct{ tool, args string }{
 		{"execute_sql", fmt.Sprintf(`{"sql":"select 1","session_id":%q}`, id)},
 		{"execute_sql", fmt.Sprintf(`{"sql":"delete from accounts","mode":"write","session_id":%q}`, id)},
@@ -68,7 +68,7 @@ func TestPolicyOfTheSessionsDatabase(t *testing.T) {
 		t.Fatal(e)
 	}
 	limited.Databases = []string{"default"}
-	if e := call(limited, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, out.SessionID)); e == nil || e.Type != tools.ErrNotAllowed {
+	if e := call(limited, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, out.(*tools.TxResult).SessionID)); e == nil || e.Type != tools.ErrNotAllowed {
 		t.Fatalf("session on a database the principal may not use: %v", e)
 	}
 }

@@ -1,0 +1,97 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/pgtools/pgtools/tools/pgtest"
+)
+
+// answerMasks replace what changes from run to run in an answer: its execution time, and the
+// planner's row estimates, which follow autovacuum.
+var answerMasks = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`"executionTime":"[^"]*"`), `"executionTime":"<time>"`},
+	{regexp.MustCompile(`"estimatedRows":-?[0-9]+`), `"estimatedRows":"<estimate>"`},
+}
+
+// TestAnswerGolden pins the success answer of every stateless tool and shape — rows in each format,
+// cut rows, free SQL, writes with and without rows, dry runs, operator-defined tools, both
+// describe_schema answers, batches —
+// key order included, byte for byte as a transport sends it (only the masks above applied).
+// The calls run in order on one database, so each sees the changes before it. Answers in a session
+// are pinned in runner/session (TestSessionAnswerGolden). Rewrite with
+// go test ./tools -run TestAnswerGolden -update and review the diff.
+func TestAnswerGolden(t *testing.T) {
+	t.Parallel()
+	b, _ := newWriteBundle(t, Policy{})
+	if err := b.reg.AddCustomTools(context.Background(), []CustomTool{
+		{Name: "order_status", Description: "One order's status.", SQL: "SELECT id, status FROM orders WHERE id = $1",
+			Parameters: []CustomParam{{Name: "order_id", Type: "integer", Required: true}}},
+		{Name: "set_qty", Description: "Set the quantity of item A-1.", Mode: "write", SQL: "UPDATE items SET qty = $1 WHERE sku = 'A-1' RETURNING sku, qty",
+			Parameters: []CustomParam{{Name: "qty", Type: "integer", Required: true}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, tool, args string }{
+		{"select_query", "select_query", `{"table":"orders","columns":"id,status,total","where":"id <= $1","params":[2],"order_by":"id"}`},
+		{"select_query-columns", "select_query", `{"table":"orders","columns":"id,status","where":"id <= 2","order_by":"id","format":"columns"}`},
+		{"select_query-csv", "select_query", `{"table":"orders","columns":"id,status","where":"id <= 2","order_by":"id","format":"csv"}`},
+		{"select_query-truncated", "select_query", `{"table":"orders","columns":"id","order_by":"id","limit":2,"offset":4}`},
+		{"execute_sql-read", "execute_sql", `{"sql":"select id, placed_at from orders where id = $1","params":[1]}`},
+		{"execute_sql-read-columns", "execute_sql", `{"sql":"select id, total from orders where id = 1","format":"columns"}`},
+		{"execute_sql-write", "execute_sql", `{"sql":"update orders set status = 'paid' where id = 3 returning id, status","mode":"write","autocommit":true}`},
+		{"execute_sql-write-no-rows", "execute_sql", `{"sql":"update orders set status = 'paid' where id in (4, 5)","mode":"write","autocommit":true}`},
+		{"insert_data", "insert_data", `{"table":"items","row":{"sku":"A-1","qty":2,"tags":["x"]},"returning":"id,sku,qty,tags","autocommit":true}`},
+		{"insert_data-columns", "insert_data", `{"table":"items","rows":[{"sku":"B-1"},{"sku":"B-2"}],"returning":"id,sku","autocommit":true,"format":"columns"}`},
+		{"update_data", "update_data", `{"table":"items","set":{"qty":5},"where":"sku = $1","params":["A-1"],"returning":"sku,qty","autocommit":true}`},
+		{"update_data-dry_run", "update_data", `{"table":"orders","set":{"status":"x"},"where":"id <= 12","returning":"status","dry_run":true}`},
+		{"delete_data", "delete_data", `{"table":"items","where":"sku = 'B-2'","autocommit":true}`},
+		{"delete_data-dry_run", "delete_data", `{"table":"items","where":"sku = 'B-1'","returning":"sku","dry_run":true}`},
+		{"custom-read", "order_status", `{"order_id":1}`},
+		{"custom-write-dry_run", "set_qty", `{"qty":7,"dry_run":true}`},
+		{"custom-write", "set_qty", `{"qty":7,"autocommit":true}`},
+		{"describe_schema", "describe_schema", `{}`},
+		{"describe_schema-table", "describe_schema", `{"table":"items"}`},
+		{"pg_transaction", "pg_transaction", `{"operations":[{"sql":"update orders set status = 'x' where id = 6"},{"sql":"select id, status from orders where id = 6"}]}`},
+		{"pg_transaction-columns", "pg_transaction", `{"format":"columns","operations":[{"sql":"select id, status from orders where id in (6, 7) order by id"}]}`},
+	} {
+		res, e := b.reg.Call(context.Background(), testPrincipal, c.tool, []byte(c.args))
+		if e != nil {
+			t.Fatalf("%s: %s (%s) — %s", c.name, e.Message, e.Type, e.Suggestion)
+		}
+		raw, err := res.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAnswerGolden(t, filepath.Join("testdata", "answers", c.name+".golden"), raw)
+	}
+}
+
+// checkAnswerGolden compares an answer, masked and indented, with the golden file at path. The
+// answer itself must be compact JSON: indenting keeps the key order, the compact check the rest.
+func checkAnswerGolden(t *testing.T, path string, raw []byte) {
+	t.Helper()
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		t.Fatalf("%s: not JSON: %v\n%s", path, err, raw)
+	}
+	if !bytes.Equal(compact.Bytes(), raw) {
+		t.Fatalf("%s: answer is not compact JSON:\n%s", path, raw)
+	}
+	for _, m := range answerMasks {
+		raw = m.re.ReplaceAll(raw, []byte(m.with))
+	}
+	var got bytes.Buffer
+	if err := json.Indent(&got, raw, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	got.WriteByte('\n')
+	pgtest.Golden(t, path, got.Bytes(), *update)
+}
