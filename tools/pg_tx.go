@@ -1,0 +1,112 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pgtools/pgtools/tools/wire"
+)
+
+// pgTx is the session factory: begin, commit, rollback, savepoints, list.
+func pgTx(ctx context.Context, req *request) (Result, *Error) {
+	const op = "pg_tx"
+	if req.sessions == nil {
+		return nil, sessionsUnavailable(op)
+	}
+	a := req.in.(*txArgs)
+	action, id := a.Action, a.SessionID
+	// These rules live here rather than in the schema: a schema that combines alternatives at its
+	// top level (if/then, oneOf) is flattened or refused by several agent frameworks.
+	switch action {
+	case "commit", "rollback", "savepoint", "release", "rollback_to":
+		if id == "" {
+			return nil, errorf(ErrInvalidArguments, fmt.Sprintf(`Pass the session_id that pg_tx begin returned, e.g. {"action":"%s","session_id":"…"}; pg_tx {"action":"list"} shows your sessions.`, action),
+				"Invalid arguments: session_id is required for action %q", action)
+		}
+	}
+	switch action {
+	case "savepoint", "release", "rollback_to":
+		if a.Name == "" {
+			return nil, errorf(ErrInvalidArguments, fmt.Sprintf(`Name the savepoint, e.g. {"action":"%s","session_id":"%s","name":"before_update"}.`, action, id),
+				"Invalid arguments: name is required for action %q", action)
+		}
+	}
+	switch action {
+	case "begin":
+		opts := TxOptions{Isolation: a.IsolationLevel, ReadOnly: a.ReadOnly}
+		s, e := req.sessions.Begin(ctx, req.principal.Name, sessionTarget(req.principal, req.db), opts)
+		if e != nil {
+			return nil, e
+		}
+		info := s.Info()
+		hint := fmt.Sprintf("Pass session_id: '%s' to select_query, insert_data, update_data, delete_data and execute_sql; end it with pg_tx commit or rollback. It expires after %s without use.", s.ID, info.ExpiresIn)
+		return &TxResult{Operation: op, Action: action, SessionID: s.ID, ExpiresIn: info.ExpiresIn, Status: "open", Hint: hint}, nil
+	case "list":
+		list := []SessionInfo{}
+		for _, s := range req.sessions.List(req.principal.Name) {
+			list = append(list, s.Info())
+		}
+		data, _ := wire.Marshal(list)
+		n := len(list)
+		return &TxResult{Operation: op, Action: action, RowCount: &n, Sessions: data}, nil
+	}
+	s := req.session
+	if s == nil {
+		return nil, sessionsUnavailable(op) // Call resolves the session for these actions whenever sessions are enabled
+	}
+	pc := s.Conn().PgConn()
+	cc := callContext{Database: req.db.Name}
+	switch action {
+	case "commit", "rollback":
+		var err error
+		if action == "commit" {
+			err = commit(ctx, pc)
+		} else {
+			err = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
+		}
+		req.sessions.Finish(s)
+		if errors.Is(err, errCommitUnknown) {
+			return nil, &Error{Type: ErrCommitOutcomeUnknown, Message: fmt.Sprintf("The COMMIT of session %s was sent, but its answer never arrived: the transaction may or may not have committed", s.ID),
+				Suggestion: "Check with select_query whether the session's changes are in the database before redoing them."}
+		}
+		if err != nil && (pc.IsClosed() || connectionEnded(err)) {
+			// The backend was gone (terminated, crashed, restarted) before it could commit:
+			// PostgreSQL rolled the transaction back. Retrying the commit cannot help.
+			return nil, sessionLost(s)
+		}
+		if err != nil {
+			e := classify(ctx, err, cc, !req.db.Policy.ShowErrorValues)
+			e.Message += "; the session has ended and nothing of it was committed"
+			return nil, e
+		}
+		status := map[string]string{"commit": "committed", "rollback": "rolled_back"}[action]
+		return &TxResult{Operation: op, Action: action, SessionID: s.ID, Status: status,
+			Hint: fmt.Sprintf("Session %s is %s and closed.", s.ID, strings.ReplaceAll(status, "_", " "))}, nil
+	default: // savepoint, release, rollback_to
+		name := a.Name
+		if strings.HasPrefix(strings.ToLower(name), "pgtools_") {
+			return nil, errorf(ErrInvalidArguments, "Choose a savepoint name that does not start with pgtools_.", "Invalid arguments: savepoint names starting with pgtools_ are reserved")
+		}
+		if action != "savepoint" && !slices.Contains(s.Savepoints(), name) {
+			// PostgreSQL would abort the whole transaction over an unknown savepoint: refuse first.
+			return nil, &Error{Type: ErrInvalidArguments, SQLState: "3B001", Message: fmt.Sprintf("Savepoint %q does not exist in session %s", name, s.ID),
+				Suggestion: fmt.Sprintf(`Create it first with pg_tx {"action":"savepoint","session_id":"%s","name":"%s"}. Open savepoints: %s.`, s.ID, name, describeList(s.Savepoints()))}
+		}
+		var err error
+		switch action {
+		case "savepoint":
+			err = s.Savepoint(ctx, name)
+		case "release":
+			err = s.ReleaseSavepoint(ctx, name) // releasing a savepoint releases those made after it
+		case "rollback_to":
+			err = s.RollbackToSavepoint(ctx, name) // it stays; later ones are gone
+		}
+		if err != nil {
+			return nil, classify(ctx, err, cc, true)
+		}
+		return &TxResult{Operation: op, Action: action, SessionID: s.ID, Status: "ok"}, nil
+	}
+}
