@@ -1,9 +1,7 @@
 package tools
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -13,12 +11,9 @@ import (
 
 // answerMasks replace what changes from run to run in an answer: its execution time, and the
 // planner's row estimates, which follow autovacuum.
-var answerMasks = []struct {
-	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`"executionTime":"[^"]*"`), `"executionTime":"<time>"`},
-	{regexp.MustCompile(`"estimatedRows":-?[0-9]+`), `"estimatedRows":"<estimate>"`},
+var answerMasks = []pgtest.Mask{
+	{Re: regexp.MustCompile(`"executionTime":"[^"]*"`), With: `"executionTime":"<time>"`},
+	{Re: regexp.MustCompile(`"estimatedRows":-?[0-9]+`), With: `"estimatedRows":"<estimate>"`},
 }
 
 // TestAnswerGolden pins the success answer of every stateless tool and shape — rows in each format,
@@ -70,28 +65,6 @@ func TestAnswerGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkAnswerGolden(t, filepath.Join("testdata", "answers", c.name+".golden"), raw)
+		pgtest.GoldenAnswer(t, filepath.Join("testdata", "answers", c.name+".golden"), raw, *update, answerMasks...)
 	}
-}
-
-// checkAnswerGolden compares an answer, masked and indented, with the golden file at path. The
-// answer itself must be compact JSON: indenting keeps the key order, the compact check the rest.
-func checkAnswerGolden(t *testing.T, path string, raw []byte) {
-	t.Helper()
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		t.Fatalf("%s: not JSON: %v\n%s", path, err, raw)
-	}
-	if !bytes.Equal(compact.Bytes(), raw) {
-		t.Fatalf("%s: answer is not compact JSON:\n%s", path, raw)
-	}
-	for _, m := range answerMasks {
-		raw = m.re.ReplaceAll(raw, []byte(m.with))
-	}
-	var got bytes.Buffer
-	if err := json.Indent(&got, raw, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	got.WriteByte('\n')
-	pgtest.Golden(t, path, got.Bytes(), *update)
 }

@@ -14,7 +14,11 @@ import (
 	"github.com/pgtools/pgtools/tools/session"
 )
 
-var executionTimeRE = regexp.MustCompile(`"executionTime":"[^"]*"`)
+// answerMasks replace a session answer's ids and execution time.
+var answerMasks = []pgtest.Mask{
+	{Re: uuidRE, With: "<session-id>"},
+	{Re: regexp.MustCompile(`"executionTime":"[^"]*"`), With: `"executionTime":"<time>"`},
+}
 
 // TestSessionAnswerGolden pins every pg_tx answer (begin, list, savepoint, release, rollback_to,
 // commit, rollback) and the active_session echo of calls in a session (a write; a read near
@@ -63,27 +67,6 @@ func TestSessionAnswerGolden(t *testing.T) {
 		if err := json.Unmarshal(raw, &begun); err == nil && begun.Action == "begin" {
 			id = begun.SessionID
 		}
-		checkAnswerGolden(t, c.name, raw)
+		pgtest.GoldenAnswer(t, filepath.Join("testdata", "answers", c.name+".golden"), raw, *update, answerMasks...)
 	}
-}
-
-// checkAnswerGolden compares an answer (ids and execution time replaced, indented) with
-// testdata/answers/name.golden. The answer itself must be compact JSON: indenting keeps the key
-// order, the compact check the rest.
-func checkAnswerGolden(t *testing.T, name string, raw []byte) {
-	t.Helper()
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		t.Fatalf("%s: not JSON: %v\n%s", name, err, raw)
-	}
-	if !bytes.Equal(compact.Bytes(), raw) {
-		t.Fatalf("%s: answer is not compact JSON:\n%s", name, raw)
-	}
-	raw = executionTimeRE.ReplaceAll(uuidRE.ReplaceAll(raw, []byte("<session-id>")), []byte(`"executionTime":"<time>"`))
-	var got bytes.Buffer
-	if err := json.Indent(&got, raw, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	got.WriteByte('\n')
-	pgtest.Golden(t, filepath.Join("testdata", "answers", name+".golden"), got.Bytes(), *update)
 }
