@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,11 +14,13 @@ import (
 
 // opResult is one operation's answer in pg_transaction's results.
 type opResult struct {
-	Command  string          `json:"command"`
-	RowCount int64           `json:"rowCount"`
-	Columns  json.RawMessage `json:"columns,omitempty"` // format columns
-	Rows     json.RawMessage `json:"rows,omitempty"`
+	Command  string    `json:"command"`
+	RowCount int64     `json:"rowCount"`
+	Rows     wire.Rows `json:"rows,omitempty"` // "rows", or "columns" then "rows" (format columns)
 }
+
+// opEncoder writes one operation's outcome; its rows are copied as the row encoder made them.
+var opEncoder = wire.NewObjectEncoder[opResult]("")
 
 // pgTransaction runs 1–100 statements atomically on a fresh connection of their own: all commit
 // or none. It never uses a session slot, and the connection is destroyed afterwards.
@@ -71,7 +72,7 @@ func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
 		}
 		r := opResult{Command: out.tag, RowCount: out.affected}
 		if out.rows.RowCount > 0 {
-			r.Rows, r.Columns = out.rows.Data, out.rows.Columns
+			r.Rows = wire.Rows{Columns: out.rows.Columns, Data: out.rows.Data}
 		}
 		results = append(results, r)
 	}
@@ -83,7 +84,18 @@ func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
 		e.Message += "; the COMMIT failed and nothing was committed"
 		return nil, e
 	}
-	data, _ := wire.Marshal(results)
+	data := []byte{'['}
+	for i := range results {
+		if i > 0 {
+			data = append(data, ',')
+		}
+		var err error
+		if data, err = opEncoder.Append(data, &results[i]); err != nil {
+			return nil, errorf(ErrInternal, "Do not run the operations again: check their effect with select_query.",
+				"The operations were committed, but their answer could not be encoded: %v", err)
+		}
+	}
+	data = append(data, ']')
 	return &BatchResult{Operation: op, Status: "committed", RowCount: len(results), Results: data}, nil
 }
 
