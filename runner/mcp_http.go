@@ -5,8 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,8 +33,7 @@ type mcpHTTP struct {
 	stream   *mcp.StreamableHTTPHandler // JSON answers
 	events   *mcp.StreamableHTTPHandler // SSE answers, for calls that asked for progress
 
-	mu      sync.Mutex
-	servers map[string]*mcp.Server // by principalKey; one per principal, built on first use
+	servers *mcpServers // one per principal, built on first use
 }
 
 type mcpPrincipalKey struct{}
@@ -46,7 +43,8 @@ type mcpPrincipalKey struct{}
 // HTTP API, and bodyWait is the body's read deadline (withBodyDeadline sets it; it is named in
 // the 408). mcpOpts configures the tools (MCPOptions).
 func newMCPHTTP(reg *tools.Registry, inv *Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration, mcpOpts MCPOptions) *mcpHTTP {
-	m := &mcpHTTP{reg: reg, inv: inv, opts: mcpOpts, log: log, maxBody: maxBody, bodyWait: bodyWait, servers: map[string]*mcp.Server{}}
+	m := &mcpHTTP{reg: reg, inv: inv, opts: mcpOpts, log: log, maxBody: maxBody, bodyWait: bodyWait}
+	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return newMCPServerWith(reg, p, log, inv, mcpOpts) })
 	opts := mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
@@ -98,23 +96,5 @@ func (m *mcpHTTP) server(r *http.Request) *mcp.Server {
 	if !ok {
 		return nil // not reached through authed: the SDK answers 400
 	}
-	if p.Claims != nil {
-		return newMCPServerWith(m.reg, p, m.log, m.inv, m.opts) // per-user principals (JWT, act-as): not cached, unbounded
-	}
-	key := principalKey(p)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.servers[key]
-	if !ok {
-		s = newMCPServerWith(m.reg, p, m.log, m.inv, m.opts)
-		m.servers[key] = s
-	}
-	return s
-}
-
-// principalKey identifies a principal with everything that grants access, so two tokens that
-// share a name but not their scopes never share a server. The set is bounded by the configured
-// tokens.
-func principalKey(p tools.Principal) string {
-	return p.Name + "\x00" + strings.Join(p.Scopes, ",") + "\x00" + strings.Join(p.Databases, ",") + "\x00" + strings.Join(p.Tools, ",")
+	return m.servers.get(p)
 }

@@ -55,12 +55,16 @@ func Do(t testing.TB, req *http.Request) (int, map[string]any, http.Header) {
 }
 
 // MCPPost sends one raw JSON-RPC message to baseURL's /mcp, as curl would, and returns the
-// status, the raw body and the headers. A transport error fails the test.
-func MCPPost(t testing.TB, baseURL, token, body string) (int, []byte, http.Header) {
+// status, the raw body and the headers. header is name, value pairs sent too. A transport error
+// fails the test.
+func MCPPost(t testing.TB, baseURL, token, body string, header ...string) (int, []byte, http.Header) {
 	t.Helper()
 	req := Request(http.MethodPost, baseURL+"/mcp", token, body)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
