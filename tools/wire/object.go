@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
 )
 
 // Rows is a row set as an answer carries it. An ObjectEncoder writes it under its field's key
@@ -19,9 +19,9 @@ type Rows struct {
 }
 
 // ObjectEncoder writes values of the struct type T as JSON objects whose members follow the
-// order in which T declares its fields, named by their json tags. It reads T by reflection once,
-// in NewObjectEncoder, and keeps a plan of each field's offset and kind, so a call reads the
-// fields at their offsets without reflection. It is safe for concurrent use.
+// order in which T declares its fields, named by their json tags. It reads T's type once, in
+// NewObjectEncoder, and keeps a plan of each field's index and kind, so a call only reads the
+// fields' values (reflect.Value reads, which allocate nothing). It is safe for concurrent use.
 //
 // It writes string, bool and integer fields, pointers to integers and bools, json.RawMessage
 // (copied verbatim, never re-validated: it exists for the JSON this package made, which
@@ -48,13 +48,11 @@ const (
 )
 
 type objectField struct {
-	offset    uintptr      // from the start of T, through embedded structs
+	index     []int        // the field's index path in T, through embedded structs
 	typ       reflect.Type // the field's type, for kindOther
 	key       string       // the member's name, quoted, with its colon: `"name":`
 	kind      fieldKind
-	intKind   reflect.Kind // the width of an integer or of the integer a pointer points to
 	omitEmpty bool
-	oneWord   bool // a pointer or a map: empty when its one word is nil, read without reflection
 }
 
 var (
@@ -85,7 +83,7 @@ func NewObjectEncoder[T any](prefix string) *ObjectEncoder[T] {
 			seen[k] = true
 		}
 	}
-	e.plan(t, 0, seen)
+	e.plan(t, nil, seen)
 	e.fixed = 2 + len(e.prefix)
 	for _, f := range e.fields {
 		e.fixed += 1 + len(f.key) // the comma and the name
@@ -104,7 +102,7 @@ func NewObjectEncoder[T any](prefix string) *ObjectEncoder[T] {
 	return e
 }
 
-func (e *ObjectEncoder[T]) plan(t reflect.Type, offset uintptr, seen map[string]bool) {
+func (e *ObjectEncoder[T]) plan(t reflect.Type, index []int, seen map[string]bool) {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		tag := sf.Tag.Get("json")
@@ -116,7 +114,7 @@ func (e *ObjectEncoder[T]) plan(t reflect.Type, offset uintptr, seen map[string]
 			if sf.Type.Kind() != reflect.Struct {
 				panic(fmt.Sprintf("wire.NewObjectEncoder: embedded field %s of %s is not a struct", sf.Name, t))
 			}
-			e.plan(sf.Type, offset+sf.Offset, seen)
+			e.plan(sf.Type, append(slices.Clone(index), i), seen)
 			continue
 		}
 		if !sf.IsExported() {
@@ -140,12 +138,8 @@ func (e *ObjectEncoder[T]) plan(t reflect.Type, offset uintptr, seen map[string]
 				seen[m] = true
 			}
 		}
-		f := objectField{offset: offset + sf.Offset, typ: sf.Type, key: string(AppendString(nil, name)) + ":",
-			kind: kindOf(sf.Type), intKind: sf.Type.Kind(), omitEmpty: opts == "omitempty"}
-		if f.kind == kindIntPtr {
-			f.intKind = sf.Type.Elem().Kind()
-		}
-		f.oneWord = sf.Type.Kind() == reflect.Pointer || sf.Type.Kind() == reflect.Map
+		f := objectField{index: append(slices.Clone(index), i), typ: sf.Type, key: string(AppendString(nil, name)) + ":",
+			kind: kindOf(sf.Type), omitEmpty: opts == "omitempty"}
 		e.fields = append(e.fields, f)
 	}
 }
@@ -184,73 +178,64 @@ func kindOf(t reflect.Type) fieldKind {
 // Marshal returns v as one JSON object, in a buffer sized for its strings and raw JSON, so that
 // it is allocated once.
 func (e *ObjectEncoder[T]) Marshal(v *T) ([]byte, error) {
-	base := unsafe.Pointer(v)
+	rv := reflect.ValueOf(v).Elem()
 	size := e.fixed
 	for i := range e.fields {
 		switch f := &e.fields[i]; f.kind {
-		case kindString:
-			size += len(*(*string)(unsafe.Add(base, f.offset)))
-		case kindRaw:
-			size += len(*(*json.RawMessage)(unsafe.Add(base, f.offset)))
+		case kindString, kindRaw:
+			size += rv.FieldByIndex(f.index).Len()
 		case kindRows:
-			r := (*Rows)(unsafe.Add(base, f.offset))
-			size += len(r.Columns) + len(r.Data)
+			r := rv.FieldByIndex(f.index)
+			size += r.Field(0).Len() + r.Field(1).Len()
 		}
 	}
 	return e.Append(make([]byte, 0, size), v)
 }
 
 // Append appends v as one JSON object to b.
-//
-// Fields are read at the offsets the plan took from T's reflect.Type: the plan belongs to T (the
-// type parameter), so every offset and kind matches the memory v points to.
 func (e *ObjectEncoder[T]) Append(b []byte, v *T) ([]byte, error) {
-	base := unsafe.Pointer(v)
+	rv := reflect.ValueOf(v).Elem()
 	b = append(b, '{')
 	b = append(b, e.prefix...)
 	first := e.prefix == ""
 	for i := range e.fields {
 		f := &e.fields[i]
-		p := unsafe.Add(base, f.offset)
+		fv := rv.FieldByIndex(f.index)
 		switch f.kind {
 		case kindString:
-			if s := *(*string)(p); s != "" || !f.omitEmpty {
+			if s := fv.String(); s != "" || !f.omitEmpty {
 				b = AppendString(appendKey(b, f.key, &first), s)
 			}
 		case kindBool:
-			if x := *(*bool)(p); x || !f.omitEmpty {
+			if x := fv.Bool(); x || !f.omitEmpty {
 				b = strconv.AppendBool(appendKey(b, f.key, &first), x)
 			}
 		case kindInt:
-			if n := readInt(p, f.intKind); n != 0 || !f.omitEmpty {
+			if n := fv.Int(); n != 0 || !f.omitEmpty {
 				b = strconv.AppendInt(appendKey(b, f.key, &first), n, 10)
 			}
 		case kindIntPtr, kindBoolPtr:
-			switch q := *(*unsafe.Pointer)(p); {
-			case q != nil && f.kind == kindIntPtr:
-				b = strconv.AppendInt(appendKey(b, f.key, &first), readInt(q, f.intKind), 10)
-			case q != nil:
-				b = strconv.AppendBool(appendKey(b, f.key, &first), *(*bool)(q))
+			switch {
+			case !fv.IsNil() && f.kind == kindIntPtr:
+				b = strconv.AppendInt(appendKey(b, f.key, &first), fv.Elem().Int(), 10)
+			case !fv.IsNil():
+				b = strconv.AppendBool(appendKey(b, f.key, &first), fv.Elem().Bool())
 			case !f.omitEmpty:
 				b = append(appendKey(b, f.key, &first), "null"...)
 			}
 		case kindRaw:
-			if raw := *(*json.RawMessage)(p); len(raw) > 0 || !f.omitEmpty {
+			if raw := fv.Bytes(); len(raw) > 0 || !f.omitEmpty {
 				b = appendRawOrNull(appendKey(b, f.key, &first), raw)
 			}
 		case kindRows:
-			switch r := (*Rows)(p); {
-			case r.Columns != nil:
-				b = append(appendRawOrNull(appendKey(b, `"columns":`, &first), r.Columns), `,"rows":`...)
-				b = appendRawOrNull(b, r.Data)
-			case r.Data != nil || !f.omitEmpty:
-				b = appendRawOrNull(appendKey(b, f.key, &first), r.Data)
+			switch columns, data := fv.Field(0).Bytes(), fv.Field(1).Bytes(); {
+			case columns != nil:
+				b = append(appendRawOrNull(appendKey(b, `"columns":`, &first), columns), `,"rows":`...)
+				b = appendRawOrNull(b, data)
+			case data != nil || !f.omitEmpty:
+				b = appendRawOrNull(appendKey(b, f.key, &first), data)
 			}
 		default:
-			if f.omitEmpty && f.oneWord && *(*unsafe.Pointer)(p) == nil {
-				continue
-			}
-			fv := reflect.NewAt(f.typ, p).Elem()
 			if f.omitEmpty && isEmpty(fv) {
 				continue
 			}
@@ -271,21 +256,6 @@ func appendKey(b []byte, key string, first *bool) []byte {
 	}
 	*first = false
 	return append(b, key...)
-}
-
-// readInt reads a signed integer of the given kind at p.
-func readInt(p unsafe.Pointer, k reflect.Kind) int64 {
-	switch k {
-	case reflect.Int8:
-		return int64(*(*int8)(p))
-	case reflect.Int16:
-		return int64(*(*int16)(p))
-	case reflect.Int32:
-		return int64(*(*int32)(p))
-	case reflect.Int64:
-		return *(*int64)(p)
-	}
-	return int64(*(*int)(p))
 }
 
 func appendRawOrNull(b, raw []byte) []byte {
