@@ -1,8 +1,9 @@
 // Writes the importable example workflows in examples/n8n/ (the files users import and the
 // end-to-end test runs). Each is a Manual Trigger feeding an AI Agent with an OpenAI chat model
 // and the pgtools tools: all eight tool nodes (over the runner's HTTP API with the pgtools API
-// credential, or through n8n's task runner with none), or n8n's own MCP Client Tool on the
-// runner's /mcp. Edit the prompt and run. `node examples.mjs --check` fails when the files
+// credential, or through n8n's task runner with none), n8n's own MCP Client Tool on the
+// runner's /mcp, or Custom Tool nodes for the operator-defined tools of
+// examples/config/custom-tools.json. Edit the prompt and run. `node examples.mjs --check` fails when the files
 // differ from what this script writes (the unit tests run it).
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -51,14 +52,21 @@ const system =
 	'Call describe_schema when you do not know a table. When a tool answers success: false, read errorType and ' +
 	'suggestion and correct your next call. Writes need autocommit: true, or a session from pg_tx that you commit.';
 
+// The custom-tool example's agent knows only the two tools of examples/config/custom-tools.json.
+const customSystem =
+	'You help with the orders of a web shop using the pgtools tools orders_of_customer (read) and refund_order (write). ' +
+	'Call refund_order with dry_run: true first to see the row it would change, then with autocommit: true. When a tool ' +
+	'answers success: false, read errorType and suggestion and correct your next call.';
+
 // Through MCP the tool names carry the MCP node's name, while the tool descriptions use the
 // plain names.
 const mcpSystem = `The tools come from the pgtools MCP server, so their names start with ${mcpNodeName}_ (${mcpNodeName}_select_query is select_query).`;
 
 /**
  * examples lists every workflow: file name, id, name, prompt, parameters pinned per tool, and how
- * the agent reaches pgtools (connection of the tool nodes: http by default or taskRunner; or mcp,
- * n8n's MCP Client Tool in place of the tool nodes).
+ * the agent reaches pgtools (connection of the tool nodes: http by default or taskRunner; mcp,
+ * n8n's MCP Client Tool in place of the tool nodes; or custom, one Custom Tool node per name in
+ * customTools in place of the eight).
  */
 export const examples = [
 	{
@@ -118,6 +126,15 @@ export const examples = [
 		prompt: 'Show the names of the first two customers.',
 		connection: 'mcp',
 	},
+	{
+		file: 'pgtools-custom-tool.json',
+		id: 'pgtoolsExCustTl1',
+		name: 'pgtools: operator-defined tools (Custom Tool)',
+		prompt: 'Customer 7 says their latest paid order arrived broken. Refund it with the reason "arrived broken" and tell me which order it was.',
+		// Needs a runner with examples/config/custom-tools.json (examples/n8n/README.md).
+		connection: 'custom',
+		customTools: ['orders_of_customer', 'refund_order'],
+	},
 ];
 
 export function workflow(example) {
@@ -139,7 +156,7 @@ export function workflow(example) {
 			parameters: {
 				promptType: 'define',
 				text: example.prompt,
-				options: { systemMessage: example.connection === 'mcp' ? `${system} ${mcpSystem}` : system },
+				options: { systemMessage: { mcp: `${system} ${mcpSystem}`, custom: customSystem }[example.connection] ?? system },
 			},
 		},
 		{
@@ -194,6 +211,21 @@ export function workflow(example) {
 			credentials: { httpBearerAuth: credentials.bearer },
 		});
 		connections[mcpNodeName] = { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] };
+	} else if (example.connection === 'custom') {
+		// The node is named for its tool, as the other examples' nodes are; the model sees the
+		// runner's tool name whatever the node is called.
+		example.customTools.forEach((name, i) => {
+			nodes.push({
+				id: uuid(example.id, 10 + i),
+				name,
+				type: 'n8n-nodes-pgtools.customTool',
+				typeVersion: 1,
+				position: [300 + 140 * i, 260],
+				parameters: { customTool: name },
+				credentials: { pgToolsApi: credentials.pgtools },
+			});
+			connections[name] = { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] };
+		});
 	} else {
 		const taskRunner = example.connection === 'taskRunner';
 		tools.forEach(([type, name], i) => {

@@ -18,7 +18,7 @@ test('each example attaches every tool node to its agent, with the credential it
 	for (const example of examples) {
 		const wf = JSON.parse(readFileSync(join(root, 'examples', 'n8n', example.file), 'utf8'));
 		const tools = wf.nodes.filter((n) => n.type.startsWith('n8n-nodes-pgtools.'));
-		if (example.connection === 'mcp') continue;
+		if (example.connection === 'mcp' || example.connection === 'custom') continue;
 		assert.deepEqual(tools.map((n) => n.type).sort(), [...toolTypes].sort(), example.file);
 		for (const node of tools) {
 			assert.deepEqual(wf.connections[node.name], { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] });
@@ -50,6 +50,23 @@ test('the MCP example puts n8n\'s MCP Client Tool on /mcp with a Bearer credenti
 	});
 	assert.deepEqual(Object.keys(client.credentials), ['httpBearerAuth']);
 	assert.deepEqual(wf.connections[client.name], { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] });
+});
+
+test('the custom-tool example puts one Custom Tool node per tool of examples/config/custom-tools.json on its agent, and no built-in tool node', () => {
+	const custom = examples.filter((e) => e.connection === 'custom');
+	assert.equal(custom.length, 1);
+	const config = JSON.parse(readFileSync(join(root, 'examples', 'config', 'custom-tools.json'), 'utf8'));
+	const wf = JSON.parse(readFileSync(join(root, 'examples', 'n8n', custom[0].file), 'utf8'));
+	const { name, version } = loadNode('CustomTool').description;
+	const tools = wf.nodes.filter((n) => n.type.startsWith('n8n-nodes-pgtools.'));
+	assert.deepEqual(tools.map((n) => n.type), tools.map(() => `n8n-nodes-pgtools.${name}`));
+	assert.deepEqual(tools.map((n) => n.parameters.customTool), config.custom_tools.map((t) => t.name));
+	for (const node of tools) {
+		assert.equal(node.typeVersion, version, node.name);
+		assert.deepEqual(Object.keys(node.parameters), ['customTool'], `${node.name}: the HTTP connection is the default`);
+		assert.equal(node.credentials.pgToolsApi.name, 'pgtools API');
+		assert.deepEqual(wf.connections[node.name], { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] });
+	}
 });
 
 test('every example uses Chat Completions', () => {
