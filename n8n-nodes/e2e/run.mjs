@@ -8,7 +8,8 @@
 // and what the model was sent (the tool schemas with the schema descriptions, the tool results
 // with errorType and suggestion). The task-runner workflow runs against `pgtools serve
 // --n8n-broker` joined to each n8n's task broker; the MCP workflow uses n8n's own MCP Client
-// Tool on the runner's /mcp. Everything listens on 127.0.0.1.
+// Tool on the runner's /mcp; the Custom Tool workflow runs against `pgtools serve --config
+// examples/config/custom-tools.json` on the demo's database. Everything listens on 127.0.0.1.
 // Environment: PGTOOLS_E2E_CACHE (default ~/.cache/pgtools-e2e), PGTOOLS_E2E_KEEP=1 keeps the
 // user folder, PGTOOLS_BIN uses a prebuilt runner.
 import assert from 'node:assert/strict';
@@ -40,8 +41,10 @@ const variants = {
 };
 
 let n8n; // { node, bin, env }
+const customCredential = { id: 'pgtoolsApiCustEx', name: 'pgtools API (custom tools example)' };
 let bin;
 let runner;
+let customRunner; // pgtools serve with examples/config/custom-tools.json, for the Custom Tool example
 let proxy;
 let llm;
 let work;
@@ -68,6 +71,14 @@ before(async () => {
 	log('building the runner and starting pgtools demo (throwaway PostgreSQL)...');
 	bin = buildRunner();
 	runner = await startDemo(bin);
+	// examples/n8n/README.md's command: the example config, its database and token from the
+	// environment (DATABASE_URL replaces the file's url), the demo's token reused.
+	customRunner = {
+		...(await startServe(bin, ['--config', join(root, 'examples', 'config', 'custom-tools.json')], {
+			env: { DATABASE_URL: runner.databaseUrl, PGTOOLS_TOKENS: `${runner.token}:read,write`, PGTOOLS_LOG_LEVEL: 'info' },
+		})),
+		token: runner.token,
+	};
 	proxy = await startRecordingProxy(runner.url);
 	llm = await startFakeLLM();
 
@@ -102,6 +113,7 @@ before(async () => {
 			{ ...exampleCredentials.bearer, type: 'httpBearerAuth', data: { token: runner.token } },
 			// A runner address nothing listens on.
 			{ id: 'pgtoolsApiDown01', name: 'pgtools API (down)', type: 'pgToolsApi', data: { url: `http://127.0.0.1:${await freePort()}`, token: runner.token } },
+			{ ...customCredential, type: 'pgToolsApi', data: { url: customRunner.url, token: customRunner.token } },
 		]),
 	);
 	const workflows = examples.map((e) => JSON.parse(readFileSync(join(root, 'examples', 'n8n', e.file), 'utf8')));
@@ -113,6 +125,8 @@ before(async () => {
 	two.nodes.push({ ...structuredClone(first), id: '5b0e6a1c-2f7d-4c1e-9a51-7d4f3f0e2b11', name: 'select_customers', position: [300, 420], parameters: { table: 'customers' } });
 	two.connections.select_customers = structuredClone(two.connections.select_query);
 	workflows.push(down, two);
+	// The Custom Tool example's credential: the runner with its custom tools.
+	for (const node of workflows[examples.indexOf(example['custom-tool'])].nodes) if (node.credentials?.pgToolsApi) node.credentials.pgToolsApi = customCredential;
 	// The MCP Client Tool's endpoint is a node parameter, not a credential: point it at this runner.
 	for (const node of workflows.flatMap((w) => w.nodes)) {
 		if (node.type === '@n8n/n8n-nodes-langchain.mcpClientTool') node.parameters.endpointUrl = `${proxy.url}/mcp`;
@@ -125,6 +139,7 @@ before(async () => {
 
 after(async () => {
 	await proxy?.close();
+	await customRunner?.stop();
 	await runner?.stop();
 	await llm?.close();
 	if (work && !process.env.PGTOOLS_E2E_KEEP) rmSync(work, { recursive: true, force: true });
@@ -852,5 +867,83 @@ describe('the Custom Tool node on a runner with custom_tools', () => {
 		assert.equal(custom.sql(`SELECT status || '|' || note FROM orders WHERE id = ${id}`), `cancelled|${reason}`);
 		assert.equal(custom.sql("SELECT to_regclass('orders') IS NOT NULL"), 't');
 		assert.equal(output, `Cancelled order ${id}.`);
+	});
+});
+
+// The Custom Tool example as a user imports it, on a runner started as examples/n8n/README.md
+// says (examples/config/custom-tools.json on the demo's database): the model is offered the two
+// tools as the config declares them, finds the customer's latest paid order with one and refunds
+// it with the other, first as a dry run; the effect and the answer are checked against the runner.
+describe('the Custom Tool example on examples/config/custom-tools.json', () => {
+	const workflow = example['custom-tool'];
+	const config = JSON.parse(readFileSync(join(root, 'examples', 'config', 'custom-tools.json'), 'utf8'));
+
+	test('finds the order with orders_of_customer and refunds it with refund_order (dry run, then autocommit)', async () => {
+		const customer = Number(/Customer (\d+)/.exec(workflow.prompt)[1]);
+		const reason = /reason "([^"]+)"/.exec(workflow.prompt)[1];
+		const latest = await call(customRunner, 'orders_of_customer', { customer_id: customer, statuses: ['paid'], limit: 1 });
+		assert.equal(latest.rowCount, 1, JSON.stringify(latest));
+		const [order] = latest.data;
+		const logged = customRunner.logs.length;
+		const { output, requests, results, seen } = await execute(workflow, (messages) => {
+			const answers = toolResults(messages);
+			switch (answers.length) {
+				case 0:
+					return toolCall('orders_of_customer', { customer_id: customer, statuses: ['paid'], limit: 1 });
+				case 1:
+					return toolCall('refund_order', { order_id: answers[0].data[0].id, reason, dry_run: true });
+				case 2:
+					return toolCall('refund_order', { order_id: answers[0].data[0].id, reason, autocommit: true });
+				default: {
+					const [found, , done] = answers;
+					return { content: `Refunded order #${done.data[0].id} (${found.data[0].total} EUR, placed ${found.data[0].placed_at}); it is now ${done.data[0].status}.` };
+				}
+			}
+		});
+		const requestLogs = customRunner.logs.slice(logged).filter((l) => l.message === 'request');
+
+		// What the model was offered: the config's tools, descriptions and parameters, typed, with
+		// the arguments pgtools adds (session_id, format; autocommit, dry_run for the write).
+		const listed = await (await fetch(`${customRunner.url}/v1/tools`, { headers: { authorization: `Bearer ${customRunner.token}` } })).json();
+		const offered = Object.fromEntries(requests[0].tools.map((t) => [t.function.name, t.function]));
+		assert.deepEqual(Object.keys(offered).sort(), config.custom_tools.map((t) => t.name).sort());
+		for (const tool of config.custom_tools) {
+			const fn = offered[tool.name];
+			const served = listed.tools.find((t) => t.name === tool.name).inputSchema;
+			assert.equal(fn.description, tool.description, `${tool.name}: description`);
+			// Every argument with every keyword the runner serves (minimum, maximum, maxLength, default, enum).
+			assert.deepEqual(fn.parameters.properties, served.properties, `${tool.name}: arguments`);
+			for (const p of tool.parameters) {
+				const got = fn.parameters.properties[p.name];
+				assert.equal(got.type, p.type, `${tool.name}.${p.name}: type`);
+				if (p.items) assert.equal(got.items.type, p.items.type, `${tool.name}.${p.name}: items`);
+				if (p.description) assert.equal(got.description, p.description, `${tool.name}.${p.name}: description`);
+			}
+			assert.deepEqual([...(fn.parameters.required ?? [])].sort(), tool.parameters.filter((p) => p.required).map((p) => p.name).sort(), `${tool.name}: required`);
+		}
+		assert.equal(offered.refund_order.parameters.properties.autocommit.type, 'boolean');
+		assert.equal(offered.refund_order.parameters.properties.dry_run.type, 'boolean');
+
+		const [found, dry, done] = results;
+		assert.deepEqual(found.data, latest.data, 'the model read what the runner answers');
+		assert.equal(dry.success, true, JSON.stringify(dry));
+		assert.equal(dry.dryRun, true);
+		assert.equal(dry.affectedRows, 1, JSON.stringify(dry));
+		assert.deepEqual(dry.data, [{ id: order.id, status: 'cancelled', note: reason }], 'the row as the refund would leave it');
+		// The dry run changed nothing: the autocommit call still found the order paid.
+		assert.equal(done.success, true, JSON.stringify(done));
+		assert.deepEqual(done.data, [{ id: order.id, status: 'cancelled', note: reason }]);
+		const now = await call(customRunner, 'select_query', { table: 'orders', columns: 'id,status,note', where: 'id = $1', params: [order.id] });
+		assert.deepEqual(now.data, [{ id: order.id, status: 'cancelled', note: reason }], 'the refund is in PostgreSQL');
+		assert.equal(output, `Refunded order #${order.id} (${order.total} EUR, placed ${order.placed_at}); it is now cancelled.`);
+
+		// The calls went to the custom-tools runner with the demo's token (none to the demo's runner).
+		assert.deepEqual(seen, []);
+		const calls = requestLogs.filter((l) => l.method === 'POST').map((l) => [l.path, l.status]);
+		assert.deepEqual(calls, [
+			['/v1/tools/orders_of_customer', 200],
+			['/v1/tools/refund_order', 200],
+			['/v1/tools/refund_order', 200],
+		]);
 	});
 });
