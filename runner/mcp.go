@@ -45,6 +45,10 @@ type MCPOptions struct {
 	// Tool among them) would otherwise make the model read every row twice. On, for clients that
 	// validate or consume structuredContent in code; the spec asks for the text beside it.
 	StructuredContent bool
+
+	// noFastPath sends every message through the SDK, for the tests that compare the two paths
+	// (mcp_fast.go).
+	noFastPath bool
 }
 
 func (o MCPOptions) withDefaults() MCPOptions {

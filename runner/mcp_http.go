@@ -34,6 +34,8 @@ type mcpHTTP struct {
 	events   *mcp.StreamableHTTPHandler // SSE answers, for calls that asked for progress
 
 	servers *mcpServers // one per principal, built on first use
+	// registered holds the names of the tools the servers offer, for the fast path (mcp_fast.go).
+	registered map[string]bool
 }
 
 type mcpPrincipalKey struct{}
@@ -44,6 +46,10 @@ type mcpPrincipalKey struct{}
 // the 408). mcpOpts configures the tools (MCPOptions).
 func newMCPHTTP(reg *tools.Registry, inv *Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration, mcpOpts MCPOptions) *mcpHTTP {
 	m := &mcpHTTP{reg: reg, inv: inv, opts: mcpOpts, log: log, maxBody: maxBody, bodyWait: bodyWait}
+	m.registered = map[string]bool{}
+	for _, t := range reg.Tools() {
+		m.registered[t.Name] = true
+	}
 	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return newMCPServerWith(reg, p, log, inv, mcpOpts) })
 	opts := mcp.StreamableHTTPOptions{
 		Stateless:           true,
@@ -76,6 +82,9 @@ func (m *mcpHTTP) serve(w http.ResponseWriter, r *http.Request, p tools.Principa
 			if info, _ := r.Context().Value(logInfoKey).(*logInfo); info != nil {
 				info.errorType = e.Type
 			}
+			return
+		}
+		if m.serveFast(w, r, p, body) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
