@@ -39,9 +39,10 @@ test-short: ## the suite without the race detector, for quick local loops
 	$(GO) test -count=1 ./...
 
 FUZZTIME ?= 20s
-fuzz: ## fuzz argument decoding and validation for FUZZTIME (20s) per target; no database needed
+fuzz: ## fuzz argument decoding and validation, and /mcp's fast-path reader, for FUZZTIME (20s) per target
 	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime $(FUZZTIME) ./tools
 	$(GO) test -run '^$$' -fuzz '^FuzzParamList$$' -fuzztime $(FUZZTIME) ./tools
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFastCall$$' -fuzztime $(FUZZTIME) ./runner
 
 bench: deps-demo ## pgtools vs raw pgx on the same database: latency, throughput, capped reads
 	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || echo "(wrk not installed: HTTP load will come from an in-process Go client)"

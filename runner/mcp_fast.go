@@ -38,48 +38,168 @@ var fastID = regexp.MustCompile(`^(-?[1-9][0-9]{0,14}|0|"[A-Za-z0-9_.:-]{1,64}")
 
 // fastCall is a tools/call message as the fast path accepts it.
 type fastCall struct {
-	id   json.RawMessage
+	id   []byte
 	tool string
-	args json.RawMessage
+	args []byte // the arguments' JSON, nil when absent
 }
 
-// parseFastCall returns body as a plain tools/call, or false when anything in it is more than
-// that: a batch, a notification, another method, an unknown member, _meta (progress tokens,
-// 2026-07-28 metadata), input responses.
+// parseFastCall returns body as a plain tools/call, or false when it is anything more or other:
+// a batch, a notification, another method, an unknown or repeated member, _meta (progress
+// tokens, 2026-07-28 metadata), input responses, a name or key spelled with escapes. It reads
+// the canonical form only, so whatever it accepts the SDK reads the same way; everything else is
+// left to the SDK. A call's body is small and the SDK-free path is the point, so this is one pass
+// over the bytes after json.Valid rather than decoding into maps.
 func parseFastCall(body []byte) (fastCall, bool) {
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil || len(msg) != 4 || string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` {
+	if !json.Valid(body) {
 		return fastCall{}, false
 	}
-	id, ok := msg["id"]
-	if !ok || !fastID.Match(id) {
-		return fastCall{}, false
+	var c fastCall
+	var seen [4]bool // jsonrpc, id, method, params
+	sc := fastScanner{b: body}
+	ok := sc.object(func(key string) bool {
+		switch key {
+		case "jsonrpc":
+			return once(&seen[0]) && sc.literal(`"2.0"`)
+		case "method":
+			return once(&seen[2]) && sc.literal(`"tools/call"`)
+		case "id":
+			c.id = sc.value()
+			return once(&seen[1]) && fastID.Match(c.id)
+		case "params":
+			var name, args bool
+			return once(&seen[3]) && sc.object(func(key string) bool {
+				switch key {
+				case "name":
+					n := sc.value()
+					c.tool = plainString(n)
+					return once(&name) && c.tool != ""
+				case "arguments":
+					c.args = sc.value()
+					return once(&args) && (c.args[0] == '{' || string(c.args) == "null")
+				}
+				return false
+			}) && name
+		}
+		return false
+	})
+	return c, ok && sc.end() && seen == [4]bool{true, true, true, true}
+}
+
+// once marks a member seen and reports whether it was new.
+func once(seen *bool) bool {
+	if *seen {
+		return false
 	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(msg["params"], &params) != nil {
-		return fastCall{}, false
+	*seen = true
+	return true
+}
+
+// plainString is the text of a JSON string without escapes, or "" for anything else.
+func plainString(v []byte) string {
+	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v[1:len(v)-1], '\\') >= 0 || bytes.IndexByte(v[1:len(v)-1], '"') >= 0 {
+		return ""
 	}
-	var name string
-	if json.Unmarshal(params["name"], &name) != nil || name == "" {
-		return fastCall{}, false
+	return string(v[1 : len(v)-1])
+}
+
+// fastScanner walks JSON that json.Valid has accepted.
+type fastScanner struct {
+	b []byte
+	i int
+}
+
+func (s *fastScanner) space() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
 	}
-	args, hasArgs := params["arguments"]
-	if len(params) != 1+btoi(hasArgs) {
-		return fastCall{}, false
+}
+
+// end reports whether only white space is left.
+func (s *fastScanner) end() bool {
+	s.space()
+	return s.i == len(s.b)
+}
+
+// object reads an object, calling member for each key with the scanner at its value; member
+// reads the value and reports whether to go on. Keys with escapes stop it.
+func (s *fastScanner) object(member func(key string) bool) bool {
+	s.space()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return false
 	}
-	if hasArgs {
-		if t := bytes.TrimSpace(args); len(t) == 0 || t[0] != '{' && string(t) != "null" {
-			return fastCall{}, false // not an object: the SDK's own invalid-params error
+	s.i++
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return true
+	}
+	for {
+		s.space()
+		key := plainString(s.value())
+		s.space()
+		if key == "" || s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.space()
+		if !member(key) {
+			return false
+		}
+		s.space()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
 		}
 	}
-	return fastCall{id: id, tool: name, args: args}, true
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
+// literal reads a value that must be exactly want.
+func (s *fastScanner) literal(want string) bool {
+	return string(s.value()) == want
+}
+
+// value reads one value and returns its bytes.
+func (s *fastScanner) value() []byte {
+	start := s.i
+	depth := 0
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			for s.i < len(s.b) && s.b[s.i] != '"' {
+				if s.b[s.i] == '\\' {
+					s.i++
+				}
+				s.i++
+			}
+			s.i++
+		case c == '{' || c == '[':
+			depth++
+			s.i++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return s.b[start:s.i]
+			}
+			depth--
+			s.i++
+		case depth == 0 && (c == ',' || c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return s.b[start:s.i]
+		default:
+			s.i++
+		}
+		if depth == 0 && s.i > start && (s.b[start] == '"' || s.b[start] == '{' || s.b[start] == '[') {
+			return s.b[start:s.i]
+		}
 	}
-	return 0
+	return s.b[start:s.i]
 }
 
 // fastHeadersOK reports whether r is a POST the SDK would serve rather than refuse: JSON content,
@@ -140,8 +260,8 @@ func (m *mcpHTTP) serveFast(w http.ResponseWriter, r *http.Request, p tools.Prin
 	if !ok || !m.registered[c.tool] {
 		return false // an unknown tool is the SDK's protocol error
 	}
-	args := []byte(c.args)
-	if string(bytes.TrimSpace(args)) == "null" {
+	args := c.args
+	if string(args) == "null" {
 		args = nil // "arguments" is optional in MCP; some clients spell its absence as null
 	}
 	var reqID string
@@ -160,14 +280,11 @@ func (m *mcpHTTP) serveFast(w http.ResponseWriter, r *http.Request, p tools.Prin
 	if err != nil {
 		return false // unreachable for a result of text; the SDK would answer its own error
 	}
-	resp, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  json.RawMessage `json:"result"`
-	}{"2.0", c.id, res})
-	if err != nil {
-		return false
-	}
+	// The envelope as the SDK writes it; res is compact and escaped already, so it is copied.
+	resp := make([]byte, 0, len(res)+len(c.id)+32)
+	resp = append(resp, `{"jsonrpc":"2.0","id":`...)
+	resp = append(append(append(resp, c.id...), `,"result":`...), res...)
+	resp = append(resp, '}')
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(resp)
