@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -169,32 +168,20 @@ func TestMCPFastPathRefusesForeignHosts(t *testing.T) {
 func TestMCPFastPathCancel(t *testing.T) {
 	t.Parallel()
 	f := newMCPFeatures(t)
-	const marker = "cancel_me_fast"
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"select pg_sleep(30) as ` + marker + `"}}}`
-	if _, ok := parseFastCall([]byte(body)); !ok {
-		t.Fatal("the call is not one the fast path takes")
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
+	f.assertCancelStops(t, "cancel_me_fast", func(ctx context.Context, sql string) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"` + sql + `"}}}`
+		if _, ok := parseFastCall([]byte(body)); !ok {
+			t.Error("the call is not one the fast path takes")
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url+"/mcp", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+ddlToken)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
-		done <- err
-	}()
-	running := func() int64 {
-		return f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
-	}
-	waitFor(t, 10*time.Second, "the statement to start", func() bool { return running() == 1 })
-	cancel()
-	<-done
-	waitFor(t, 5*time.Second, "the statement to leave pg_stat_activity", func() bool { return running() == 0 })
+	})
 }
 
 // referenceFastCall is parseFastCall's meaning written the slow, obvious way: the whole message

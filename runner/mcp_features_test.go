@@ -313,22 +313,30 @@ func TestMCPCancel(t *testing.T) {
 			if transport == "http" {
 				cs = f.overHTTP(t, nil)
 			}
-			marker := "cancel_me_" + transport
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() {
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": "select pg_sleep(30) as " + marker}})
-				done <- err
-			}()
-			running := func() int64 {
-				return f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
-			}
-			waitFor(t, 10*time.Second, "the statement to start", func() bool { return running() == 1 })
-			cancel()
-			<-done
-			waitFor(t, 5*time.Second, "the statement to leave pg_stat_activity", func() bool { return running() == 0 })
+			f.assertCancelStops(t, "cancel_me_"+transport, func(ctx context.Context, sql string) {
+				_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"sql": sql}})
+			})
 		})
 	}
+}
+
+// assertCancelStops runs call with a 30 s pg_sleep statement named by marker, cancels its context
+// once the statement runs, and requires the statement to leave pg_stat_activity.
+func (f *mcpFeatures) assertCancelStops(t *testing.T, marker string, call func(ctx context.Context, sql string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call(ctx, "select pg_sleep(30) as "+marker)
+	}()
+	running := func() int64 {
+		return f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
+	}
+	waitFor(t, 10*time.Second, "the statement to start", func() bool { return running() == 1 })
+	cancel()
+	<-done
+	waitFor(t, 5*time.Second, "the statement to leave pg_stat_activity", func() bool { return running() == 0 })
 }
 
 // TestMCPProtocolVersions: the server offers the SDK's latest protocol version and answers an
