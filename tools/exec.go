@@ -57,13 +57,6 @@ func (db *Database) runRead(ctx context.Context, st wire.Stmt) (*wire.RowSet, er
 	pc := conn.Conn().PgConn()
 	st.Unnamed = db.Policy.DescribeExec
 	rs, destroy, err := wire.Read(ctx, pc, st, wire.StatelessRead)
-	if errors.Is(err, wire.ErrRetry) && !destroy {
-		// A cached plan went stale (the table changed shape); run it once more, freshly parsed.
-		rs, destroy, err = wire.Read(ctx, pc, st, wire.StatelessRead)
-		if errors.Is(err, wire.ErrRetry) {
-			err = errors.New("the statement's result type keeps changing")
-		}
-	}
 	release(conn, destroy || pc.IsClosed())
 	return rs, err
 }

@@ -153,3 +153,18 @@ func TestCopyToStdoutIsRefused(t *testing.T) {
 		b.mustCall(t, "execute_sql", `{"sql":"select count(*) from orders"}`)
 	}
 }
+
+// TestStalePlanIsReadAgain: a read whose cached plan went stale (the table gained a column
+// between two calls on the same connection) is run once more, freshly parsed, and answers with
+// the table's new shape instead of PostgreSQL's "cached plan must not change result type".
+func TestStalePlanIsReadAgain(t *testing.T) {
+	t.Parallel()
+	b := newBundleConns(t, Policy{}, 1)
+	const sql = `{"sql":"SELECT * FROM orders WHERE id = 1"}`
+	b.mustCall(t, "execute_sql", sql)
+	b.db.Exec(t, "ALTER TABLE orders ADD COLUMN extra int DEFAULT 7")
+	out := b.mustCall(t, "execute_sql", sql)
+	if rs := rows(t, out); len(rs) != 1 || rs[0]["extra"] != float64(7) {
+		t.Fatalf("after the table changed: %v", out)
+	}
+}

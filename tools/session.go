@@ -88,9 +88,6 @@ func readIn(ctx context.Context, db *Database, s *Session, st wire.Stmt) (*wire.
 	pc := s.Conn().PgConn()
 	st.Unnamed = db.Policy.DescribeExec
 	rs, destroy, err := wire.Read(ctx, pc, st, db.sessionFrame)
-	if errors.Is(err, wire.ErrRetry) && !destroy {
-		rs, destroy, err = wire.Read(ctx, pc, st, db.sessionFrame)
-	}
 	if destroy && pc.TxStatus() != 'T' {
 		return nil, errSessionLost
 	}

@@ -173,3 +173,23 @@ func TestCopyRefusedInSessions(t *testing.T) {
 	}
 	f.must(t, alice, "select_query", fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id))
 }
+
+// TestSessionStalePlanIsReadAgain: in a session, a read whose cached plan went stale because the
+// session itself changed the table (DDL with the ddl scope) is run once more, freshly parsed,
+// and sees the new column; the session stays usable.
+func TestSessionStalePlanIsReadAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, session.Config{}, tools.Policy{AllowDDL: true})
+	f.db.Exec(t, `GRANT CREATE ON SCHEMA public TO "`+f.role+`"`)
+	admin := tools.Principal{Name: "admin", Scopes: []string{"read", "write", "ddl"}}
+	id := f.begin(t, admin, "")
+	f.must(t, admin, "execute_sql", execArgs(t, "CREATE TABLE shape AS SELECT 1 AS a", id))
+	read := fmt.Sprintf(`{"sql":"SELECT * FROM shape","session_id":%q}`, id)
+	f.must(t, admin, "execute_sql", read)
+	f.must(t, admin, "execute_sql", execArgs(t, "ALTER TABLE shape ADD COLUMN b int DEFAULT 2", id))
+	out := f.must(t, admin, "execute_sql", read)
+	if data, _ := out["data"].([]any); len(data) != 1 || data[0].(map[string]any)["b"] != float64(2) {
+		t.Fatalf("after the session changed the table: %v", out)
+	}
+	f.must(t, admin, "pg_tx", fmt.Sprintf(`{"action":"rollback","session_id":%q}`, id))
+}

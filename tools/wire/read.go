@@ -110,8 +110,22 @@ var SafeTags = map[string]bool{"SELECT": true, "SHOW": true, "EXPLAIN": true, "F
 var txControlTags = map[string]bool{"BEGIN": true, "START TRANSACTION": true, "COMMIT": true, "ROLLBACK": true,
 	"SAVEPOINT": true, "RELEASE": true, "PREPARE TRANSACTION": true, "COMMIT PREPARED": true, "ROLLBACK PREPARED": true}
 
-// Read runs st on pc; destroy reports that pc must not be reused.
+// Read runs st on pc; destroy reports that pc must not be reused. When a cached plan went stale
+// (the table changed shape), the statement runs once more, freshly parsed; a plan that changes
+// again is an error.
 func Read(ctx context.Context, pc *pgconn.PgConn, st Stmt, fr Frame) (rs *RowSet, destroy bool, err error) {
+	rs, destroy, err = readOnce(ctx, pc, st, fr)
+	if errors.Is(err, ErrRetry) && !destroy {
+		rs, destroy, err = readOnce(ctx, pc, st, fr)
+		if errors.Is(err, ErrRetry) {
+			err = errors.New("the statement's result type keeps changing")
+		}
+	}
+	return rs, destroy, err
+}
+
+// readOnce runs st on pc once; ErrRetry reports a stale cached plan, evicted already.
+func readOnce(ctx context.Context, pc *pgconn.PgConn, st Stmt, fr Frame) (rs *RowSet, destroy bool, err error) {
 	var oids []uint32
 	if NeedsTypes(st.Params) {
 		// Array parameters bind differently for array and json types: ask the server first.

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
-// ErrRetry asks runRead to run a read once more because a cached plan went stale.
+// ErrRetry reports that a cached plan went stale: Read runs the statement once more.
 var ErrRetry = errors.New("cached plan changed result type; retry")
 
 // stmtCacheSize bounds the prepared statements pgtools keeps per connection.
