@@ -138,11 +138,7 @@ func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker, opts MCPOptio
 			// "arguments" is optional in MCP; some clients spell its absence as null.
 			args = nil
 		}
-		// On /mcp the call takes the HTTP request's id; on stdio the invoker numbers it.
-		var reqID string
-		if info, _ := ctx.Value(logInfoKey).(*logInfo); info != nil {
-			reqID = info.reqID
-		}
+		reqID := httpRequestID(ctx)
 		ctx, stop := withHTTPCancel(ctx)
 		defer stop()
 		if token := req.Params.GetProgressToken(); token != nil {
@@ -155,16 +151,31 @@ func mcpTool(info tools.ToolInfo, p tools.Principal, inv *Invoker, opts MCPOptio
 		if ask != nil {
 			return ask, nil
 		}
-		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(ans.Body)}}}
-		if opts.StructuredContent {
-			out.StructuredContent = json.RawMessage(ans.Body)
-		}
-		if ans.Err != nil {
-			out.SetError(ans.Err) // keeps our content; records the error for SDK middleware
-		}
-		return out, nil
+		return toolResult(ans, opts), nil
 	}
 	return t, h
+}
+
+// toolResult is the MCP result of a call's answer: its JSON object as the one text item, also as
+// structuredContent when opts.StructuredContent, and isError for a failed call.
+func toolResult(ans Answer, opts MCPOptions) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(ans.Body)}}}
+	if opts.StructuredContent {
+		out.StructuredContent = json.RawMessage(ans.Body)
+	}
+	if ans.Err != nil {
+		out.SetError(ans.Err) // keeps our content; records the error for SDK middleware
+	}
+	return out
+}
+
+// httpRequestID is the id of the HTTP request ctx serves (on /mcp a call takes it), or "" (on
+// stdio the invoker numbers the call).
+func httpRequestID(ctx context.Context) string {
+	if info, _ := ctx.Value(logInfoKey).(*logInfo); info != nil {
+		return info.reqID
+	}
+	return ""
 }
 
 // reportProgress sends notifications/progress for the call every interval until the returned

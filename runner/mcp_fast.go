@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -264,26 +262,16 @@ func (m *mcpHTTP) serveFast(w http.ResponseWriter, r *http.Request, p tools.Prin
 	if string(args) == "null" {
 		args = nil // "arguments" is optional in MCP; some clients spell its absence as null
 	}
-	var reqID string
-	if info, _ := r.Context().Value(logInfoKey).(*logInfo); info != nil {
-		reqID = info.reqID
+	ans := m.inv.Invoke(r.Context(), Call{Principal: p, Tool: c.tool, Args: args, RequestID: httpRequestID(r.Context()), Transport: "mcp"})
+	// The envelope as the SDK writes it; the result is compact and escaped already, so it is
+	// copied. The call has run: whatever happens now is answered here, never by running it again
+	// through the SDK.
+	resp := append([]byte(`{"jsonrpc":"2.0","id":`), c.id...)
+	if res, err := json.Marshal(toolResult(ans, m.opts)); err == nil {
+		resp = append(append(resp, `,"result":`...), res...)
+	} else { // unreachable for a result of text, kept so a failure is an answer
+		resp = append(resp, `,"error":{"code":-32603,"message":"the tool ran, but its result could not be encoded"}`...)
 	}
-	ans := m.inv.Invoke(r.Context(), Call{Principal: p, Tool: c.tool, Args: args, RequestID: reqID, Transport: "mcp"})
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(ans.Body)}}}
-	if m.opts.StructuredContent {
-		out.StructuredContent = json.RawMessage(ans.Body)
-	}
-	if ans.Err != nil {
-		out.SetError(ans.Err)
-	}
-	res, err := json.Marshal(out)
-	if err != nil {
-		return false // unreachable for a result of text; the SDK would answer its own error
-	}
-	// The envelope as the SDK writes it; res is compact and escaped already, so it is copied.
-	resp := make([]byte, 0, len(res)+len(c.id)+32)
-	resp = append(resp, `{"jsonrpc":"2.0","id":`...)
-	resp = append(append(append(resp, c.id...), `,"result":`...), res...)
 	resp = append(resp, '}')
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
