@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/pgtools/pgtools/tools/session"
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
@@ -90,11 +90,6 @@ func pgTx(ctx context.Context, req *request) (Result, *Error) {
 		if strings.HasPrefix(strings.ToLower(name), "pgtools_") {
 			return nil, errorf(ErrInvalidArguments, "Choose a savepoint name that does not start with pgtools_.", "Invalid arguments: savepoint names starting with pgtools_ are reserved")
 		}
-		if action != "savepoint" && !slices.Contains(s.Savepoints(), name) {
-			// PostgreSQL would abort the whole transaction over an unknown savepoint: refuse first.
-			return nil, &Error{Type: ErrInvalidArguments, SQLState: "3B001", Message: fmt.Sprintf("Savepoint %q does not exist in session %s", name, s.ID),
-				Suggestion: fmt.Sprintf(`Create it first with pg_tx {"action":"savepoint","session_id":"%s","name":"%s"}. Open savepoints: %s.`, s.ID, name, describeList(s.Savepoints()))}
-		}
 		var err error
 		switch action {
 		case "savepoint":
@@ -103,6 +98,12 @@ func pgTx(ctx context.Context, req *request) (Result, *Error) {
 			err = s.ReleaseSavepoint(ctx, name) // releasing a savepoint releases those made after it
 		case "rollback_to":
 			err = s.RollbackToSavepoint(ctx, name) // it stays; later ones are gone
+		}
+		if errors.Is(err, session.ErrNoSavepoint) {
+			// The session refused before PostgreSQL, which would abort the whole transaction over
+			// an unknown savepoint.
+			return nil, &Error{Type: ErrInvalidArguments, SQLState: "3B001", Message: fmt.Sprintf("Savepoint %q does not exist in session %s", name, s.ID),
+				Suggestion: fmt.Sprintf(`Create it first with pg_tx {"action":"savepoint","session_id":"%s","name":"%s"}. Open savepoints: %s.`, s.ID, name, describeList(s.Savepoints()))}
 		}
 		if err != nil {
 			return nil, classify(ctx, err, cc, true)
