@@ -81,6 +81,27 @@ func (id identity) sql(reassert bool) string {
 	return strings.Join(parts, "; ")
 }
 
+// The statements that check, after an agent's statement, that the transaction still acts as the
+// call set it: a SECURITY DEFINER function owned by a role that may call set_config can switch
+// the role or the claims from inside a statement, for the rest of the transaction. Operators are
+// qualified so that a search_path changed the same way cannot redirect the comparison.
+const (
+	sqlCheckRole   = "SELECT current_user OPERATOR(pg_catalog.=) $1::pg_catalog.name AND pg_catalog.current_setting('request.jwt.claims', true) OPERATOR(pg_catalog.=) $2::pg_catalog.text"
+	sqlCheckClaims = "SELECT current_user OPERATOR(pg_catalog.=) session_user AND pg_catalog.current_setting('request.jwt.claims', true) OPERATOR(pg_catalog.=) $1::pg_catalog.text"
+)
+
+// check is the statement that answers true while the transaction acts as id, or nil for none
+// (the login role with no claims: nothing to keep). A role always comes with claims (identityOf).
+func (id identity) check() *wire.Exec {
+	switch {
+	case id.none():
+		return nil
+	case id.role == "":
+		return &wire.Exec{SQL: sqlCheckClaims, Params: [][]byte{id.claims}}
+	}
+	return &wire.Exec{SQL: sqlCheckRole, Params: [][]byte{[]byte(id.role), id.claims}}
+}
+
 // prefix is sql(reassert) followed by "; ", or "" for none, to put before more statements.
 func (id identity) prefix(reassert bool) string {
 	if s := id.sql(reassert); s != "" {

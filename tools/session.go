@@ -104,7 +104,8 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (*writ
 	ctx, cancel := withCallDeadline(ctx, &db.Policy)
 	defer cancel()
 	pc := s.Conn().PgConn()
-	pre := wire.SQLSavepoint + "; " + sessionIdentity(s).prefix(true) + timeoutsSQL(&db.Policy)
+	st.who = sessionIdentity(s) // checked after the statement (execStmt), as asserted before it
+	pre := wire.SQLSavepoint + "; " + st.who.prefix(true) + timeoutsSQL(&db.Policy)
 	var before effects
 	var err error
 	if st.free {
@@ -130,10 +131,11 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (*writ
 // It acts as who (the session's identity, asserted again, inside a session).
 func runReadOn(ctx context.Context, db *Database, s *Session, who identity, st wire.Stmt) (*wire.RowSet, error) {
 	if s != nil {
-		st.Setup = sessionIdentity(s).pipeline(true)
+		who = sessionIdentity(s)
+		st.Setup, st.Check = who.pipeline(true), who.check()
 		return readIn(ctx, db, s, st)
 	}
-	st.Setup = who.pipeline(false)
+	st.Setup, st.Check = who.pipeline(false), who.check()
 	return db.runRead(ctx, st)
 }
 

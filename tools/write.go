@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgtools/pgtools/tools/pgerr"
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
@@ -129,8 +130,7 @@ func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before ef
 			return out, false, rerr
 		}
 		if !after.sameIdentity(before) {
-			return out, false, &Error{Type: ErrNotAllowed, Message: "The statement changed the role or the claims it runs with; it was rolled back",
-				Suggestion: "Run statements as the role you were given: SET ROLE, set_config('role', …) and changes to request.jwt.claims are refused."}
+			return out, false, pgerr.IdentityChanged()
 		}
 		did := after.sub(before)
 		if !(out.tag == "UPDATE" || out.tag == "DELETE" || out.tag == "MERGE") {
@@ -195,7 +195,10 @@ func isDestructive(tag string) bool {
 }
 
 // execStmt runs one statement through the extended protocol (so PostgreSQL refuses a second
-// statement) and encodes the first keepRows returned rows.
+// statement) and encodes the first keepRows returned rows. A statement built by a tool runs
+// with its identity checked right after it, in the same round trip: its where is the agent's,
+// and may call a function that switches the role or the claims. (Agent-written SQL, st.free,
+// is checked by its effects reading instead.)
 func execStmt(ctx context.Context, pc *pgconn.PgConn, st writeStmt) (*writeOutcome, error) {
 	oids := st.colOIDs
 	if wire.NeedsTypes(st.params) {
@@ -209,11 +212,43 @@ func execStmt(ctx context.Context, pc *pgconn.PgConn, st writeStmt) (*writeOutco
 	if err != nil {
 		return nil, err // a *wire.ParamError, which classify answers as invalid_arguments
 	}
-	rs, tag, err := wire.CollectRows(pc.ExecParams(ctx, st.sql, values, nil, nil, nil), st.format, st.keepRows, st.maxBytes)
+	check := st.who.check()
+	if st.free || check == nil {
+		rs, tag, err := wire.CollectRows(pc.ExecParams(ctx, st.sql, values, nil, nil, nil), st.format, st.keepRows, st.maxBytes)
+		if err != nil {
+			return nil, err
+		}
+		return &writeOutcome{rows: rs, tag: wire.CommandVerb([]byte(tag.String())), affected: tag.RowsAffected()}, nil
+	}
+	var b pgconn.Batch
+	b.ExecParams(st.sql, values, nil, nil, nil)
+	b.ExecParams(check.SQL, check.Params, nil, nil, nil)
+	mrr := pc.ExecBatch(ctx, &b)
+	if !mrr.NextResult() {
+		return nil, closeWithError(mrr, errors.New("no result for the statement"))
+	}
+	rs, tag, err := wire.CollectRows(mrr.ResultReader(), st.format, st.keepRows, st.maxBytes)
 	if err != nil {
-		return nil, err
+		return nil, closeWithError(mrr, err)
+	}
+	same := false
+	if mrr.NextResult() {
+		res := mrr.ResultReader().Read()
+		same = res.Err == nil && len(res.Rows) == 1 && len(res.Rows[0]) == 1 && string(res.Rows[0][0]) == "t"
+	}
+	if err := mrr.Close(); err != nil || !same {
+		return nil, wire.ErrIdentityChanged
 	}
 	return &writeOutcome{rows: rs, tag: wire.CommandVerb([]byte(tag.String())), affected: tag.RowsAffected()}, nil
+}
+
+// closeWithError closes mrr (reading what is left of it) and returns err, or the error that
+// closing reported when err is nil.
+func closeWithError(mrr *pgconn.MultiResultReader, err error) error {
+	if cerr := mrr.Close(); err == nil {
+		return cerr
+	}
+	return err
 }
 
 func mergeOIDs(described, known []uint32) []uint32 {

@@ -116,6 +116,9 @@ func Classify(ctx context.Context, err error, cc Context, maskValues bool) *Erro
 	if errors.As(err, &pe) {
 		return Errorf(ErrInvalidArguments, "Values may be strings, numbers, booleans, null, objects or arrays.", "Invalid arguments: %s", pe.Error())
 	}
+	if errors.Is(err, wire.ErrIdentityChanged) {
+		return IdentityChanged()
+	}
 	if errors.Is(err, wire.ErrCopyOut) {
 		return Errorf(ErrNotAllowed, "Use a SELECT: rows come back as JSON, capped at the limit.", "COPY is not supported; its output is not returned")
 	}
@@ -133,6 +136,14 @@ func Classify(ctx context.Context, err error, cc Context, maskValues bool) *Erro
 	}
 	return Errorf(ErrInternal, "Retry the call; if it fails again, report it to the operator with the time of the call.",
 		"Internal error while running the statement")
+}
+
+// IdentityChanged is the answer to a statement after which the transaction no longer acted as
+// the call set it (role or request.jwt.claims): it was rolled back and nothing it read or
+// returned reaches the caller.
+func IdentityChanged() *Error {
+	return Errorf(ErrNotAllowed, "Run statements as the role you were given: SET ROLE, set_config('role', …), changes to request.jwt.claims and functions that make them (such as a SECURITY DEFINER helper that sets the tenant) are refused.",
+		"The statement changed the role or the claims it runs with (for instance through a SECURITY DEFINER function); it was rolled back and none of its rows were returned")
 }
 
 func isNetworkError(err error) bool {

@@ -15,6 +15,10 @@ import (
 // ROLLBACK, BEGIN, SAVEPOINT …).
 var ErrTxEscaped = errors.New("statement ended the transaction")
 
+// ErrIdentityChanged marks a statement after which the transaction no longer acted as the call
+// set it to (Stmt.Check did not answer true): its rows were dropped and the transaction rolled back.
+var ErrIdentityChanged = errors.New("the statement changed the role or the claims it runs with")
+
 // ErrCopyOut marks a statement that answered with COPY data instead of rows (COPY … TO STDOUT):
 // nothing of it is returned.
 var ErrCopyOut = errors.New("COPY output is not returned")
@@ -30,6 +34,10 @@ type Stmt struct {
 	// Setup runs after the frame's opening statements and before the agent's, in the same round
 	// trip: the caller's identity (claims, role) for instance.
 	Setup []Exec
+	// Check, when set, runs right after the agent's statement in the same round trip and must
+	// answer one row whose one value is true; otherwise no row is returned and Read fails with
+	// ErrIdentityChanged. Rows are held until then: none leaves before the check passed.
+	Check *Exec
 }
 
 // Exec is one of pgtools' own statements with its bound parameters (text format).
@@ -156,6 +164,9 @@ func readOnce(ctx context.Context, pc *pgconn.PgConn, st Stmt, fr Frame) (rs *Ro
 		cache.sendBind(fe, fr.snapshot)
 	}
 	userStmt, userCached := cache.sendExec(fe, st.SQL, values, true, st.MaxRows)
+	if st.Check != nil {
+		cache.sendExec(fe, st.Check.SQL, st.Check.Params, false, 0)
+	}
 	for _, sql := range fr.post {
 		cache.sendExec(fe, sql, nil, false, 0)
 	}
@@ -235,15 +246,20 @@ func endRead(pc *pgconn.PgConn, cache *stmtCache, fr Frame) error {
 // agent's statement is described, so only it sends a RowDescription; its rows are the DataRows
 // that arrive while it is the current execution.
 func readResults(pc *pgconn.PgConn, st Stmt, execUser int, enc *RowEncoder) (*RowSet, bool, error) {
-	execRollback := execUser + 1
+	execCheck, execRollback := -1, execUser+1
+	if st.Check != nil {
+		execCheck, execRollback = execUser+1, execUser+2
+	}
 	var (
-		rs      = &RowSet{Format: st.Format, Data: make([]byte, 0, 1024)}
-		userErr error
-		sysErr  error
-		done    int // executions finished
-		escaped bool
-		full    bool
-		copyOut bool // COPY … TO STDOUT: its data is not rows; refused after the fact
+		rs       = &RowSet{Format: st.Format, Data: make([]byte, 0, 1024)}
+		userErr  error
+		sysErr   error
+		done     int // executions finished
+		escaped  bool
+		full     bool
+		copyOut  bool // COPY … TO STDOUT: its data is not rows; refused after the fact
+		checked  int  // rows of the check that answered true; exactly one passes
+		checkBad bool
 	)
 	for {
 		msg, err := pc.ReceiveMessage(context.Background())
@@ -263,6 +279,10 @@ func readResults(pc *pgconn.PgConn, st Stmt, execUser int, enc *RowEncoder) (*Ro
 			switch {
 			case userErr != nil:
 				return nil, destroy || sysErr != nil, userErr
+			case st.Check != nil && !escaped && !txControlTags[rs.Tag] && (checked != 1 || checkBad):
+				// Also when the check itself failed (the statement may have broken it on
+				// purpose, e.g. with a tiny statement_timeout): the identity is unconfirmed.
+				return nil, true, ErrIdentityChanged
 			case sysErr != nil:
 				return nil, true, fmt.Errorf("framing the read transaction: %w", sysErr)
 			case escaped || txControlTags[rs.Tag]:
@@ -291,6 +311,14 @@ func readResults(pc *pgconn.PgConn, st Stmt, execUser int, enc *RowEncoder) (*Ro
 				}
 			}
 		case *pgproto3.DataRow:
+			if done == execCheck {
+				if len(m.Values) == 1 && string(m.Values[0]) == "t" {
+					checked++
+				} else {
+					checkBad = true
+				}
+				continue
+			}
 			if done != execUser || full {
 				continue
 			}

@@ -1,0 +1,54 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestDefinerFunctionsNamed: the SECURITY DEFINER functions an agent role can call whose owner
+// can change settings or bypasses RLS are listed, with the REVOKE that removes them; functions
+// that are not SECURITY DEFINER, that the role cannot call, or whose owner can do neither, are not.
+func TestDefinerFunctionsNamed(t *testing.T) {
+	t.Parallel()
+	ib := newIdentityBundle(t)
+	plain := ib.db.RoleName("plainowner")
+	role := quoteIdent(ib.role)
+	ib.db.Exec(t, fmt.Sprintf(`
+		CREATE FUNCTION set_tenant(t int) RETURNS text LANGUAGE sql SECURITY DEFINER
+		  AS $$ SELECT pg_catalog.set_config('request.jwt.claims', json_build_object('tenant', t)::text, false) $$;
+		CREATE FUNCTION invoker_helper() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;
+		CREATE FUNCTION not_granted() RETURNS int LANGUAGE sql SECURITY DEFINER AS $$ SELECT 1 $$;
+		REVOKE EXECUTE ON FUNCTION not_granted() FROM PUBLIC;
+		CREATE ROLE %[1]s NOLOGIN;
+		CREATE FUNCTION harmless_definer() RETURNS int LANGUAGE sql SECURITY DEFINER AS $$ SELECT 1 $$;
+		ALTER FUNCTION harmless_definer() OWNER TO %[1]s;
+		GRANT EXECUTE ON FUNCTION set_tenant(int), invoker_helper(), harmless_definer() TO %[2]s`, quoteIdent(plain), role))
+	t.Cleanup(func() {
+		ib.db.Exec(t, fmt.Sprintf("DROP FUNCTION harmless_definer(); DROP ROLE %s", quoteIdent(plain)))
+	})
+	ctx := context.Background()
+	fns, err := DefinerFunctions(ctx, ib.tdb, ib.role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fns) != 1 || fns[0].Signature != "set_tenant(integer)" || !fns[0].SetsSettings || !fns[0].BypassesRLS {
+		t.Fatalf("definer functions: %+v, want only set_tenant(integer), owned by a superuser", fns)
+	}
+	w := DefinerWarning("default", ib.role, fns)
+	revoke := fmt.Sprintf("REVOKE EXECUTE ON FUNCTION set_tenant(integer) FROM PUBLIC, %s;", role)
+	for _, want := range []string{"set_tenant(integer)", "can change settings", "bypasses row-level security", revoke} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning does not name %q: %s", want, w)
+		}
+	}
+	// The REVOKE it names removes the function from the role.
+	ib.db.Exec(t, revoke)
+	if fns, err := DefinerFunctions(ctx, ib.tdb, ib.role); err != nil || len(fns) != 0 {
+		t.Fatalf("after the REVOKE: %+v %v", fns, err)
+	}
+	if w := DefinerWarning("default", ib.role, nil); w != "" {
+		t.Fatalf("warning without functions: %q", w)
+	}
+}
