@@ -3,12 +3,14 @@ package runner
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -162,5 +164,27 @@ func TestJWTSizeLimit(t *testing.T) {
 	}
 	if n := f.db.QueryInt(t, `SELECT count(*) FROM probe`); n != 0 {
 		t.Fatalf("%d rows landed through oversized tokens", n)
+	}
+}
+
+// TestMetadataWithJWTOnly: a runner that accepts JWTs and no static token is not open: the
+// listings need a token, and a JWT gets the tools its scopes allow.
+func TestMetadataWithJWTOnly(t *testing.T) {
+	t.Parallel()
+	f := newJWTFixture(t, JWTConfig{Issuer: testIssuer, Audience: testAudience, Secret: hsSecret})
+	token := sign(t, jwt.SigningMethodHS256, "", hsSecret, with(validClaims("alice", f.role), "scope", "read"))
+	for _, path := range []string{"/openapi.json", "/v1/tools"} {
+		if status, body, _ := apitest.Call(t, http.MethodGet, f.srv.URL+path, "", ""); status != http.StatusUnauthorized || body["errorType"] != "authentication_error" {
+			t.Errorf("GET %s without a token: %d %v", path, status, body)
+		}
+	}
+	want := []string{"describe_schema", "execute_sql", "pg_tx", "select_query"}
+	status, body, _ := apitest.Call(t, http.MethodGet, f.srv.URL+"/v1/tools", token, "")
+	if got := listedTools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
+		t.Errorf("/v1/tools with a read JWT: %d %v, want %v", status, got, want)
+	}
+	status, body, _ = apitest.Call(t, http.MethodGet, f.srv.URL+"/openapi.json", token, "")
+	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
+		t.Errorf("/openapi.json with a read JWT: %d %v, want %v", status, got, want)
 	}
 }
