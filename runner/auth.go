@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pgtools/pgtools/tools"
 )
@@ -70,9 +71,9 @@ func (a *ActAs) Principal(base tools.Principal, subject string) (tools.Principal
 	if a == nil {
 		return tools.Principal{}, actAsRefused(base.Name)
 	}
-	if subject == "" || len(subject) > maxSubjectLen || strings.IndexFunc(subject, unicode.IsControl) >= 0 {
+	if !validSubject(subject) {
 		return tools.Principal{}, &tools.Error{Type: tools.ErrInvalidArguments,
-			Message:    fmt.Sprintf("The act-as subject must be 1 to %d characters without control characters", maxSubjectLen),
+			Message:    "The act-as subject must be " + subjectRule,
 			Suggestion: "Send the end user's id, e.g. " + ActAsHeader + ": user-42 (the task setting \"subject\" on the n8n broker)."}
 	}
 	claims := maps.Clone(a.Claims)
@@ -92,6 +93,26 @@ func (a *ActAs) Principal(base tools.Principal, subject string) (tools.Principal
 	}
 	p.Claims = body
 	return p, nil
+}
+
+// maxSubjectLen caps a subject, in bytes: the act-as subject and a JWT's sub become part of a
+// principal name, which every log line, audit entry and session of the caller carries.
+const maxSubjectLen = 256
+
+// subjectRule states validSubject's rule for messages.
+var subjectRule = fmt.Sprintf("1 to %d bytes of UTF-8 without control characters, line separators or text-direction marks", maxSubjectLen)
+
+// validSubject reports whether s may become part of a principal name (act-as subjects and JWT
+// subjects alike): 1 to maxSubjectLen bytes of valid UTF-8 without control characters (C0, DEL,
+// C1), line or paragraph separators (U+2028, U+2029) or bidirectional controls (U+202E…), all
+// of which could break or disguise a log line, an audit entry or a message naming the principal.
+func validSubject(s string) bool {
+	if s == "" || len(s) > maxSubjectLen || !utf8.ValidString(s) {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool {
+		return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
+	}) < 0
 }
 
 // actAsRefused answers an act-as request from a principal not allowed to act for others.

@@ -48,6 +48,10 @@ type Config struct {
 	// MetricsListen is a separate address serving only /metrics, /healthz and /readyz; "" (the
 	// default) serves /metrics on Listen.
 	MetricsListen string
+	// OpenAPIPublic serves /openapi.json without a token, listing the built-in tools only (never
+	// the operator's custom tools); a request with a token still gets its own list. Default
+	// false: /openapi.json needs a token like /v1/tools.
+	OpenAPIPublic bool
 	// Tokens are the accepted API tokens; none (and no JWT) means open access, on loopback only.
 	Tokens []Token
 	// JWT, when set, also accepts JSON Web Tokens from one issuer as bearer tokens (DESIGN §11).
@@ -141,6 +145,7 @@ type DatabaseConfig struct {
 type fileConfig struct {
 	Listen        string `json:"listen"`
 	MetricsListen string `json:"metrics_listen"`
+	OpenAPIPublic bool   `json:"openapi_public"`
 	Tokens        []struct {
 		Token            string         `json:"token"`
 		TokenFile        string         `json:"token_file"`
@@ -250,7 +255,7 @@ func LoadConfigFile(path string) (*Config, error) {
 		// The schema accepted the document, so this is a type the struct cannot hold.
 		return nil, &ConfigError{Source: source, Problems: []string{err.Error()}}
 	}
-	cfg := &Config{Listen: fc.Listen, MetricsListen: fc.MetricsListen, Databases: map[string]DatabaseConfig{},
+	cfg := &Config{Listen: fc.Listen, MetricsListen: fc.MetricsListen, OpenAPIPublic: fc.OpenAPIPublic, Databases: map[string]DatabaseConfig{},
 		MaxBodyBytes: fc.Limits.MaxBodyBytes, LogLevel: fc.LogLevel, AuditLog: fc.AuditLog,
 		Limits:      Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken},
 		MaxSessions: fc.Sessions.MaxSessions, SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second,

@@ -69,6 +69,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		ConfigFile    *string             `json:"config_file"`
 		Listen        string              `json:"listen"`
 		MetricsListen *string             `json:"metrics_listen"`
+		OpenAPIPublic bool                `json:"openapi_public"`
 		Tokens        []token             `json:"tokens"`
 		Databases     map[string]database `json:"databases"`
 		Sessions      sessions            `json:"sessions"`
@@ -82,7 +83,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		CustomTools   []customToolJSON    `json:"custom_tools"`
 	}
 	cl := c.ConnLimits()
-	e := effective{Listen: c.Listen, Tokens: []token{}, Databases: map[string]database{}, LogLevel: c.LogLevel,
+	e := effective{Listen: c.Listen, OpenAPIPublic: c.OpenAPIPublic, Tokens: []token{}, Databases: map[string]database{}, LogLevel: c.LogLevel,
 		CustomTools: effectiveCustomTools(c.CustomTools),
 		Sessions: sessions{MaxSessions: cl.MaxSessions, MaxSessionsPerPrincipal: cl.MaxSessionsPerPrincipal,
 			MaxTransactions: cl.MaxTransactions, MaxTransactionsPerPrincipal: cl.MaxTransactionsPerPrincipal,

@@ -47,6 +47,8 @@ type handler struct {
 	health   *Health
 	metrics  *Metrics
 	inv      *Invoker // runs the tool calls of /v1/tools/{name} and /mcp, with the per-token limits
+	// openapiPublic serves the built-in catalog on /openapi.json without a token (openapi_public).
+	openapiPublic bool
 }
 
 // HandlerOptions configures NewHandlerWith. Zero fields take their defaults.
@@ -81,6 +83,9 @@ type HandlerOptions struct {
 	MCPOAuth *MCPOAuthConfig
 	// MCP configures the tools on /mcp (MCPOptions; zero: the defaults).
 	MCP MCPOptions
+	// OpenAPIPublic serves /openapi.json without a token, listing the built-in tools only
+	// (Config.OpenAPIPublic; default false: a token is required, as on /v1/tools).
+	OpenAPIPublic bool
 }
 
 // NewHandler returns the HTTP API with default options: see NewHandlerWith.
@@ -94,7 +99,7 @@ func NewHandler(reg *tools.Registry, tokens []Token, log zerolog.Logger, maxBody
 // bodies.
 func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	h := &handler{reg: reg, auth: newAuthenticator(opts.Tokens), log: opts.Log, maxBody: opts.MaxBodyBytes,
-		health: opts.Health, metrics: opts.Metrics}
+		health: opts.Health, metrics: opts.Metrics, openapiPublic: opts.OpenAPIPublic}
 	h.auth.withIdentity(opts.JWT, opts.MCPOAuth, opts.Log)
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBodyBytes

@@ -151,7 +151,7 @@ func TestHTTPCatalogEndpoints(t *testing.T) {
 		}
 	}
 
-	status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "", "")
+	status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", readToken, "")
 	paths, _ := body["paths"].(map[string]any)
 	if status != 200 || body["openapi"] != "3.1.0" || paths["/v1/tools/select_query"] == nil {
 		t.Fatalf("/openapi.json: %d %v", status, body)

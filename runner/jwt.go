@@ -38,8 +38,10 @@ const (
 	jwksMinRefetch = 10 * time.Second
 	// maxJWKSBytes caps a JWKS document.
 	maxJWKSBytes = 1 << 20
-	// maxSubjectLen caps the sub claim and the act-as subject: they become principal names.
-	maxSubjectLen = 256
+	// maxJWTBytes caps a bearer JWT, checked before it is decoded: a token is a few hundred
+	// bytes to a few KiB, and every byte past that is base64 and JSON work an unauthenticated
+	// caller would make the runner do.
+	maxJWTBytes = 16 << 10
 )
 
 // DefaultJWTScopes is JWTConfig.DefaultScopes when unset: a token without scope or scp may read.
@@ -338,6 +340,10 @@ func looksLikeJWT(s string) bool {
 // the whole verified claim set as Claims. mcp selects the MCP OAuth resource as the audience.
 // Errors are authentication errors that name the failed check, never a claim value.
 func (v *jwtVerifier) verify(ctx context.Context, raw string, mcp bool) (tools.Principal, *tools.Error) {
+	if len(raw) > maxJWTBytes {
+		return tools.Principal{}, jwtError(fmt.Sprintf("The bearer token (a JWT) is larger than %d KiB", maxJWTBytes>>10),
+			"Send the token exactly as the issuer gave it; if it is that large, have the issuer put fewer claims in it.")
+	}
 	kf, err := v.keys.keyfunc(ctx)
 	if err != nil {
 		return tools.Principal{}, jwtError("The runner cannot fetch the keys of the token issuer",
@@ -363,9 +369,10 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string, mcp bool) (tools.P
 			fmt.Sprintf("Get a token whose aud claim is %q.", v.audience(mcp)))
 	}
 	sub, _ := claims.GetSubject()
-	if sub == "" || len(sub) > maxSubjectLen {
+	if !validSubject(sub) {
+		// The principal name is built from sub, so sub obeys the act-as subject's rule.
 		return tools.Principal{}, jwtError("The bearer token (a JWT) has no usable sub claim",
-			fmt.Sprintf("Get a token with a sub claim of 1 to %d characters naming the user.", maxSubjectLen))
+			fmt.Sprintf("Get a token whose sub claim names the user in %s.", subjectRule))
 	}
 	role, terr := v.role(claims)
 	if terr != nil {

@@ -3,30 +3,45 @@ package runner
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 
+	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
 
 // openapi serves an OpenAPI 3.1 document built from the same schemas the tools validate with
-// (3.1 takes JSON Schema 2020-12 as is). A request with a token (or any request on a runner
-// without tokens) gets the paths of the tools its principal can use, like GET /v1/tools; a
-// request without one gets every tool, since the schemas are no secret and an API client is
-// often generated before a token is at hand. A bad token is refused as on the API.
+// (3.1 takes JSON Schema 2020-12 as is), listing the tools the caller's principal can use, like
+// GET /v1/tools. It needs a token like the API (the operator's tools and the shape of each
+// token's list are nobody else's business), except on a runner without tokens, where every
+// caller is the local principal, and under openapi_public, where a request without a token gets
+// the built-in catalog (publicCatalog), since an API client is often generated before a token is
+// at hand. A bad token is refused as on the API, public or not.
 func (h *handler) openapi(w http.ResponseWriter, r *http.Request) {
-	list := h.reg.Tools()
-	if h.auth.open || r.Header.Get("Authorization") != "" {
-		p, terr := h.auth.authenticate(r)
-		if terr != nil {
-			if terr.Type == tools.ErrAuthentication {
-				w.Header().Set("WWW-Authenticate", h.auth.challenge(r))
-				writeErrorStatus(w, http.StatusUnauthorized, terr)
-				return
-			}
-			writeError(w, terr)
-			return
-		}
-		list = h.reg.ToolsFor(p)
+	if h.openapiPublic && !h.auth.open && r.Header.Get("Authorization") == "" {
+		writeJSON(w, http.StatusOK, openAPIDoc(h.publicCatalog()))
+		return
 	}
+	h.authed(func(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+		writeJSON(w, http.StatusOK, openAPIDoc(h.reg.ToolsFor(p)))
+	})(w, r)
+}
+
+// publicCatalog is what openapi_public publishes without a token: the built-in tools (named by
+// schemas/, so an operator's tool is never among them whatever its name) that a token with every
+// scope and database could use. It depends on the configuration alone, never on a token.
+func (h *handler) publicCatalog() []tools.ToolInfo {
+	builtin := schemas.ToolNames()
+	var out []tools.ToolInfo
+	for _, t := range h.reg.ToolsFor(tools.Principal{Scopes: []string{"read", "write", "ddl"}}) {
+		if slices.Contains(builtin, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// openAPIDoc is the OpenAPI document listing list.
+func openAPIDoc(list []tools.ToolInfo) []byte {
 	errorSchema := map[string]any{"type": "object", "required": []string{"success", "error", "errorType", "suggestion"},
 		"properties": map[string]any{
 			"success": map[string]any{"const": false}, "operation": map[string]any{"type": "string"},
@@ -65,5 +80,5 @@ func (h *handler) openapi(w http.ResponseWriter, r *http.Request) {
 		"security": []any{map[string]any{"bearer": []string{}}},
 	}
 	out, _ := json.Marshal(doc)
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

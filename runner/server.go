@@ -66,7 +66,7 @@ func NewServer(cfg *Config, reg *tools.Registry, sessions SessionStats, log zero
 	health := NewHealth(reg, log, m)
 	api := NewHandlerWith(reg, HandlerOptions{Tokens: cfg.Tokens, Log: log, MaxBodyBytes: cfg.MaxBodyBytes,
 		Limits: cfg.Limits, Metrics: m, MetricsElsewhere: cfg.MetricsListen != "", Health: health, JWT: cfg.JWT, MCPOAuth: cfg.MCPOAuth,
-		Tracer: cfg.Tracer, MCP: MCPOptions{StructuredContent: cfg.MCPStructuredContent}})
+		Tracer: cfg.Tracer, MCP: MCPOptions{StructuredContent: cfg.MCPStructuredContent}, OpenAPIPublic: cfg.OpenAPIPublic})
 	return &Server{cfg: cfg, log: log, health: health, metrics: m, api: api}
 }
 

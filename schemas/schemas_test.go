@@ -468,6 +468,7 @@ func TestConfigDocuments(t *testing.T) {
 			"$schema": "https://pgtools.dev/schemas/config.schema.json",
 			"listen": "0.0.0.0:8080",
 			"metrics_listen": "0.0.0.0:9187",
+			"openapi_public": true,
 			"tokens": [
 				{"name": "n8n", "token": "0123456789abcdef", "scopes": ["read", "write"], "databases": ["default"], "max_response_bytes": 65536},
 				{"name": "ops@example", "token_file": "/run/secrets/ops", "scopes": ["read", "write", "ddl"]}
@@ -519,5 +520,6 @@ func TestConfigDocuments(t *testing.T) {
 		{"empty password_file", `{"databases":{"default":{"url":"postgres://x","password_file":""}}}`, false},
 		{"pool_wait_ms 0", `{"databases":{"default":{"url":"postgres://x","policy":{"pool_wait_ms":0}}}}`, false},
 		{"empty metrics_listen", `{` + db + `,"metrics_listen":""}`, false},
+		{"openapi_public not a boolean", `{` + db + `,"openapi_public":"yes"}`, false},
 	})
 }

@@ -133,7 +133,7 @@ func TestCustomToolsEndToEnd(t *testing.T) {
 			t.Fatal("set_note did not store the note as given, or changed other rows")
 		}
 
-		_, doc, _ := apitest.Call(t, http.MethodGet, base+"/openapi.json", "", "")
+		_, doc, _ := apitest.Call(t, http.MethodGet, base+"/openapi.json", ctAgentToken, "")
 		paths, _ := doc["paths"].(map[string]any)
 		op, _ := paths["/v1/tools/set_note"].(map[string]any)
 		raw, _ := json.Marshal(op)
