@@ -104,7 +104,9 @@ func BenchmarkCatalogByPrivilege(b *testing.B) {
 	whole, cols := bn.db.RoleName("whole"), bn.db.RoleName("cols")
 	bn.db.Exec(b, fmt.Sprintf(`CREATE ROLE %[1]s NOLOGIN; GRANT %[1]s TO %[3]s; GRANT SELECT ON orders TO %[1]s;
 		CREATE ROLE %[2]s NOLOGIN; GRANT %[2]s TO %[3]s; GRANT SELECT (id, status, total) ON orders TO %[2]s`, quoteIdent(whole), quoteIdent(cols), agent))
-	b.Cleanup(func() { bn.db.Exec(b, fmt.Sprintf("DROP OWNED BY %s; DROP OWNED BY %s", quoteIdent(whole), quoteIdent(cols))) })
+	b.Cleanup(func() {
+		bn.db.Exec(b, fmt.Sprintf("DROP OWNED BY %s; DROP OWNED BY %s", quoteIdent(whole), quoteIdent(cols)))
+	})
 	args := make([][]byte, 50)
 	for i := range args {
 		args[i] = []byte(`{"table":"orders","columns":"id,status,total","where":"id = $1","params":[` + strconv.Itoa(i+1) + `]}`)
