@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // relation is a table, view, materialized view, foreign or partitioned table as the catalog has it.
@@ -30,6 +32,24 @@ type relation struct {
 	// restricted: columns holds only the columns an agent role holds a privilege on (roleView),
 	// and whatever names a column (describe_schema's keys, indexes, defaults) is cut to them.
 	restricted bool
+	// colRead, when not nil, tells per column whether the role may SELECT it: a role without
+	// table-level SELECT reads only some columns, and "*" means those (readList).
+	colRead []bool
+}
+
+// readList is the select list that "all columns" means to the role r was loaded for: "*" where
+// it may read every column, else its readable columns (an empty string where there are none).
+func (r *relation) readList() string {
+	if r.colRead == nil {
+		return "*"
+	}
+	var names []string
+	for i, ok := range r.colRead {
+		if ok {
+			names = append(names, pgx.Identifier{r.columns[i]}.Sanitize())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // columnIndex returns the position of an exact column name, or -1.

@@ -17,7 +17,7 @@ var hiddenWords = []string{"hidden", "private", "secret"}
 // staff, whose SELECT covers id, public_name, boss, dept and salary_doubled (a generated column
 // computed from the hidden hidden_base) and whose INSERT/UPDATE cover id, public_name and team (team is
 // never readable); shifts, whose primary key includes a hidden column; vault, with a hidden NOT
-// NULL column; and secret_dept, which the role cannot use at all. Every hidden name contains one
+// NULL column; inbox, which it may only insert into; and secret_dept, which it cannot use at all. Every hidden name contains one
 // of hiddenWords, so that a leak shows as a substring.
 func newStaffBundle(t *testing.T) *identityBundle {
 	t.Helper()
@@ -38,7 +38,9 @@ func newStaffBundle(t *testing.T) *identityBundle {
 		INSERT INTO staff (id, public_name, private_salary_hidden, hidden_ssn_col) VALUES (1, 'Ada', 100, '123-45');
 		CREATE TABLE shifts (staff_id int, secret_slot int, note text, PRIMARY KEY (staff_id, secret_slot));
 		CREATE TABLE vault (id int, hidden_code text NOT NULL);
-		REVOKE ALL ON staff, shifts, vault, secret_dept FROM %[1]s;
+		CREATE TABLE inbox (id int, msg text);
+		REVOKE ALL ON staff, shifts, vault, secret_dept, inbox FROM %[1]s;
+		GRANT INSERT ON inbox TO %[1]s;
 		GRANT SELECT (id, public_name, boss, dept, salary_doubled) ON staff TO %[1]s;
 		GRANT INSERT (id, public_name, team), UPDATE (public_name, team) ON staff TO %[1]s;
 		GRANT SELECT (staff_id, note) ON shifts TO %[1]s;
@@ -269,5 +271,42 @@ func TestEstimateHiddenUnderRowSecurity(t *testing.T) {
 		if got := estimatePresent(t, ib, c.who, c.table); got != c.want {
 			t.Errorf("%s as %s: estimatedRows shown %v, want %v", c.table, c.who.Name, got, c.want)
 		}
+	}
+}
+
+// TestColumnRoleReadsItsColumns: where a role may read only some columns, "all columns" — the
+// default of select_query's columns and of returning — means those, so that its calls are not
+// refused whole; a role that may read none still inserts, and gets no rows back.
+func TestColumnRoleReadsItsColumns(t *testing.T) {
+	t.Parallel()
+	ib := newStaffBundle(t)
+	p := ib.tenant(1)
+	keys := func(r map[string]any) []string {
+		var ks []string
+		for k := range r {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		return ks
+	}
+	readable := []string{"boss", "dept", "id", "public_name", "salary_doubled"}
+	out := ib.mustCallAs(t, p, "select_query", `{"table":"staff"}`)
+	if r := rows(t, out); len(r) != 1 || !slices.Equal(keys(r[0]), readable) {
+		t.Fatalf("select_query staff as a column-granted role: %v", out["data"])
+	}
+	out = ib.mustCallAs(t, p, "insert_data", `{"table":"staff","row":{"id":9,"public_name":"Bo","team":3},"autocommit":true}`)
+	if r := rows(t, out); len(r) != 1 || !slices.Equal(keys(r[0]), readable) || r[0]["public_name"] != "Bo" {
+		t.Fatalf("insert_data staff returned %v", out["data"])
+	}
+	out = ib.mustCallAs(t, p, "update_data", `{"table":"staff","set":{"team":4},"where":"id = 9","autocommit":true}`)
+	if out["affectedRows"].(float64) != 1 || len(rows(t, out)) != 1 {
+		t.Fatalf("update_data staff: %v", out)
+	}
+	out = ib.mustCallAs(t, p, "insert_data", `{"table":"inbox","row":{"id":1,"msg":"hello"},"autocommit":true}`)
+	if out["affectedRows"].(float64) != 1 || len(rows(t, out)) != 0 {
+		t.Fatalf("insert_data inbox as an insert-only role: %v", out)
+	}
+	if n := ib.db.QueryInt(t, "select (select count(*) from staff where team = 4) + (select count(*) from inbox)"); n != 2 {
+		t.Fatalf("%d rows landed, want 2", n)
 	}
 }

@@ -106,7 +106,8 @@ type roleView struct {
 
 // roleViewQuery loads a role's view in one query. cols is NULL where the role may use every column
 // (the owner, a table-level privilege, or a relation it cannot use at all), so that the common
-// case costs no per-column check.
+// case costs no per-column check; readCols, likewise NULL where it may read every column, lists
+// those it holds SELECT on.
 const roleViewQuery = `
 WITH u AS (SELECT coalesce((SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1), false) AS bypass)
 SELECT n.nspname, c.relname, p.readable, p.usable,
@@ -115,6 +116,11 @@ SELECT n.nspname, c.relname, p.readable, p.usable,
             ELSE ARRAY(SELECT a.attname::text FROM pg_attribute a
                        WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
                          AND has_column_privilege($1, c.oid, a.attnum, 'SELECT,INSERT,UPDATE,REFERENCES')
+                       ORDER BY a.attnum) END,
+       CASE WHEN p.owner OR NOT (p.readable OR p.usable) OR has_table_privilege($1, c.oid, 'SELECT') THEN NULL
+            ELSE ARRAY(SELECT a.attname::text FROM pg_attribute a
+                       WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+                         AND has_column_privilege($1, c.oid, a.attnum, 'SELECT')
                        ORDER BY a.attnum) END
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace CROSS JOIN u
 CROSS JOIN LATERAL (SELECT pg_has_role($1, c.relowner, 'USAGE') AS owner,
@@ -155,15 +161,15 @@ func (db *Database) viewFor(ctx context.Context, snap *catalogSnapshot, role str
 	for rows.Next() {
 		var schema, name string
 		var readable, usable, rowSecurity bool
-		var cols []string // nil: every column
-		if err := rows.Scan(&schema, &name, &readable, &usable, &rowSecurity, &cols); err != nil {
+		var cols, readCols []string // nil: every column
+		if err := rows.Scan(&schema, &name, &readable, &usable, &rowSecurity, &cols, &readCols); err != nil {
 			return nil, fmt.Errorf("loading role %s's view of the catalog: %w", role, err)
 		}
 		key := relKey(schema, name)
 		v.readable[key] = readable
 		v.usable[key] = usable || readable
-		if r := snap.rels[key]; r != nil && (cols != nil || rowSecurity != r.rowSecurity) {
-			v.rels[key] = r.forRole(cols, rowSecurity)
+		if r := snap.rels[key]; r != nil && (cols != nil || readCols != nil || rowSecurity != r.rowSecurity) {
+			v.rels[key] = r.forRole(cols, readCols, rowSecurity)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -177,25 +183,31 @@ func (db *Database) viewFor(ctx context.Context, snap *catalogSnapshot, role str
 }
 
 // forRole is a copy of r as a role sees it: with only the columns named in cols (nil: all of
-// them, in which case the copy is not restricted) and the role's row-level security. A column the
-// snapshot does not have (added since it was loaded) is left out, as it is for the login role.
-func (r *relation) forRole(cols []string, rowSecurity bool) *relation {
+// them, in which case the copy is not restricted), those in readCols marked readable (nil: all),
+// and the role's row-level security. A column the snapshot does not have (added since it was
+// loaded) is left out, as it is for the login role.
+func (r *relation) forRole(cols, readCols []string, rowSecurity bool) *relation {
 	c := *r
 	c.rowSecurity = rowSecurity
-	if cols == nil {
-		return &c
+	set := func(names []string) map[string]bool {
+		m := make(map[string]bool, len(names))
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
 	}
-	c.restricted = true
-	keep := make(map[string]bool, len(cols))
-	for _, name := range cols {
-		keep[name] = true
-	}
-	c.columns, c.colTypes, c.colArray = nil, nil, nil
+	keep, read := set(cols), set(readCols)
+	c.restricted = cols != nil
+	c.columns, c.colTypes, c.colArray, c.colRead = nil, nil, nil, nil
 	for i, name := range r.columns {
-		if keep[name] {
-			c.columns = append(c.columns, name)
-			c.colTypes = append(c.colTypes, r.colTypes[i])
-			c.colArray = append(c.colArray, r.colArray[i])
+		if cols != nil && !keep[name] {
+			continue
+		}
+		c.columns = append(c.columns, name)
+		c.colTypes = append(c.colTypes, r.colTypes[i])
+		c.colArray = append(c.colArray, r.colArray[i])
+		if readCols != nil {
+			c.colRead = append(c.colRead, read[name])
 		}
 	}
 	return &c
