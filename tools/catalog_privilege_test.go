@@ -145,6 +145,18 @@ func TestDescribeColumnPrivileges(t *testing.T) {
 		t.Fatalf("shifts: %s", raw)
 	}
 
+	// The list names the tables the role reads through column grants, and nothing it cannot read.
+	out := ib.mustCallAs(t, p, "describe_schema", `{}`)
+	listed, _ := json.Marshal(out["data"])
+	noHiddenWord(t, "describe_schema's list", string(listed))
+	var tables []string
+	for _, r := range rows(t, out) {
+		tables = append(tables, r["name"].(string))
+	}
+	if !slices.Equal(tables, []string{"docs", "shifts", "staff", "vault"}) {
+		t.Fatalf("describe_schema lists %v", tables)
+	}
+
 	// The login role (no token role) keeps the snapshot's own view: every column.
 	d, _ = describeTableAs(t, ib, testPrincipal, "staff")
 	if len(d.Columns) != 9 || len(d.Indexes) != 6 || len(d.ForeignKeys) != 2 {
@@ -212,6 +224,13 @@ func TestConstraintErrorsNameNoHiddenColumn(t *testing.T) {
 	noHiddenWord(t, "check violation", e.Message+" "+e.Suggestion)
 	e = ib.mustFailAs(t, p, ErrConstraint, "insert_data", `{"table":"vault","row":{"id":1},"returning":"id","autocommit":true}`)
 	noHiddenWord(t, "not-null violation", e.Message+" "+e.Suggestion)
+	e = ib.mustFailAs(t, p, ErrConstraint, "insert_data", `{"table":"staff","row":{"id":8,"public_name":"x","dept":99},"returning":"id","autocommit":true}`)
+	noHiddenWord(t, "foreign key to a table the role cannot use", e.Message+" "+e.Suggestion)
+	// A constraint over what the role may use keeps PostgreSQL's own answer.
+	e = ib.mustFailAs(t, p, ErrConstraint, "insert_data", `{"table":"staff","row":{"id":1,"public_name":"x"},"returning":"id","autocommit":true}`)
+	if !strings.Contains(e.Message, "staff_pkey") {
+		t.Fatalf("a duplicate key lost its constraint's name: %s", errorJSON(t, e))
+	}
 	// A check over visible columns still shows its rule.
 	e = ib.mustFailAs(t, p, ErrConstraint, "insert_data", fmt.Sprintf(`{"table":"staff","row":{"id":8,"public_name":"%s"},"returning":"id","autocommit":true}`, strings.Repeat("n", 120)))
 	if !strings.Contains(e.Suggestion, "length(public_name)") {
