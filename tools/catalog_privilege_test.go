@@ -329,3 +329,40 @@ func TestColumnRoleReadsItsColumns(t *testing.T) {
 		t.Fatalf("%d rows landed, want 2", n)
 	}
 }
+
+// TestRoleViewMatchesInformationSchema walks every relation of the catalog: for each one a role
+// may use, the columns its view holds are exactly those information_schema shows the role; each
+// one it may not use has none.
+func TestRoleViewMatchesInformationSchema(t *testing.T) {
+	t.Parallel()
+	ib := newStaffBundle(t)
+	ib.db.Exec(t, fmt.Sprintf(`CREATE TABLE purge (id int, junk text); REVOKE ALL ON purge FROM %[1]s; GRANT DELETE ON purge TO %[1]s;
+		CREATE TABLE refs_only (id int, code text); REVOKE ALL ON refs_only FROM %[1]s; GRANT REFERENCES (id) ON refs_only TO %[1]s`, quoteIdent(ib.role)))
+	ctx := context.Background()
+	snap, err := ib.tdb.catalog(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := ib.tdb.viewFor(ctx, snap, ib.role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usable := 0
+	for _, r := range snap.rels {
+		got := view.rel(r).columns
+		if !view.usableRel(r) {
+			if len(got) != 0 {
+				t.Errorf("%s: the role may not use it, yet its view has columns %v", r.display(), got)
+			}
+			continue
+		}
+		usable++
+		if want := schemaColumns(t, ib, ib.role, r.name); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("%s: the role's view has columns %v, information_schema shows it %v", r.display(), got, want)
+		}
+	}
+	// docs, staff, shifts, vault, inbox and purge; refs_only (REFERENCES only) cannot be queried.
+	if usable != 6 {
+		t.Fatalf("the role may use %d relations, want 6", usable)
+	}
+}

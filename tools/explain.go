@@ -121,8 +121,9 @@ func paramNumber(where string) int {
 }
 
 // hiddenFrom reports whether the constraint pe names, or else the column it names, involves a
-// column or table role may not use (a privilege on no column of it, as information_schema
-// decides). When that cannot be told, it reports true: the answer then names nothing.
+// column or table role may not use (as information_schema decides: no privilege on the column and
+// not the owner). When the catalog cannot tell, it reports true, and the answer names nothing; an
+// error that names no table (a domain's constraint) is left as PostgreSQL gave it.
 func (req *request) hiddenFrom(ctx context.Context, pe *pgconn.PgError, role string) bool {
 	const usable = `(pg_has_role($4, %[1]s.relowner, 'USAGE') OR NOT EXISTS (SELECT 1 FROM unnest(%[2]s) k
 		WHERE NOT has_column_privilege($4, %[1]s.oid, k, 'SELECT,INSERT,UPDATE,REFERENCES')))`

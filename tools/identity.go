@@ -100,8 +100,10 @@ func (id identity) prefix(reassert bool) string {
 // not read is named to it (an insert needs the name), and PostgreSQL refuses the wrong kind of use
 // with permission_denied. Any other column is answered as one that does not exist.
 type roleView struct {
-	readable, usable map[string]bool      // by relKey
-	rels             map[string]*relation // by relKey; only relations that differ from the snapshot's
+	readable, usable map[string]bool // by relKey
+	// rels holds the role's relation for each relation it may use: the snapshot's own where the
+	// role sees it whole, else a copy (forRole). A relation missing here has no columns (rel).
+	rels map[string]*relation // by relKey
 }
 
 // roleViewQuery loads a role's view in one query. cols is NULL where the role may use every column
@@ -168,8 +170,12 @@ func (db *Database) viewFor(ctx context.Context, snap *catalogSnapshot, role str
 		key := relKey(schema, name)
 		v.readable[key] = readable
 		v.usable[key] = usable || readable
-		if r := snap.rels[key]; r != nil && (cols != nil || readCols != nil || rowSecurity != r.rowSecurity) {
+		switch r := snap.rels[key]; {
+		case r == nil || !v.usable[key]:
+		case cols != nil || readCols != nil || rowSecurity != r.rowSecurity:
 			v.rels[key] = r.forRole(cols, readCols, rowSecurity)
+		default:
+			v.rels[key] = r
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -213,8 +219,9 @@ func (r *relation) forRole(cols, readCols []string, rowSecurity bool) *relation 
 	return &c
 }
 
-// rel is the view's role's copy of r: r itself for the login role (nil view) and wherever the
-// role sees r as the snapshot does.
+// rel is the view's role's relation for r: r itself for the login role (nil view). A relation
+// the view has no entry for is one the role may not use: it gets r with no columns, so that
+// nothing of it is named or resolved.
 func (v *roleView) rel(r *relation) *relation {
 	if v == nil {
 		return r
@@ -222,7 +229,7 @@ func (v *roleView) rel(r *relation) *relation {
 	if own := v.rels[relKey(r.schema, r.name)]; own != nil {
 		return own
 	}
-	return r
+	return r.forRole([]string{}, []string{}, true)
 }
 
 // readableRel reports whether the view's role may read r (nil view: the login role, by the catalog).
