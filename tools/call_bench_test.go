@@ -2,7 +2,9 @@ package tools
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -89,5 +91,45 @@ func BenchmarkSelectByPKIdentity(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCatalogByPrivilege is a primary-key select_query naming columns, and describe_schema of
+// the table, as a role granted SELECT on the whole table and as one granted SELECT on three of its
+// columns: the cost of resolving names against the role's own columns (its view is loaded once
+// per catalog snapshot, so neither call pays a query for it).
+func BenchmarkCatalogByPrivilege(b *testing.B) {
+	bn := newBundleConns(b, Policy{}, 1)
+	agent := quoteIdent(bn.db.RoleName("agent"))
+	whole, cols := bn.db.RoleName("whole"), bn.db.RoleName("cols")
+	bn.db.Exec(b, fmt.Sprintf(`CREATE ROLE %[1]s NOLOGIN; GRANT %[1]s TO %[3]s; GRANT SELECT ON orders TO %[1]s;
+		CREATE ROLE %[2]s NOLOGIN; GRANT %[2]s TO %[3]s; GRANT SELECT (id, status, total) ON orders TO %[2]s`, quoteIdent(whole), quoteIdent(cols), agent))
+	b.Cleanup(func() {
+		bn.db.Exec(b, fmt.Sprintf("DROP OWNED BY %s; DROP OWNED BY %s", quoteIdent(whole), quoteIdent(cols)))
+	})
+	args := make([][]byte, 50)
+	for i := range args {
+		args[i] = []byte(`{"table":"orders","columns":"id,status,total","where":"id = $1","params":[` + strconv.Itoa(i+1) + `]}`)
+	}
+	describe := []byte(`{"table":"orders"}`)
+	for _, role := range []string{whole, cols} {
+		p := Principal{Name: "bench", Scopes: []string{"read"}, Role: role}
+		kind := strings.TrimSuffix(role, "_"+strings.SplitN(role, "_", 2)[1])
+		for _, tool := range []string{"select_query", "describe_schema"} {
+			b.Run(tool+"/"+kind, func(b *testing.B) {
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					a := describe
+					if tool == "select_query" {
+						a = args[i%50]
+					}
+					if _, e := bn.reg.Call(ctx, p, tool, a); e != nil {
+						b.Fatal(e)
+					}
+				}
+			})
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // relation is a table, view, materialized view, foreign or partitioned table as the catalog has it.
@@ -23,6 +25,31 @@ type relation struct {
 	comment      string
 	canSelect    bool
 	denied       bool // hidden by the operator's policy: refused as not_allowed, never suggested
+	// rowSecurity: row-level security applies to the role this relation was loaded for (the
+	// login role in a snapshot, an agent role in its roleView), so estimate counts rows that role
+	// may not see.
+	rowSecurity bool
+	// restricted: columns holds only the columns an agent role holds a privilege on (roleView),
+	// and whatever names a column (describe_schema's keys, indexes, defaults) is cut to them.
+	restricted bool
+	// colRead, when not nil, tells per column whether the role may SELECT it: a role without
+	// table-level SELECT reads only some columns, and "*" means those (readList).
+	colRead []bool
+}
+
+// readList is the select list that "all columns" means to the role r was loaded for: "*" where
+// it may read every column, else its readable columns (an empty string where there are none).
+func (r *relation) readList() string {
+	if r.colRead == nil {
+		return "*"
+	}
+	var names []string
+	for i, ok := range r.colRead {
+		if ok {
+			names = append(names, pgx.Identifier{r.columns[i]}.Sanitize())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // columnIndex returns the position of an exact column name, or -1.
@@ -72,8 +99,10 @@ const catalogQuery = `
 SELECT n.nspname, c.relname, c.relkind::text, greatest(c.reltuples, 0)::bigint,
        coalesce(obj_description(c.oid, 'pg_class'), ''),
        has_table_privilege(c.oid, 'SELECT') OR has_any_column_privilege(c.oid, 'SELECT'),
-       coalesce(x.names, '{}'), coalesce(x.types, '{}'), coalesce(x.arrays, '{}')
+       coalesce(x.names, '{}'), coalesce(x.types, '{}'), coalesce(x.arrays, '{}'),
+       c.relrowsecurity AND NOT u.bypass AND (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+CROSS JOIN (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_roles WHERE rolname = current_user) u
 LEFT JOIN LATERAL (
   SELECT array_agg(a.attname::text ORDER BY a.attnum) AS names, array_agg(a.atttypid ORDER BY a.attnum) AS types,
          array_agg(t.typcategory = 'A' ORDER BY a.attnum) AS arrays
@@ -98,7 +127,7 @@ func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
 	for rows.Next() {
 		r := &relation{}
 		var kind string
-		if err := rows.Scan(&r.schema, &r.name, &kind, &r.estimate, &r.comment, &r.canSelect, &r.columns, &r.colTypes, &r.colArray); err != nil {
+		if err := rows.Scan(&r.schema, &r.name, &kind, &r.estimate, &r.comment, &r.canSelect, &r.columns, &r.colTypes, &r.colArray, &r.rowSecurity); err != nil {
 			return nil, fmt.Errorf("loading the catalog: %w", err)
 		}
 		r.kind = kind[0]
@@ -219,7 +248,7 @@ func (db *Database) resolveTable(ctx context.Context, role, name string) (*relat
 				return nil, errorf(ErrNotAllowed, "Use another table; describe_schema lists the tables you may use.",
 					"Table %s is not available under this database's policy", quoteForMessage(name))
 			}
-			return r, nil
+			return view.rel(r), nil
 		}
 		if refresh || !plain {
 			return nil, &Error{Type: ErrInvalidTable, SQLState: "42P01",

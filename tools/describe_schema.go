@@ -9,11 +9,14 @@ import (
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
+// tableSummary is one entry of describe_schema's list. EstimatedRows is absent where row-level
+// security applies to the caller's role: the planner's estimate counts every row of the table,
+// including those the role may not see.
 type tableSummary struct {
 	Schema        string `json:"schema"`
 	Name          string `json:"name"`
 	Type          string `json:"type"`
-	EstimatedRows int64  `json:"estimatedRows"`
+	EstimatedRows *int64 `json:"estimatedRows,omitempty"`
 	Comment       string `json:"comment,omitempty"`
 }
 
@@ -48,12 +51,22 @@ type tableDetail struct {
 	Name          string       `json:"name"`
 	Type          string       `json:"type"`
 	Comment       string       `json:"comment,omitempty"`
-	EstimatedRows int64        `json:"estimatedRows"`
+	EstimatedRows *int64       `json:"estimatedRows,omitempty"`
 	Columns       []columnInfo `json:"columns"`
 	PrimaryKey    []string     `json:"primaryKey"`
 	ForeignKeys   []foreignKey `json:"foreignKeys"`
 	Indexes       []indexInfo  `json:"indexes"`
 	Checks        []checkInfo  `json:"checkConstraints,omitempty"`
+}
+
+// estimateShown is the row estimate to show, or nil where row-level security applies to the role
+// r was loaded for.
+func (r *relation) estimateShown() *int64 {
+	if r.rowSecurity {
+		return nil
+	}
+	n := r.estimate
+	return &n
 }
 
 var relKinds = map[byte]string{'r': "table", 'v': "view", 'm': "materialized view", 'f': "foreign table", 'p': "partitioned table"}
@@ -73,11 +86,12 @@ func describeSchema(ctx context.Context, req *request) (Result, *Error) {
 				}
 			}
 		}
-		rel, err := req.db.resolveTable(ctx, req.who().role, name)
+		role := req.who().role
+		rel, err := req.db.resolveTable(ctx, role, name)
 		if err != nil {
 			return nil, withOp(classify(ctx, err, cc, mask), op, "")
 		}
-		detail, err := req.db.describeTable(ctx, rel)
+		detail, err := req.db.describeTable(ctx, role, rel)
 		if err != nil {
 			return nil, withOp(classify(ctx, err, cc, mask), op, rel.display())
 		}
@@ -98,7 +112,7 @@ func describeSchema(ctx context.Context, req *request) (Result, *Error) {
 		if !view.readableRel(r) || r.denied || (schema != "" && r.schema != schema) {
 			continue
 		}
-		list = append(list, tableSummary{Schema: r.schema, Name: r.name, Type: relKinds[r.kind], EstimatedRows: r.estimate, Comment: r.comment})
+		list = append(list, tableSummary{Schema: r.schema, Name: r.name, Type: relKinds[r.kind], EstimatedRows: view.rel(r).estimateShown(), Comment: r.comment})
 	}
 	sort.Slice(list, func(i, j int) bool {
 		if list[i].Schema != list[j].Schema {
@@ -117,28 +131,70 @@ func describeSchema(ctx context.Context, req *request) (Result, *Error) {
 	return res, nil
 }
 
+// The queries of describeTable. Each also returns the columns an entry names, so that a role's
+// description can leave out what names a column the role may not use: refs of a column are those
+// its default or generation expression reads; an index's are its key, INCLUDE, expression and
+// predicate columns (the latter two as PostgreSQL records them in pg_depend).
 const (
 	columnsQuery = `
 SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
-       pg_get_expr(d.adbin, d.adrelid), coalesce(col_description(a.attrelid, a.attnum), '')
+       pg_get_expr(d.adbin, d.adrelid), coalesce(col_description(a.attrelid, a.attnum), ''),
+       coalesce((SELECT array_agg(r.attname::text) FROM pg_depend dep
+                 JOIN pg_attribute r ON r.attrelid = dep.refobjid AND r.attnum = dep.refobjsubid
+                 WHERE dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid AND dep.refobjsubid > 0
+                   AND ((dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid)
+                     OR (dep.classid = 'pg_class'::regclass AND dep.objid = a.attrelid AND dep.objsubid = a.attnum))), '{}')
 FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
 	constraintsQuery = `
 SELECT c.conname::text, c.contype::text,
        coalesce((SELECT array_agg(a.attname::text ORDER BY k.ord) FROM unnest(c.conkey) WITH ORDINALITY k(n, ord)
                  JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n), '{}'),
-       coalesce(c.confrelid::regclass::text, ''),
+       coalesce(c.confrelid::regclass::text, ''), coalesce(fn.nspname::text, ''), coalesce(fc.relname::text, ''),
        coalesce((SELECT array_agg(a.attname::text ORDER BY k.ord) FROM unnest(c.confkey) WITH ORDINALITY k(n, ord)
                  JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n), '{}'),
        pg_get_constraintdef(c.oid)
-FROM pg_constraint c WHERE c.conrelid = $1::regclass ORDER BY c.conname`
+FROM pg_constraint c LEFT JOIN pg_class fc ON fc.oid = c.confrelid LEFT JOIN pg_namespace fn ON fn.oid = fc.relnamespace
+WHERE c.conrelid = $1::regclass ORDER BY c.conname`
 	indexesQuery = `
-SELECT i.relname::text, pg_get_indexdef(x.indexrelid), x.indisunique
+SELECT i.relname::text, pg_get_indexdef(x.indexrelid), x.indisunique,
+       coalesce((SELECT array_agg(a.attname::text) FROM pg_attribute a
+                 WHERE a.attrelid = x.indrelid AND a.attnum > 0
+                   AND (a.attnum = ANY (x.indkey::int2[])
+                     OR a.attnum IN (SELECT dep.refobjsubid FROM pg_depend dep
+                                     WHERE dep.classid = 'pg_class'::regclass AND dep.objid = x.indexrelid
+                                       AND dep.refclassid = 'pg_class'::regclass AND dep.refobjid = x.indrelid))), '{}')
 FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
 WHERE x.indrelid = $1::regclass ORDER BY i.relname`
 )
 
-func (db *Database) describeTable(ctx context.Context, rel *relation) (*tableDetail, error) {
+// describeTable describes rel as role sees it. For an agent role (role != "") a key, index,
+// constraint or default that names a column the role may not use (relation.restricted), and a
+// foreign key to a table it cannot use, is left out whole: part of a key is no key, and an
+// entry's name or definition would name the hidden column. The login role sees the catalog's own.
+func (db *Database) describeTable(ctx context.Context, role string, rel *relation) (*tableDetail, error) {
+	var snap *catalogSnapshot
+	var view *roleView
+	if role != "" {
+		var err error
+		if snap, err = db.catalog(ctx, false); err != nil {
+			return nil, err
+		}
+		if view, err = db.viewFor(ctx, snap, role); err != nil {
+			return nil, err
+		}
+	}
+	shows := func(r *relation, cols []string) bool {
+		if !r.restricted {
+			return true
+		}
+		for _, c := range cols {
+			if r.columnIndex(c) < 0 {
+				return false
+			}
+		}
+		return true
+	}
 	conn, err := db.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -150,7 +206,7 @@ func (db *Database) describeTable(ctx context.Context, rel *relation) (*tableDet
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a read-only transaction has nothing to lose
 	reg := pgx.Identifier{rel.schema, rel.name}.Sanitize()
-	d := &tableDetail{Schema: rel.schema, Name: rel.name, Type: relKinds[rel.kind], Comment: rel.comment, EstimatedRows: rel.estimate,
+	d := &tableDetail{Schema: rel.schema, Name: rel.name, Type: relKinds[rel.kind], Comment: rel.comment, EstimatedRows: rel.estimateShown(),
 		Columns: []columnInfo{}, PrimaryKey: []string{}, ForeignKeys: []foreignKey{}, Indexes: []indexInfo{}}
 	rows, err := tx.Query(ctx, columnsQuery, reg)
 	if err != nil {
@@ -158,8 +214,15 @@ func (db *Database) describeTable(ctx context.Context, rel *relation) (*tableDet
 	}
 	for rows.Next() {
 		var c columnInfo
-		if err := rows.Scan(&c.Name, &c.Type, &c.Nullable, &c.Default, &c.Comment); err != nil {
+		var refs []string
+		if err := rows.Scan(&c.Name, &c.Type, &c.Nullable, &c.Default, &c.Comment, &refs); err != nil {
 			return nil, err
+		}
+		if !shows(rel, []string{c.Name}) {
+			continue
+		}
+		if !shows(rel, refs) {
+			c.Default = nil
 		}
 		d.Columns = append(d.Columns, c)
 	}
@@ -171,15 +234,24 @@ func (db *Database) describeTable(ctx context.Context, rel *relation) (*tableDet
 		return nil, err
 	}
 	for rows.Next() {
-		var name, kind, refTable, def string
+		var name, kind, refTable, refSchema, refName, def string
 		var cols, refCols []string
-		if err := rows.Scan(&name, &kind, &cols, &refTable, &refCols, &def); err != nil {
+		if err := rows.Scan(&name, &kind, &cols, &refTable, &refSchema, &refName, &refCols, &def); err != nil {
 			return nil, err
+		}
+		if !shows(rel, cols) {
+			continue
 		}
 		switch kind {
 		case "p":
 			d.PrimaryKey = cols
 		case "f":
+			if view != nil {
+				ref := snap.rels[relKey(refSchema, refName)]
+				if ref == nil || !view.usableRel(ref) || !shows(view.rel(ref), refCols) {
+					continue
+				}
+			}
 			d.ForeignKeys = append(d.ForeignKeys, foreignKey{Name: name, Columns: cols, ReferencesTable: refTable, ReferencesColumns: refCols})
 		case "c":
 			d.Checks = append(d.Checks, checkInfo{Name: name, Definition: def})
@@ -194,10 +266,13 @@ func (db *Database) describeTable(ctx context.Context, rel *relation) (*tableDet
 	}
 	for rows.Next() {
 		var ix indexInfo
-		if err := rows.Scan(&ix.Name, &ix.Definition, &ix.Unique); err != nil {
+		var cols []string
+		if err := rows.Scan(&ix.Name, &ix.Definition, &ix.Unique, &cols); err != nil {
 			return nil, err
 		}
-		d.Indexes = append(d.Indexes, ix)
+		if shows(rel, cols) {
+			d.Indexes = append(d.Indexes, ix)
+		}
 	}
 	return d, rows.Err()
 }

@@ -32,7 +32,10 @@ func TestDescribeSchemaLists(t *testing.T) {
 	}
 	for i := range want {
 		got := list[i]
-		got.EstimatedRows = 0 // depends on ANALYZE
+		if got.EstimatedRows == nil {
+			t.Fatalf("entry %d has no estimatedRows, though no row-level security applies", i)
+		}
+		got.EstimatedRows = nil // its value depends on ANALYZE
 		if got != want[i] {
 			t.Fatalf("entry %d: %+v, want %+v", i, got, want[i])
 		}

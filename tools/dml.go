@@ -38,11 +38,16 @@ func intentExample(tool string, args map[string]any) string {
 	return b.String()
 }
 
-// returningClause resolves the returning argument (default all columns).
+// returningClause resolves the returning argument. The default is every column the caller's role
+// may read (RETURNING needs SELECT on each column it returns), and nothing where it may read none:
+// a role that may only insert still inserts.
 func returningClause(rel *relation, returning nameList) (string, *Error) {
 	cols := returning.names()
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
-		return " RETURNING *", nil
+		if list := rel.readList(); list != "" {
+			return " RETURNING " + list, nil
+		}
+		return "", nil
 	}
 	parts := make([]string, 0, len(cols))
 	for _, c := range cols {

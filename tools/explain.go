@@ -58,6 +58,14 @@ func (req *request) statementError(ctx context.Context, err error, info stmtInfo
 				e.Suggestion = fmt.Sprintf("The value bound to $%d does not fit where it is used: send it in the type the expression expects, or add a cast such as $%d::text.", n, n)
 			}
 		}
+	case pe.Code[:2] == "23" && req.who().role != "" && req.hiddenFrom(ctx, pe, req.who().role):
+		// PostgreSQL names the column or constraint even to a role that holds no privilege on
+		// it, and a constraint's generated name spells its columns: say what broke without them.
+		e.Message = "The row breaks a constraint over columns or tables this role may not use"
+		if pe.Code == "23502" {
+			e.Message = "Null value in a column this role may not use violates its not-null constraint"
+		}
+		e.Suggestion = "A rule on data your role cannot see refused the values you sent; change them, or ask the operator which values the table accepts from your role."
 	case pe.Code == "23514" && pe.ConstraintName != "":
 		if rule := req.checkRule(ctx, pe); rule != "" {
 			e.Suggestion = fmt.Sprintf("The row must satisfy %s of constraint %s; change the value so it does.", rule, pe.ConstraintName)
@@ -110,6 +118,37 @@ func paramNumber(where string) int {
 	}
 	n, _ := strconv.Atoi(s[:j])
 	return n
+}
+
+// hiddenFrom reports whether the constraint pe names, or else the column it names, involves a
+// column or table role may not use (as information_schema decides: no privilege on the column and
+// not the owner). When the catalog cannot tell, it reports true, and the answer names nothing; an
+// error that names no table (a domain's constraint) is left as PostgreSQL gave it.
+func (req *request) hiddenFrom(ctx context.Context, pe *pgconn.PgError, role string) bool {
+	const usable = `(pg_has_role($4, %[1]s.relowner, 'USAGE') OR NOT EXISTS (SELECT 1 FROM unnest(%[2]s) k
+		WHERE NOT has_column_privilege($4, %[1]s.oid, k, 'SELECT,INSERT,UPDATE,REFERENCES')))`
+	if pe.TableName == "" {
+		return false // a domain's constraint: no table's column is involved
+	}
+	var q, name string
+	if pe.ConstraintName != "" {
+		q, name = `SELECT NOT (`+fmt.Sprintf(usable, "r", "c.conkey")+` AND (f.oid IS NULL OR `+fmt.Sprintf(usable, "f", "c.confkey")+`))
+		FROM pg_catalog.pg_constraint c JOIN pg_catalog.pg_class r ON r.oid = c.conrelid
+		JOIN pg_catalog.pg_namespace n ON n.oid = r.relnamespace LEFT JOIN pg_catalog.pg_class f ON f.oid = c.confrelid
+		WHERE c.conname = $1 AND r.relname = $2 AND ($3 = '' OR n.nspname = $3) LIMIT 1`, pe.ConstraintName
+	} else if pe.ColumnName != "" {
+		q, name = `SELECT NOT `+fmt.Sprintf(usable, "r", "ARRAY[a.attnum]")+`
+		FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class r ON r.oid = a.attrelid
+		JOIN pg_catalog.pg_namespace n ON n.oid = r.relnamespace
+		WHERE a.attname = $1 AND NOT a.attisdropped AND r.relname = $2 AND ($3 = '' OR n.nspname = $3) LIMIT 1`, pe.ColumnName
+	} else {
+		return false // the error names neither
+	}
+	hidden := true
+	if err := req.db.Pool.QueryRow(ctx, q, name, pe.TableName, pe.SchemaName, role).Scan(&hidden); err != nil {
+		return true
+	}
+	return hidden
 }
 
 // checkRule is the definition of the CHECK constraint pe names (CHECK ((qty >= 0))), or "".

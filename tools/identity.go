@@ -111,17 +111,44 @@ func (id identity) prefix(reassert bool) string {
 }
 
 // roleView is what one role may use of a catalog snapshot: the relations it can read (listed by
-// describe_schema and offered in suggestions) and those it can reach at all (resolved; a role
-// with INSERT but not SELECT may still insert).
+// describe_schema and offered in suggestions), those it can reach at all (resolved; a role with
+// INSERT but not SELECT may still insert), and the role's own copy of each relation whose columns
+// or row-level security differ from the snapshot's.
+//
+// The columns a role sees are those information_schema.columns shows it: the columns it holds
+// SELECT, INSERT, UPDATE or REFERENCES on (per column or for the whole table), or all of them when
+// it has the privileges of the owner. One set serves every tool: a column the role may insert but
+// not read is named to it (an insert needs the name), and PostgreSQL refuses the wrong kind of use
+// with permission_denied. Any other column is answered as one that does not exist.
 type roleView struct {
 	readable, usable map[string]bool // by relKey
+	// rels holds the role's relation for each relation it may use: the snapshot's own where the
+	// role sees it whole, else a copy (forRole). A relation missing here has no columns (rel).
+	rels map[string]*relation // by relKey
 }
 
+// roleViewQuery loads a role's view in one query. cols is NULL where the role may use every column
+// (the owner, a table-level privilege, or a relation it cannot use at all), so that the common
+// case costs no per-column check; readCols, likewise NULL where it may read every column, lists
+// those it holds SELECT on.
 const roleViewQuery = `
-SELECT n.nspname, c.relname,
-       has_schema_privilege($1, n.oid, 'USAGE') AND (has_table_privilege($1, c.oid, 'SELECT') OR has_any_column_privilege($1, c.oid, 'SELECT')),
-       has_schema_privilege($1, n.oid, 'USAGE') AND (has_table_privilege($1, c.oid, 'SELECT,INSERT,UPDATE,DELETE') OR has_any_column_privilege($1, c.oid, 'SELECT,INSERT,UPDATE'))
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WITH u AS (SELECT coalesce((SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1), false) AS bypass)
+SELECT n.nspname, c.relname, p.readable, p.usable,
+       c.relrowsecurity AND NOT u.bypass AND (c.relforcerowsecurity OR NOT p.owner),
+       CASE WHEN p.owner OR NOT (p.readable OR p.usable) OR has_table_privilege($1, c.oid, 'SELECT,INSERT,UPDATE,REFERENCES') THEN NULL
+            ELSE ARRAY(SELECT a.attname::text FROM pg_attribute a
+                       WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+                         AND has_column_privilege($1, c.oid, a.attnum, 'SELECT,INSERT,UPDATE,REFERENCES')
+                       ORDER BY a.attnum) END,
+       CASE WHEN p.owner OR NOT (p.readable OR p.usable) OR has_table_privilege($1, c.oid, 'SELECT') THEN NULL
+            ELSE ARRAY(SELECT a.attname::text FROM pg_attribute a
+                       WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+                         AND has_column_privilege($1, c.oid, a.attnum, 'SELECT')
+                       ORDER BY a.attnum) END
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace CROSS JOIN u
+CROSS JOIN LATERAL (SELECT pg_has_role($1, c.relowner, 'USAGE') AS owner,
+       has_schema_privilege($1, n.oid, 'USAGE') AND (has_table_privilege($1, c.oid, 'SELECT') OR has_any_column_privilege($1, c.oid, 'SELECT')) AS readable,
+       has_schema_privilege($1, n.oid, 'USAGE') AND (has_table_privilege($1, c.oid, 'SELECT,INSERT,UPDATE,DELETE') OR has_any_column_privilege($1, c.oid, 'SELECT,INSERT,UPDATE')) AS usable) p
 WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p')
   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
   AND NOT c.relispartition`
@@ -132,8 +159,8 @@ type roleViews struct {
 	views map[string]*roleView
 }
 
-// viewFor returns role's view of snap, loading it on first use. The empty role is the login
-// role, whose view is the snapshot's own.
+// viewFor returns role's view of snap, loading it on first use (one query per role and
+// snapshot). The empty role is the login role, whose view is the snapshot's own.
 func (db *Database) viewFor(ctx context.Context, snap *catalogSnapshot, role string) (*roleView, error) {
 	if role == "" {
 		return nil, nil
@@ -153,15 +180,24 @@ func (db *Database) viewFor(ctx context.Context, snap *catalogSnapshot, role str
 		return nil, fmt.Errorf("loading role %s's view of the catalog: %w", role, err)
 	}
 	defer rows.Close()
-	v := &roleView{readable: map[string]bool{}, usable: map[string]bool{}}
+	v := &roleView{readable: map[string]bool{}, usable: map[string]bool{}, rels: map[string]*relation{}}
 	for rows.Next() {
 		var schema, name string
-		var readable, usable bool
-		if err := rows.Scan(&schema, &name, &readable, &usable); err != nil {
+		var readable, usable, rowSecurity bool
+		var cols, readCols []string // nil: every column
+		if err := rows.Scan(&schema, &name, &readable, &usable, &rowSecurity, &cols, &readCols); err != nil {
 			return nil, fmt.Errorf("loading role %s's view of the catalog: %w", role, err)
 		}
-		v.readable[relKey(schema, name)] = readable
-		v.usable[relKey(schema, name)] = usable || readable
+		key := relKey(schema, name)
+		v.readable[key] = readable
+		v.usable[key] = usable || readable
+		switch r := snap.rels[key]; {
+		case r == nil || !v.usable[key]:
+		case cols != nil || readCols != nil || rowSecurity != r.rowSecurity:
+			v.rels[key] = r.forRole(cols, readCols, rowSecurity)
+		default:
+			v.rels[key] = r
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("loading role %s's view of the catalog: %w", role, err)
@@ -173,7 +209,51 @@ func (db *Database) viewFor(ctx context.Context, snap *catalogSnapshot, role str
 	return v, nil
 }
 
-// readable reports whether the view's role may read r (nil view: the login role, by the catalog).
+// forRole is a copy of r as a role sees it: with only the columns named in cols (nil: all of
+// them, in which case the copy is not restricted), those in readCols marked readable (nil: all),
+// and the role's row-level security. A column the snapshot does not have (added since it was
+// loaded) is left out, as it is for the login role.
+func (r *relation) forRole(cols, readCols []string, rowSecurity bool) *relation {
+	c := *r
+	c.rowSecurity = rowSecurity
+	set := func(names []string) map[string]bool {
+		m := make(map[string]bool, len(names))
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
+	}
+	keep, read := set(cols), set(readCols)
+	c.restricted = cols != nil
+	c.columns, c.colTypes, c.colArray, c.colRead = nil, nil, nil, nil
+	for i, name := range r.columns {
+		if cols != nil && !keep[name] {
+			continue
+		}
+		c.columns = append(c.columns, name)
+		c.colTypes = append(c.colTypes, r.colTypes[i])
+		c.colArray = append(c.colArray, r.colArray[i])
+		if readCols != nil {
+			c.colRead = append(c.colRead, read[name])
+		}
+	}
+	return &c
+}
+
+// rel is the view's role's relation for r: r itself for the login role (nil view). A relation
+// the view has no entry for is one the role may not use: it gets r with no columns, so that
+// nothing of it is named or resolved.
+func (v *roleView) rel(r *relation) *relation {
+	if v == nil {
+		return r
+	}
+	if own := v.rels[relKey(r.schema, r.name)]; own != nil {
+		return own
+	}
+	return r.forRole([]string{}, []string{}, true)
+}
+
+// readableRel reports whether the view's role may read r (nil view: the login role, by the catalog).
 func (v *roleView) readableRel(r *relation) bool {
 	if v == nil {
 		return r.canSelect
@@ -181,6 +261,7 @@ func (v *roleView) readableRel(r *relation) bool {
 	return v.readable[relKey(r.schema, r.name)]
 }
 
+// usableRel reports whether the view's role may reach r at all (nil view: the login role, always).
 func (v *roleView) usableRel(r *relation) bool {
 	if v == nil {
 		return true

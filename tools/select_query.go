@@ -55,7 +55,13 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	sb.WriteString("SELECT ")
 	cols := a.Columns.names()
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
-		sb.WriteString("*")
+		// A role granted SELECT on some columns reads those: "*" would be refused whole. With
+		// none, "*" lets PostgreSQL refuse it with its own permission error.
+		list := rel.readList()
+		if list == "" {
+			list = "*"
+		}
+		sb.WriteString(list)
 	} else {
 		for i, c := range cols {
 			name, cerr := resolveColumn(rel, c)
