@@ -78,6 +78,12 @@ type Config struct {
 	// MaxTransactionsPerPrincipal caps the pg_transaction calls one principal may run at once
 	// (default: see ConnLimits).
 	MaxTransactionsPerPrincipal int
+	// MaxSessionsPerSubject caps the sessions one end user of an act_as token or JWT issuer may
+	// hold within the owner's share (default: half of it, at least 1; see ConnLimits).
+	MaxSessionsPerSubject int
+	// MaxTransactionsPerSubject caps the pg_transaction calls one end user of an act_as token or
+	// JWT issuer may run at once within the owner's share (default: half of it, at least 1).
+	MaxTransactionsPerSubject int
 	// ExtraPrincipals counts the principals besides the API tokens (or the open-access local
 	// principal) that share the session and transaction limits: 1 when serve joins n8n brokers.
 	// The command sets it; it only changes the per-principal defaults.
@@ -176,6 +182,8 @@ type fileConfig struct {
 		MaxSessionsPerPrincipal     int   `json:"max_sessions_per_principal"`
 		MaxTransactions             int   `json:"max_transactions"`
 		MaxTransactionsPerPrincipal int   `json:"max_transactions_per_principal"`
+		MaxSessionsPerSubject       int   `json:"max_sessions_per_subject"`
+		MaxTransactionsPerSubject   int   `json:"max_transactions_per_subject"`
 		TTLSeconds                  int64 `json:"ttl_seconds"`
 	} `json:"sessions"`
 	Shutdown struct {
@@ -256,7 +264,8 @@ func LoadConfigFile(path string) (*Config, error) {
 		MaxSessions: fc.Sessions.MaxSessions, SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second,
 		DrainDelay: seconds(fc.Shutdown.DrainDelaySeconds), File: path,
 		MaxSessionsPerPrincipal: fc.Sessions.MaxSessionsPerPrincipal, MaxTransactions: fc.Sessions.MaxTransactions,
-		MaxTransactionsPerPrincipal: fc.Sessions.MaxTransactionsPerPrincipal, ReplicaID: fc.ReplicaID}
+		MaxTransactionsPerPrincipal: fc.Sessions.MaxTransactionsPerPrincipal, ReplicaID: fc.ReplicaID,
+		MaxSessionsPerSubject: fc.Sessions.MaxSessionsPerSubject, MaxTransactionsPerSubject: fc.Sessions.MaxTransactionsPerSubject}
 	if g := fc.Shutdown.GraceSeconds; g != nil {
 		cfg.ShutdownGrace, cfg.ShutdownGraceSet = seconds(*g), true
 	}
@@ -514,6 +523,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxTransactionsPerPrincipal > limits.MaxTransactions {
 		add("sessions.max_transactions_per_principal: %d is above max_transactions %d; lower it or raise max_transactions", c.MaxTransactionsPerPrincipal, limits.MaxTransactions)
+	}
+	if c.MaxSessionsPerSubject > limits.MaxSessionsPerPrincipal {
+		add("sessions.max_sessions_per_subject: %d is above a token's share of %d sessions (max_sessions_per_principal); lower it or raise that share", c.MaxSessionsPerSubject, limits.MaxSessionsPerPrincipal)
+	}
+	if c.MaxTransactionsPerSubject > limits.MaxTransactionsPerPrincipal {
+		add("sessions.max_transactions_per_subject: %d is above a token's share of %d pg_transaction calls (max_transactions_per_principal); lower it or raise that share", c.MaxTransactionsPerSubject, limits.MaxTransactionsPerPrincipal)
 	}
 	if !validReplicaID(c.ReplicaID) {
 		add("replica_id: %q is not a replica name; use up to 63 letters, digits, '.', '_' or '-' (e.g. the pod name)", c.ReplicaID)

@@ -59,6 +59,8 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		MaxSessionsPerPrincipal     int   `json:"max_sessions_per_principal"`
 		MaxTransactions             int   `json:"max_transactions"`
 		MaxTransactionsPerPrincipal int   `json:"max_transactions_per_principal"`
+		MaxSessionsPerSubject       int   `json:"max_sessions_per_subject"`
+		MaxTransactionsPerSubject   int   `json:"max_transactions_per_subject"`
 		TTLSeconds                  int64 `json:"ttl_seconds"`
 	}
 	type shutdown struct {
@@ -86,6 +88,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		CustomTools: effectiveCustomTools(c.CustomTools),
 		Sessions: sessions{MaxSessions: cl.MaxSessions, MaxSessionsPerPrincipal: cl.MaxSessionsPerPrincipal,
 			MaxTransactions: cl.MaxTransactions, MaxTransactionsPerPrincipal: cl.MaxTransactionsPerPrincipal,
+			MaxSessionsPerSubject: cl.MaxSessionsPerSubject, MaxTransactionsPerSubject: cl.MaxTransactionsPerSubject,
 			TTLSeconds: int64(c.SessionTTL / time.Second)},
 		Limits:   limits{MaxBodyBytes: c.MaxBodyBytes},
 		Shutdown: shutdown{DrainDelaySeconds: c.DrainDelay.Seconds(), GraceSeconds: c.ShutdownGrace.Seconds()}}

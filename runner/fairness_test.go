@@ -14,18 +14,25 @@ func TestConnLimitsDefaults(t *testing.T) {
 	tok := func(name string) Token {
 		return Token{Secret: name + "-secret-0123456789", Name: name, Scopes: []string{"read"}}
 	}
+	actAs := func(name string) Token {
+		t := tok(name)
+		t.ActAs = true
+		return t
+	}
 	cases := []struct {
 		name string
 		cfg  Config
 		want ConnLimits
 	}{
-		{"open loopback: one principal gets all", Config{}, ConnLimits{10, 10, 10, 10}},
-		{"a single token gets all", Config{Tokens: []Token{tok("a")}}, ConnLimits{10, 10, 10, 10}},
-		{"two tokens get half each", Config{Tokens: []Token{tok("a"), tok("b")}}, ConnLimits{10, 5, 10, 5}},
-		{"a token beside the n8n broker gets half", Config{Tokens: []Token{tok("a")}, ExtraPrincipals: 1}, ConnLimits{10, 5, 10, 5}},
-		{"half of one slot is still one", Config{MaxSessions: 1, MaxTransactions: 3, Tokens: []Token{tok("a"), tok("b")}}, ConnLimits{1, 1, 3, 1}},
+		{"open loopback: one principal gets all", Config{}, ConnLimits{10, 10, 10, 10, 5, 5}},
+		{"a single token gets all", Config{Tokens: []Token{tok("a")}}, ConnLimits{10, 10, 10, 10, 5, 5}},
+		{"a single act_as token gets all, each subject half of it", Config{Tokens: []Token{actAs("hub")}}, ConnLimits{10, 10, 10, 10, 5, 5}},
+		{"two tokens get half each", Config{Tokens: []Token{tok("a"), tok("b")}}, ConnLimits{10, 5, 10, 5, 2, 2}},
+		{"a token beside a JWT issuer gets half", Config{Tokens: []Token{tok("a")}, JWT: &JWTConfig{}}, ConnLimits{10, 5, 10, 5, 2, 2}},
+		{"a token beside the n8n broker gets half", Config{Tokens: []Token{tok("a")}, ExtraPrincipals: 1}, ConnLimits{10, 5, 10, 5, 2, 2}},
+		{"half of one slot is still one", Config{MaxSessions: 1, MaxTransactions: 3, Tokens: []Token{tok("a"), tok("b")}}, ConnLimits{1, 1, 3, 1, 1, 1}},
 		{"explicit shares win", Config{MaxSessions: 20, MaxSessionsPerPrincipal: 3, MaxTransactions: 4, MaxTransactionsPerPrincipal: 4,
-			Tokens: []Token{tok("a"), tok("b")}}, ConnLimits{20, 3, 4, 4}},
+			MaxSessionsPerSubject: 3, Tokens: []Token{tok("a"), tok("b")}}, ConnLimits{20, 3, 4, 4, 3, 2}},
 	}
 	for _, c := range cases {
 		if got := c.cfg.ConnLimits(); got != c.want {
@@ -41,7 +48,7 @@ func TestConnLimitsConfig(t *testing.T) {
 	  "tokens": [{"name": "reader", "token": "reader-secret-0123456789", "scopes": ["read"], "max_response_bytes": 4096},
 	             {"name": "writer", "token": "writer-secret-0123456789", "scopes": ["read", "write"]}],
 	  "databases": {"default": {"url": "postgres://app@db.internal/app"}},
-	  "sessions": {"max_sessions": 6, "max_sessions_per_principal": 2, "max_transactions": 8}}`)
+	  "sessions": {"max_sessions": 6, "max_sessions_per_principal": 2, "max_transactions": 8, "max_transactions_per_subject": 3}}`)
 	cfg, err := LoadConfigFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +80,7 @@ func TestConnLimitsConfig(t *testing.T) {
 		t.Errorf("effective tokens: %s", raw)
 	}
 	want := map[string]int{"max_sessions": 6, "max_sessions_per_principal": 2, "max_transactions": 8,
-		"max_transactions_per_principal": 4, "ttl_seconds": 1800}
+		"max_transactions_per_principal": 4, "max_sessions_per_subject": 1, "max_transactions_per_subject": 3, "ttl_seconds": 1800}
 	for k, v := range want {
 		if eff.Sessions[k] != v {
 			t.Errorf("effective sessions.%s = %d, want %d (%v)", k, eff.Sessions[k], v, eff.Sessions)
@@ -81,11 +88,19 @@ func TestConnLimitsConfig(t *testing.T) {
 	}
 
 	cfg.MaxSessionsPerPrincipal, cfg.MaxTransactionsPerPrincipal = 7, 9
+	cfg.MaxSessionsPerSubject, cfg.MaxTransactionsPerSubject = 0, 0
 	var ce *ConfigError
 	if err := cfg.Validate(); !errors.As(err, &ce) || len(ce.Problems) != 2 ||
 		!strings.Contains(err.Error(), "max_sessions_per_principal: 7 is above max_sessions 6") ||
 		!strings.Contains(err.Error(), "max_transactions_per_principal: 9 is above max_transactions 8") {
 		t.Errorf("shares above the totals: %v", err)
+	}
+	cfg.MaxSessionsPerPrincipal, cfg.MaxTransactionsPerPrincipal = 2, 4
+	cfg.MaxSessionsPerSubject, cfg.MaxTransactionsPerSubject = 3, 5
+	if err := cfg.Validate(); !errors.As(err, &ce) || len(ce.Problems) != 2 ||
+		!strings.Contains(err.Error(), "max_sessions_per_subject: 3 is above a token's share of 2 sessions") ||
+		!strings.Contains(err.Error(), "max_transactions_per_subject: 5 is above a token's share of 4 pg_transaction calls") {
+		t.Errorf("subject shares above the token's: %v", err)
 	}
 }
 

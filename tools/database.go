@@ -183,7 +183,25 @@ type Principal struct {
 	// Tools, when set, is the only tools (wire names) the principal may list and call; empty
 	// allows every tool its scopes and databases permit.
 	Tools []string
+	// Quota names the owner whose shares of the session slots, pg_transaction connections and
+	// concurrent calls this principal counts against first: the API token an end user is acted
+	// for, or the JWT issuer's name. Its subjects then share the owner's quota, each within a
+	// subject share of its own, so spreading calls over many subjects does not lift the bound.
+	// "" means Name: the principal is its own owner.
+	Quota string
 }
+
+// QuotaOwner is the name p's quota is counted under: Quota, or Name when p is its own owner.
+func (p Principal) QuotaOwner() string {
+	if p.Quota != "" {
+		return p.Quota
+	}
+	return p.Name
+}
+
+// IsSubject reports whether p is one of several end users sharing another owner's quota (an
+// act-as subject or a JWT's sub), so a subject share applies to it within the owner's.
+func (p Principal) IsSubject() bool { return p.Quota != "" && p.Quota != p.Name }
 
 // Can reports whether the principal holds scope.
 func (p Principal) Can(scope string) bool { return slices.Contains(p.Scopes, scope) }
