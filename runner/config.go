@@ -122,8 +122,22 @@ type Limits struct {
 	// Burst is the bucket size: calls allowed at once above the rate (default: RatePerSecond
 	// rounded up, at least 1).
 	Burst int
-	// MaxConcurrent is the most calls one token may have in flight (default 0: unlimited).
+	// MaxConcurrent is the most calls one token may have in flight (default 0: unlimited); the
+	// end users of an act_as token and the subjects of a JWT issuer count against their token's
+	// or issuer's limit together.
 	MaxConcurrent int
+	// MaxConcurrentPerSubject is the most calls one end user (an act_as subject or a JWT's sub)
+	// may have in flight within its token's or issuer's MaxConcurrent (default: half of it, at
+	// least 1; unlimited when MaxConcurrent is).
+	MaxConcurrentPerSubject int
+}
+
+// subjectShare is MaxConcurrentPerSubject with its default.
+func (l Limits) subjectShare() int {
+	if l.MaxConcurrentPerSubject > 0 {
+		return l.MaxConcurrentPerSubject
+	}
+	return max(1, l.MaxConcurrent/2)
 }
 
 // DatabaseConfig is one database's connection and policy.
@@ -176,6 +190,7 @@ type fileConfig struct {
 		RatePerSecond         float64 `json:"rate_per_second"`
 		Burst                 int     `json:"burst"`
 		MaxConcurrentPerToken int     `json:"max_concurrent_per_token"`
+		MaxConcurrentPerSub   int     `json:"max_concurrent_per_subject"`
 	} `json:"limits"`
 	Sessions struct {
 		MaxSessions                 int   `json:"max_sessions"`
@@ -260,7 +275,8 @@ func LoadConfigFile(path string) (*Config, error) {
 	}
 	cfg := &Config{Listen: fc.Listen, MetricsListen: fc.MetricsListen, Databases: map[string]DatabaseConfig{},
 		MaxBodyBytes: fc.Limits.MaxBodyBytes, LogLevel: fc.LogLevel, AuditLog: fc.AuditLog,
-		Limits:      Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken},
+		Limits:      Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken,
+			MaxConcurrentPerSubject: fc.Limits.MaxConcurrentPerSub},
 		MaxSessions: fc.Sessions.MaxSessions, SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second,
 		DrainDelay: seconds(fc.Shutdown.DrainDelaySeconds), File: path,
 		MaxSessionsPerPrincipal: fc.Sessions.MaxSessionsPerPrincipal, MaxTransactions: fc.Sessions.MaxTransactions,
@@ -532,6 +548,9 @@ func (c *Config) Validate() error {
 	}
 	if !validReplicaID(c.ReplicaID) {
 		add("replica_id: %q is not a replica name; use up to 63 letters, digits, '.', '_' or '-' (e.g. the pod name)", c.ReplicaID)
+	}
+	if l := c.Limits; l.MaxConcurrentPerSubject > 0 && (l.MaxConcurrent <= 0 || l.MaxConcurrentPerSubject > l.MaxConcurrent) {
+		add("limits.max_concurrent_per_subject: %d needs limits.max_concurrent_per_token at least as high (now %d); raise that or lower this", l.MaxConcurrentPerSubject, l.MaxConcurrent)
 	}
 	if c.Limits.Burst > 0 && c.Limits.RatePerSecond <= 0 {
 		add("limits.burst: has no effect without limits.rate_per_second; set both, or remove burst")

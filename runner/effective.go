@@ -53,6 +53,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		RatePerSecond *float64 `json:"rate_per_second"`
 		Burst         *int     `json:"burst"`
 		MaxConcurrent *int     `json:"max_concurrent_per_token"`
+		PerSubject    *int     `json:"max_concurrent_per_subject"`
 	}
 	type sessions struct {
 		MaxSessions                 int   `json:"max_sessions"`
@@ -106,7 +107,8 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		e.Limits.RatePerSecond, e.Limits.Burst = &l.RatePerSecond, &l.Burst
 	}
 	if c.Limits.MaxConcurrent > 0 {
-		e.Limits.MaxConcurrent = &c.Limits.MaxConcurrent
+		per := c.Limits.subjectShare()
+		e.Limits.MaxConcurrent, e.Limits.PerSubject = &c.Limits.MaxConcurrent, &per
 	}
 	for _, t := range c.Tokens {
 		dbs := t.Databases
