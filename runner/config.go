@@ -275,7 +275,7 @@ func LoadConfigFile(path string) (*Config, error) {
 	}
 	cfg := &Config{Listen: fc.Listen, MetricsListen: fc.MetricsListen, Databases: map[string]DatabaseConfig{},
 		MaxBodyBytes: fc.Limits.MaxBodyBytes, LogLevel: fc.LogLevel, AuditLog: fc.AuditLog,
-		Limits:      Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken,
+		Limits: Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken,
 			MaxConcurrentPerSubject: fc.Limits.MaxConcurrentPerSub},
 		MaxSessions: fc.Sessions.MaxSessions, SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second,
 		DrainDelay: seconds(fc.Shutdown.DrainDelaySeconds), File: path,

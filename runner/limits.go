@@ -137,7 +137,7 @@ func (l *limiter) enter(p tools.Principal, a *admission) *tools.Error {
 		*a = admission{}
 		if p.IsSubject() {
 			return &tools.Error{Type: tools.ErrRateLimited,
-				Message: fmt.Sprintf("Too many calls in flight for %q, shared by every user it acts for: at most %d at once (limits.max_concurrent_per_token)", owner, limit),
+				Message:    fmt.Sprintf("Too many calls in flight for %q, shared by every user it acts for: at most %d at once (limits.max_concurrent_per_token)", owner, limit),
 				Suggestion: fmt.Sprintf("Retry once calls of other users of %q finish. If this keeps happening, ask the operator to raise limits.max_concurrent_per_token.", owner)}
 		}
 		return &tools.Error{Type: tools.ErrRateLimited,
