@@ -238,22 +238,23 @@ func (e *ConfigError) Error() string {
 // policyFile is a database's policy as the config file (and the effective config printed by
 // check-config) spells it.
 type policyFile struct {
-	ReadOnly           bool     `json:"read_only"`
-	AllowDDL           bool     `json:"allow_ddl"`
-	AllowedSchemas     []string `json:"allowed_schemas"`
-	AllowTables        []string `json:"allow_tables"`
-	DenyTables         []string `json:"deny_tables"`
-	DefaultLimit       int      `json:"default_limit"`
-	MaxLimit           int      `json:"max_limit"`
-	MaxResponseBytes   int      `json:"max_response_bytes"`
-	DefaultFormat      string   `json:"default_format"`
-	StatementTimeoutMS int64    `json:"statement_timeout_ms"`
-	LockTimeoutMS      int64    `json:"lock_timeout_ms"`
-	PoolWaitMS         int64    `json:"pool_wait_ms"`
-	MaxAffectedRows    int      `json:"max_affected_rows"`
-	DisabledTools      []string `json:"disabled_tools"`
-	MaskErrorValues    *bool    `json:"mask_error_values"`
-	PreparedStatements *bool    `json:"prepared_statements"`
+	ReadOnly             bool     `json:"read_only"`
+	AllowDDL             bool     `json:"allow_ddl"`
+	AllowedSchemas       []string `json:"allowed_schemas"`
+	AllowTables          []string `json:"allow_tables"`
+	DenyTables           []string `json:"deny_tables"`
+	DefaultLimit         int      `json:"default_limit"`
+	MaxLimit             int      `json:"max_limit"`
+	MaxResponseBytes     int      `json:"max_response_bytes"`
+	DefaultFormat        string   `json:"default_format"`
+	StatementTimeoutMS   int64    `json:"statement_timeout_ms"`
+	LockTimeoutMS        int64    `json:"lock_timeout_ms"`
+	TransactionTimeoutMS int64    `json:"transaction_timeout_ms"`
+	PoolWaitMS           int64    `json:"pool_wait_ms"`
+	MaxAffectedRows      int      `json:"max_affected_rows"`
+	DisabledTools        []string `json:"disabled_tools"`
+	MaskErrorValues      *bool    `json:"mask_error_values"`
+	PreparedStatements   *bool    `json:"prepared_statements"`
 }
 
 // LoadConfigFile reads a JSON config file, validates it against the schema and reads the secrets
@@ -339,7 +340,8 @@ func LoadConfigFile(path string) (*Config, error) {
 			AllowTables: p.AllowTables, DenyTables: p.DenyTables, DefaultLimit: p.DefaultLimit, MaxLimit: p.MaxLimit,
 			MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: p.DefaultFormat, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
 			LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, PoolWait: time.Duration(p.PoolWaitMS) * time.Millisecond,
-			MaxAffectedRows: p.MaxAffectedRows, DisabledTools: p.DisabledTools,
+			TransactionTimeout: time.Duration(p.TransactionTimeoutMS) * time.Millisecond,
+			MaxAffectedRows:    p.MaxAffectedRows, DisabledTools: p.DisabledTools,
 			ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues,
 			DescribeExec:    p.PreparedStatements != nil && !*p.PreparedStatements}
 		cfg.Databases[name] = DatabaseConfig{URL: url, Password: password, MaxConns: d.MaxConns, Policy: pol, Origin: "config file"}

@@ -38,6 +38,11 @@ type Policy struct {
 	StatementTimeout time.Duration
 	// LockTimeout bounds each lock wait on the server (default 5 s).
 	LockTimeout time.Duration
+	// TransactionTimeout bounds a whole pg_transaction call, all its operations together, and
+	// each call inside a pg_tx session (default twice StatementTimeout). Past it the call's work
+	// is rolled back and its locks are released: statement timeouts alone let a batch of many
+	// statements hold a lock for minutes.
+	TransactionTimeout time.Duration
 	// PoolWait bounds the wait for a free connection (default 5 s).
 	PoolWait time.Duration
 	// MaxAffectedRows is the default cap on rows one update or delete may change (default 1000).
@@ -75,6 +80,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.LockTimeout <= 0 {
 		p.LockTimeout = 5 * time.Second
+	}
+	if p.TransactionTimeout <= 0 {
+		p.TransactionTimeout = 2 * p.StatementTimeout
 	}
 	if p.PoolWait <= 0 {
 		p.PoolWait = 5 * time.Second
@@ -121,7 +129,7 @@ type Database struct {
 // NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.
 func NewDatabase(name string, pool *pgxpool.Pool, policy Policy) *Database {
 	db := &Database{Name: name, Pool: pool, Policy: policy.withDefaults(), cat: catalogCache{minReload: 100 * time.Millisecond}}
-	db.sessionFrame = wire.SessionFrame(db.Policy.StatementTimeout, db.Policy.LockTimeout)
+	db.sessionFrame = wire.SessionFrame(db.Policy.sessionCall().StatementTimeout, db.Policy.LockTimeout)
 	return db
 }
 
