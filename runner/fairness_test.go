@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConnLimitsDefaults(t *testing.T) {
@@ -142,4 +143,50 @@ func bearerRequest(token string) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/v1/tools/select_query", nil)
 	r.Header.Set("Authorization", "Bearer "+token)
 	return r
+}
+
+// TestCallBoundsConfig: policy.transaction_timeout_ms and the per-subject shares flow from the
+// config file into the policy and the limits, and check-config's effective view shows them with
+// their defaults (twice the statement timeout; half the token's concurrency).
+func TestCallBoundsConfig(t *testing.T) {
+	t.Parallel()
+	cfg := loadConfig(t, `{
+	  "tokens": [{"name": "hub", "token": "hub-secret-0123456789", "scopes": ["read"], "act_as": true}],
+	  "databases": {"default": {"url": "postgres://app@db.internal/app", "policy": {"statement_timeout_ms": 1500, "transaction_timeout_ms": 700}},
+	                "reports": {"url": "postgres://ro@db.internal/app", "policy": {"statement_timeout_ms": 1500}}},
+	  "limits": {"max_concurrent_per_token": 6},
+	  "sessions": {"max_sessions_per_subject": 4}}`)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Databases["default"].Policy.TransactionTimeout; got != 700*time.Millisecond {
+		t.Errorf("default's transaction timeout = %s, want the file's 700ms", got)
+	}
+	if got := cfg.Databases["reports"].Policy.TransactionTimeout; got != 3*time.Second {
+		t.Errorf("reports' transaction timeout = %s, want twice its statement timeout", got)
+	}
+	raw, err := cfg.EffectiveJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eff struct {
+		Databases map[string]struct {
+			Policy map[string]any
+		}
+		Limits   map[string]any
+		Sessions map[string]int
+	}
+	if err := json.Unmarshal(raw, &eff); err != nil {
+		t.Fatal(err)
+	}
+	if eff.Databases["default"].Policy["transaction_timeout_ms"] != 700.0 || eff.Databases["reports"].Policy["transaction_timeout_ms"] != 3000.0 {
+		t.Errorf("effective transaction_timeout_ms: %s", raw)
+	}
+	if eff.Limits["max_concurrent_per_subject"] != 3.0 || eff.Sessions["max_sessions_per_subject"] != 4 || eff.Sessions["max_transactions_per_subject"] != 5 {
+		t.Errorf("effective subject shares: limits %v, sessions %v", eff.Limits, eff.Sessions)
+	}
+	cfg.Limits.MaxConcurrentPerSubject = 7
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "limits.max_concurrent_per_subject: 7 needs limits.max_concurrent_per_token at least as high (now 6)") {
+		t.Errorf("a subject concurrency above the token's: %v", err)
+	}
 }
