@@ -52,14 +52,15 @@ func (b *txBound) serverSQL(pc *pgconn.PgConn) string {
 }
 
 // exceeded reports, for an operation that failed with err, whether the call's bound ended it:
-// the caller did not cancel, and the statement was cancelled under a timeout cut to the bound, or
-// the bound has passed. It then returns the answer: a timeout naming the setting. The call's
-// transaction must be rolled back by then; the message says so.
+// the caller did not cancel, and the statement was cancelled under a timeout cut to the bound (or
+// once the bound had passed). It then returns the answer: a timeout naming the setting; any other
+// failure keeps its own answer. The call's transaction must be rolled back by then; the message
+// says so.
 func (b *txBound) exceeded(ctx context.Context, err error, db *Database) *Error {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || !cancelledByTimeout(err) {
 		return nil
 	}
-	if !time.Now().Before(b.deadline) || b.bounded && cancelledByTimeout(err) {
+	if b.bounded || !time.Now().Before(b.deadline) {
 		return txTimeoutError(db, "the locks it held were released with the rollback") // failedAt says the rest
 	}
 	return nil
