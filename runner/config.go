@@ -132,14 +132,6 @@ type Limits struct {
 	MaxConcurrentPerSubject int
 }
 
-// subjectShare is MaxConcurrentPerSubject with its default.
-func (l Limits) subjectShare() int {
-	if l.MaxConcurrentPerSubject > 0 {
-		return l.MaxConcurrentPerSubject
-	}
-	return max(1, l.MaxConcurrent/2)
-}
-
 // DatabaseConfig is one database's connection and policy.
 type DatabaseConfig struct {
 	// URL is the PostgreSQL connection string. It is a secret: never logged or printed; see

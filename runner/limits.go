@@ -172,3 +172,11 @@ func roundWait(d time.Duration) time.Duration {
 	}
 	return d.Round(100 * time.Millisecond)
 }
+
+// subjectShare is MaxConcurrentPerSubject with its default.
+func (l Limits) subjectShare() int {
+	if l.MaxConcurrentPerSubject > 0 {
+		return l.MaxConcurrentPerSubject
+	}
+	return max(1, l.MaxConcurrent/2)
+}
