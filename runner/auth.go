@@ -88,6 +88,7 @@ func (a *ActAs) Principal(base tools.Principal, subject string) (tools.Principal
 	}
 	p := base
 	p.Name = base.Name + ":" + subject
+	p.Quota = base.QuotaOwner() // every subject counts against the token's shares first
 	if a.Role != "" {
 		p.Role = a.Role
 	}

@@ -82,6 +82,12 @@ type Config struct {
 	// MaxTransactionsPerPrincipal caps the pg_transaction calls one principal may run at once
 	// (default: see ConnLimits).
 	MaxTransactionsPerPrincipal int
+	// MaxSessionsPerSubject caps the sessions one end user of an act_as token or JWT issuer may
+	// hold within the owner's share (default: half of it, at least 1; see ConnLimits).
+	MaxSessionsPerSubject int
+	// MaxTransactionsPerSubject caps the pg_transaction calls one end user of an act_as token or
+	// JWT issuer may run at once within the owner's share (default: half of it, at least 1).
+	MaxTransactionsPerSubject int
 	// ExtraPrincipals counts the principals besides the API tokens (or the open-access local
 	// principal) that share the session and transaction limits: 1 when serve joins n8n brokers.
 	// The command sets it; it only changes the per-principal defaults.
@@ -120,8 +126,14 @@ type Limits struct {
 	// Burst is the bucket size: calls allowed at once above the rate (default: RatePerSecond
 	// rounded up, at least 1).
 	Burst int
-	// MaxConcurrent is the most calls one token may have in flight (default 0: unlimited).
+	// MaxConcurrent is the most calls one token may have in flight (default 0: unlimited); the
+	// end users of an act_as token and the subjects of a JWT issuer count against their token's
+	// or issuer's limit together.
 	MaxConcurrent int
+	// MaxConcurrentPerSubject is the most calls one end user (an act_as subject or a JWT's sub)
+	// may have in flight within its token's or issuer's MaxConcurrent (default: half of it, at
+	// least 1; unlimited when MaxConcurrent is).
+	MaxConcurrentPerSubject int
 }
 
 // DatabaseConfig is one database's connection and policy.
@@ -175,12 +187,15 @@ type fileConfig struct {
 		RatePerSecond         float64 `json:"rate_per_second"`
 		Burst                 int     `json:"burst"`
 		MaxConcurrentPerToken int     `json:"max_concurrent_per_token"`
+		MaxConcurrentPerSub   int     `json:"max_concurrent_per_subject"`
 	} `json:"limits"`
 	Sessions struct {
 		MaxSessions                 int   `json:"max_sessions"`
 		MaxSessionsPerPrincipal     int   `json:"max_sessions_per_principal"`
 		MaxTransactions             int   `json:"max_transactions"`
 		MaxTransactionsPerPrincipal int   `json:"max_transactions_per_principal"`
+		MaxSessionsPerSubject       int   `json:"max_sessions_per_subject"`
+		MaxTransactionsPerSubject   int   `json:"max_transactions_per_subject"`
 		TTLSeconds                  int64 `json:"ttl_seconds"`
 	} `json:"sessions"`
 	Shutdown struct {
@@ -220,22 +235,23 @@ func (e *ConfigError) Error() string {
 // policyFile is a database's policy as the config file (and the effective config printed by
 // check-config) spells it.
 type policyFile struct {
-	ReadOnly           bool     `json:"read_only"`
-	AllowDDL           bool     `json:"allow_ddl"`
-	AllowedSchemas     []string `json:"allowed_schemas"`
-	AllowTables        []string `json:"allow_tables"`
-	DenyTables         []string `json:"deny_tables"`
-	DefaultLimit       int      `json:"default_limit"`
-	MaxLimit           int      `json:"max_limit"`
-	MaxResponseBytes   int      `json:"max_response_bytes"`
-	DefaultFormat      string   `json:"default_format"`
-	StatementTimeoutMS int64    `json:"statement_timeout_ms"`
-	LockTimeoutMS      int64    `json:"lock_timeout_ms"`
-	PoolWaitMS         int64    `json:"pool_wait_ms"`
-	MaxAffectedRows    int      `json:"max_affected_rows"`
-	DisabledTools      []string `json:"disabled_tools"`
-	MaskErrorValues    *bool    `json:"mask_error_values"`
-	PreparedStatements *bool    `json:"prepared_statements"`
+	ReadOnly             bool     `json:"read_only"`
+	AllowDDL             bool     `json:"allow_ddl"`
+	AllowedSchemas       []string `json:"allowed_schemas"`
+	AllowTables          []string `json:"allow_tables"`
+	DenyTables           []string `json:"deny_tables"`
+	DefaultLimit         int      `json:"default_limit"`
+	MaxLimit             int      `json:"max_limit"`
+	MaxResponseBytes     int      `json:"max_response_bytes"`
+	DefaultFormat        string   `json:"default_format"`
+	StatementTimeoutMS   int64    `json:"statement_timeout_ms"`
+	LockTimeoutMS        int64    `json:"lock_timeout_ms"`
+	TransactionTimeoutMS int64    `json:"transaction_timeout_ms"`
+	PoolWaitMS           int64    `json:"pool_wait_ms"`
+	MaxAffectedRows      int      `json:"max_affected_rows"`
+	DisabledTools        []string `json:"disabled_tools"`
+	MaskErrorValues      *bool    `json:"mask_error_values"`
+	PreparedStatements   *bool    `json:"prepared_statements"`
 }
 
 // LoadConfigFile reads a JSON config file, validates it against the schema and reads the secrets
@@ -257,11 +273,13 @@ func LoadConfigFile(path string) (*Config, error) {
 	}
 	cfg := &Config{Listen: fc.Listen, MetricsListen: fc.MetricsListen, OpenAPIPublic: fc.OpenAPIPublic, Databases: map[string]DatabaseConfig{},
 		MaxBodyBytes: fc.Limits.MaxBodyBytes, LogLevel: fc.LogLevel, AuditLog: fc.AuditLog,
-		Limits:      Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken},
+		Limits: Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken,
+			MaxConcurrentPerSubject: fc.Limits.MaxConcurrentPerSub},
 		MaxSessions: fc.Sessions.MaxSessions, SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second,
 		DrainDelay: seconds(fc.Shutdown.DrainDelaySeconds), File: path,
 		MaxSessionsPerPrincipal: fc.Sessions.MaxSessionsPerPrincipal, MaxTransactions: fc.Sessions.MaxTransactions,
-		MaxTransactionsPerPrincipal: fc.Sessions.MaxTransactionsPerPrincipal, ReplicaID: fc.ReplicaID}
+		MaxTransactionsPerPrincipal: fc.Sessions.MaxTransactionsPerPrincipal, ReplicaID: fc.ReplicaID,
+		MaxSessionsPerSubject: fc.Sessions.MaxSessionsPerSubject, MaxTransactionsPerSubject: fc.Sessions.MaxTransactionsPerSubject}
 	if g := fc.Shutdown.GraceSeconds; g != nil {
 		cfg.ShutdownGrace, cfg.ShutdownGraceSet = seconds(*g), true
 	}
@@ -319,7 +337,8 @@ func LoadConfigFile(path string) (*Config, error) {
 			AllowTables: p.AllowTables, DenyTables: p.DenyTables, DefaultLimit: p.DefaultLimit, MaxLimit: p.MaxLimit,
 			MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: p.DefaultFormat, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
 			LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, PoolWait: time.Duration(p.PoolWaitMS) * time.Millisecond,
-			MaxAffectedRows: p.MaxAffectedRows, DisabledTools: p.DisabledTools,
+			TransactionTimeout: time.Duration(p.TransactionTimeoutMS) * time.Millisecond,
+			MaxAffectedRows:    p.MaxAffectedRows, DisabledTools: p.DisabledTools,
 			ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues,
 			DescribeExec:    p.PreparedStatements != nil && !*p.PreparedStatements}
 		cfg.Databases[name] = DatabaseConfig{URL: url, Password: password, MaxConns: d.MaxConns, Policy: pol, Origin: "config file"}
@@ -520,8 +539,17 @@ func (c *Config) Validate() error {
 	if c.MaxTransactionsPerPrincipal > limits.MaxTransactions {
 		add("sessions.max_transactions_per_principal: %d is above max_transactions %d; lower it or raise max_transactions", c.MaxTransactionsPerPrincipal, limits.MaxTransactions)
 	}
+	if c.MaxSessionsPerSubject > limits.MaxSessionsPerPrincipal {
+		add("sessions.max_sessions_per_subject: %d is above a token's share of %d sessions (max_sessions_per_principal); lower it or raise that share", c.MaxSessionsPerSubject, limits.MaxSessionsPerPrincipal)
+	}
+	if c.MaxTransactionsPerSubject > limits.MaxTransactionsPerPrincipal {
+		add("sessions.max_transactions_per_subject: %d is above a token's share of %d pg_transaction calls (max_transactions_per_principal); lower it or raise that share", c.MaxTransactionsPerSubject, limits.MaxTransactionsPerPrincipal)
+	}
 	if !validReplicaID(c.ReplicaID) {
 		add("replica_id: %q is not a replica name; use up to 63 letters, digits, '.', '_' or '-' (e.g. the pod name)", c.ReplicaID)
+	}
+	if l := c.Limits; l.MaxConcurrentPerSubject > 0 && (l.MaxConcurrent <= 0 || l.MaxConcurrentPerSubject > l.MaxConcurrent) {
+		add("limits.max_concurrent_per_subject: %d needs limits.max_concurrent_per_token at least as high (now %d); raise that or lower this", l.MaxConcurrentPerSubject, l.MaxConcurrent)
 	}
 	if c.Limits.Burst > 0 && c.Limits.RatePerSecond <= 0 {
 		add("limits.burst: has no effect without limits.rate_per_second; set both, or remove burst")

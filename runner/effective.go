@@ -53,12 +53,15 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		RatePerSecond *float64 `json:"rate_per_second"`
 		Burst         *int     `json:"burst"`
 		MaxConcurrent *int     `json:"max_concurrent_per_token"`
+		PerSubject    *int     `json:"max_concurrent_per_subject"`
 	}
 	type sessions struct {
 		MaxSessions                 int   `json:"max_sessions"`
 		MaxSessionsPerPrincipal     int   `json:"max_sessions_per_principal"`
 		MaxTransactions             int   `json:"max_transactions"`
 		MaxTransactionsPerPrincipal int   `json:"max_transactions_per_principal"`
+		MaxSessionsPerSubject       int   `json:"max_sessions_per_subject"`
+		MaxTransactionsPerSubject   int   `json:"max_transactions_per_subject"`
 		TTLSeconds                  int64 `json:"ttl_seconds"`
 	}
 	type shutdown struct {
@@ -87,6 +90,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		CustomTools: effectiveCustomTools(c.CustomTools),
 		Sessions: sessions{MaxSessions: cl.MaxSessions, MaxSessionsPerPrincipal: cl.MaxSessionsPerPrincipal,
 			MaxTransactions: cl.MaxTransactions, MaxTransactionsPerPrincipal: cl.MaxTransactionsPerPrincipal,
+			MaxSessionsPerSubject: cl.MaxSessionsPerSubject, MaxTransactionsPerSubject: cl.MaxTransactionsPerSubject,
 			TTLSeconds: int64(c.SessionTTL / time.Second)},
 		Limits:   limits{MaxBodyBytes: c.MaxBodyBytes},
 		Shutdown: shutdown{DrainDelaySeconds: c.DrainDelay.Seconds(), GraceSeconds: c.ShutdownGrace.Seconds()}}
@@ -104,7 +108,8 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		e.Limits.RatePerSecond, e.Limits.Burst = &l.RatePerSecond, &l.Burst
 	}
 	if c.Limits.MaxConcurrent > 0 {
-		e.Limits.MaxConcurrent = &c.Limits.MaxConcurrent
+		per := c.Limits.subjectShare()
+		e.Limits.MaxConcurrent, e.Limits.PerSubject = &c.Limits.MaxConcurrent, &per
 	}
 	for _, t := range c.Tokens {
 		dbs := t.Databases
@@ -151,7 +156,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 			Policy: policyFile{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: orEmpty(p.AllowedSchemas),
 				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), DefaultLimit: p.DefaultLimit,
 				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: orDefault(p.DefaultFormat, "objects"), StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
-				LockTimeoutMS: p.LockTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds(), MaxAffectedRows: p.MaxAffectedRows,
+				LockTimeoutMS: p.LockTimeout.Milliseconds(), TransactionTimeoutMS: p.TransactionTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds(), MaxAffectedRows: p.MaxAffectedRows,
 				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: ptr(!p.ShowErrorValues),
 				PreparedStatements: ptr(!p.DescribeExec)}}
 	}

@@ -12,48 +12,60 @@ import (
 )
 
 // ConnLimits bound the connections pgtools opens outside the stateless pools: pg_tx sessions and
-// pg_transaction calls, each on a connection of its own. The per-principal shares keep one caller
-// from taking every slot from the others.
+// pg_transaction calls, each on a connection of its own. The per-principal shares keep one token
+// (with every end user it acts for) or JWT issuer (with all its subjects) from taking every
+// slot from the others; the per-subject shares keep one end user from taking its token's or
+// issuer's whole share.
 type ConnLimits struct {
 	// MaxSessions caps open sessions (default 10).
 	MaxSessions int
-	// MaxSessionsPerPrincipal caps one principal's open sessions, read-only ones included.
+	// MaxSessionsPerPrincipal caps one token's (or JWT issuer's) open sessions, read-only ones
+	// and those of every subject it acts for included.
 	MaxSessionsPerPrincipal int
 	// MaxTransactions caps pg_transaction calls running at once (default 10).
 	MaxTransactions int
-	// MaxTransactionsPerPrincipal caps one principal's pg_transaction calls running at once.
+	// MaxTransactionsPerPrincipal caps one token's (or JWT issuer's) pg_transaction calls
+	// running at once, its subjects' included.
 	MaxTransactionsPerPrincipal int
+	// MaxSessionsPerSubject caps one subject's open sessions within its token's or issuer's share.
+	MaxSessionsPerSubject int
+	// MaxTransactionsPerSubject caps one subject's pg_transaction calls running at once within
+	// its token's or issuer's share.
+	MaxTransactionsPerSubject int
 }
 
-// Principals counts who can call the runner: one principal per API token (the local principal
-// when there are none) plus ExtraPrincipals; JWTs and act_as tokens stand for any number of end
-// users, counted here as one more, so that none of them is given every slot.
+// Principals counts the quota owners that can call the runner: one per API token (the local
+// principal when there are none), ExtraPrincipals, and the JWT issuer. An act_as token and an
+// issuer stand for any number of end users, but they share one owner's quota (tools.Principal.
+// Quota), each user within a subject share of it, so they count once.
 func (c *Config) Principals() int {
 	n := max(1, len(c.Tokens)) + c.ExtraPrincipals
 	if c.JWT != nil {
 		n++
 	}
-	for _, t := range c.Tokens {
-		if t.ActAs {
-			n++
-			break
-		}
-	}
 	return n
 }
 
 // ConnLimits returns the configured limits with their defaults (withDefaults: 10 sessions and
-// 10 pg_transaction calls at once); a principal's share is all of them when only one principal
-// can exist (open loopback access or a single token, and no n8n broker), else half, at least 1.
+// 10 pg_transaction calls at once). A token's (or JWT issuer's) share is all of them when only
+// one can exist (open loopback access or a single token, and no JWT issuer or n8n broker), else
+// half, at least 1. A subject's share within it is half the owner's share, at least 1.
 func (c *Config) ConnLimits() ConnLimits {
 	d := c.withDefaults()
 	l := ConnLimits{MaxSessions: d.MaxSessions, MaxSessionsPerPrincipal: d.MaxSessionsPerPrincipal,
-		MaxTransactions: d.MaxTransactions, MaxTransactionsPerPrincipal: d.MaxTransactionsPerPrincipal}
+		MaxTransactions: d.MaxTransactions, MaxTransactionsPerPrincipal: d.MaxTransactionsPerPrincipal,
+		MaxSessionsPerSubject: d.MaxSessionsPerSubject, MaxTransactionsPerSubject: d.MaxTransactionsPerSubject}
 	if l.MaxSessionsPerPrincipal <= 0 {
 		l.MaxSessionsPerPrincipal = share(l.MaxSessions, c.Principals())
 	}
 	if l.MaxTransactionsPerPrincipal <= 0 {
 		l.MaxTransactionsPerPrincipal = share(l.MaxTransactions, c.Principals())
+	}
+	if l.MaxSessionsPerSubject <= 0 {
+		l.MaxSessionsPerSubject = share(l.MaxSessionsPerPrincipal, 2)
+	}
+	if l.MaxTransactionsPerSubject <= 0 {
+		l.MaxTransactionsPerSubject = share(l.MaxTransactionsPerPrincipal, 2)
 	}
 	return l
 }
@@ -70,10 +82,10 @@ func share(total, principals int) int {
 // manager's Run and Close.
 func AttachConnLimits(cfg *Config, reg *tools.Registry, log zerolog.Logger) *session.Manager {
 	l := cfg.ConnLimits()
-	sessions := session.New(session.Config{MaxSessions: l.MaxSessions, MaxPerPrincipal: l.MaxSessionsPerPrincipal,
+	sessions := session.New(session.Config{MaxSessions: l.MaxSessions, MaxPerPrincipal: l.MaxSessionsPerPrincipal, MaxPerSubject: l.MaxSessionsPerSubject,
 		TTL: cfg.SessionTTL, Log: log, ReplicaID: cfg.ReplicaID})
 	reg.SetSessions(sessions)
-	reg.SetTxLimiter(tools.NewTxLimiter(l.MaxTransactions, l.MaxTransactionsPerPrincipal))
+	reg.SetTxLimiter(tools.NewTxLimiter(l.MaxTransactions, l.MaxTransactionsPerPrincipal, l.MaxTransactionsPerSubject))
 	return sessions
 }
 

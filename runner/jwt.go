@@ -382,7 +382,8 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string, mcp bool) (tools.P
 	if err != nil {
 		return tools.Principal{}, jwtError("The bearer token (a JWT) is malformed", "Send the token exactly as the issuer gave it.")
 	}
-	return tools.Principal{Name: v.cfg.Name + ":" + sub, Scopes: scopesOf(claims, v.cfg.DefaultScopes),
+	// Quota: all subjects of the issuer share its shares, as an act_as token's end users do.
+	return tools.Principal{Name: v.cfg.Name + ":" + sub, Quota: v.cfg.Name, Scopes: scopesOf(claims, v.cfg.DefaultScopes),
 		Databases: v.cfg.Databases, Role: role, Claims: body}, nil
 }
 

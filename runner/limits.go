@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +17,10 @@ import (
 // flight. Its map of configured tokens is built once and only read afterwards; principals it does
 // not know — a JWT's subject ("jwt:<sub>"), an end user a token acts for ("<token>:<subject>") —
 // get buckets of their own on first use, in dyn, except that the end users of one act_as token
-// share that token's bucket, so spreading calls over subjects does not lift its limit. It is safe
-// for concurrent use.
+// share that token's bucket, so spreading calls over subjects does not lift its limit. Calls in
+// flight are counted per quota owner (tools.Principal.QuotaOwner: the token, or the JWT issuer,
+// with all its subjects) against MaxConcurrent, and per subject against its subject share. It is
+// safe for concurrent use.
 type limiter struct {
 	limits  Limits
 	metrics *Metrics
@@ -57,63 +58,103 @@ func (l *limiter) newPrincipalLimit() *principalLimit {
 	return pl
 }
 
-// of returns p's limit: its token's, or one made for it on first use.
+// of returns p's rate limit: its token's (an act_as token's end users share it), or one made for
+// it on first use.
 func (l *limiter) of(p tools.Principal) *principalLimit {
-	if pl := l.per[p.Name]; pl != nil {
+	if pl := l.per[p.QuotaOwner()]; pl != nil {
 		return pl
 	}
-	if token, _, ok := strings.Cut(p.Name, ":"); ok {
-		if pl := l.per[token]; pl != nil {
-			return pl // an end user of an act_as token
-		}
+	return l.named(p.Name)
+}
+
+// named returns the limit kept under name: a configured token's, or one made on first use.
+func (l *limiter) named(name string) *principalLimit {
+	if pl := l.per[name]; pl != nil {
+		return pl
 	}
-	if pl, ok := l.dyn.Load(p.Name); ok {
+	if pl, ok := l.dyn.Load(name); ok {
 		return pl.(*principalLimit)
 	}
-	pl, _ := l.dyn.LoadOrStore(p.Name, l.newPrincipalLimit())
+	pl, _ := l.dyn.LoadOrStore(name, l.newPrincipalLimit())
 	return pl.(*principalLimit)
 }
 
+// admission is what an admitted call holds until done: the in-flight counters it was counted in.
+type admission struct {
+	owner, subject *principalLimit // nil: not counted
+}
+
 // admit lets a call of p start, or refuses it with a rate_limited error and how long to wait
-// before retrying. A nil pl with a nil error means "not limited"; otherwise call done(pl) when the
-// call ends.
-func (l *limiter) admit(p tools.Principal) (pl *principalLimit, retryAfter time.Duration, terr *tools.Error) {
+// before retrying. Call done with the admission when the call ends.
+func (l *limiter) admit(p tools.Principal) (a admission, retryAfter time.Duration, terr *tools.Error) {
 	if l == nil {
-		return nil, 0, nil
+		return admission{}, 0, nil
 	}
-	pl = l.of(p)
 	// Concurrency first: a call refused for it must not spend a rate token.
-	if max := int64(l.limits.MaxConcurrent); max > 0 {
-		if pl.inflight.Add(1) > max {
-			pl.inflight.Add(-1)
-			l.metrics.limited("concurrency")
-			return nil, time.Second, &tools.Error{Type: tools.ErrRateLimited,
-				Message:    fmt.Sprintf("Too many calls in flight for this token: at most %d at once", max),
-				Suggestion: "Wait for one of your running calls to finish, then retry; run calls one after another rather than in parallel."}
-		}
+	if terr := l.enter(p, &a); terr != nil {
+		l.metrics.limited("concurrency")
+		return admission{}, time.Second, terr
 	}
-	if pl.bucket != nil && !pl.bucket.Allow() {
-		if l.limits.MaxConcurrent > 0 {
-			pl.inflight.Add(-1)
-		}
+	if pl := l.of(p); pl.bucket != nil && !pl.bucket.Allow() {
+		l.done(a)
 		l.metrics.limited("rate")
 		// The bucket refills at RatePerSecond: the wait for one whole token is the deficit over
 		// the rate.
 		deficit := 1 - pl.bucket.Tokens()
 		wait := time.Duration(deficit / l.limits.RatePerSecond * float64(time.Second))
 		wait = max(wait, time.Millisecond)
-		return nil, wait, &tools.Error{Type: tools.ErrRateLimited,
+		return admission{}, wait, &tools.Error{Type: tools.ErrRateLimited,
 			Message: fmt.Sprintf("Too many calls for this token: the limit is %s calls per second (bursts of %d)",
 				strconv.FormatFloat(l.limits.RatePerSecond, 'f', -1, 64), pl.bucket.Burst()),
 			Suggestion: fmt.Sprintf("Wait %s, then retry; fewer, larger calls (a wider where, a bigger limit) also help.", roundWait(wait))}
 	}
-	return pl, 0, nil
+	return a, 0, nil
 }
 
-// done ends a call admitted with pl.
-func (l *limiter) done(pl *principalLimit) {
-	if pl != nil && l.limits.MaxConcurrent > 0 {
-		pl.inflight.Add(-1)
+// enter counts a call of p in flight, in its subject's share first (a subject over it is the one
+// to wait), then in its owner's, or says which is full. On success a holds the counters to leave.
+func (l *limiter) enter(p tools.Principal, a *admission) *tools.Error {
+	limit := int64(l.limits.MaxConcurrent)
+	if limit <= 0 {
+		return nil
+	}
+	owner := p.QuotaOwner()
+	if p.IsSubject() {
+		sub := l.named(p.Name)
+		if most := int64(l.limits.subjectShare()); sub.inflight.Add(1) > most {
+			sub.inflight.Add(-1)
+			return &tools.Error{Type: tools.ErrRateLimited,
+				Message: fmt.Sprintf("Too many calls in flight for you: at most %d at once for one user of %q (limits.max_concurrent_per_subject)", most, owner),
+				Suggestion: "Wait for one of your running calls to finish, then retry; run calls one after another rather than in parallel. " +
+					"If you need more at once, ask the operator to raise limits.max_concurrent_per_subject."}
+		}
+		a.subject = sub
+	}
+	own := l.named(owner)
+	if own.inflight.Add(1) > limit {
+		own.inflight.Add(-1)
+		l.done(*a)
+		*a = admission{}
+		if p.IsSubject() {
+			return &tools.Error{Type: tools.ErrRateLimited,
+				Message:    fmt.Sprintf("Too many calls in flight for %q, shared by every user it acts for: at most %d at once (limits.max_concurrent_per_token)", owner, limit),
+				Suggestion: fmt.Sprintf("Retry once calls of other users of %q finish. If this keeps happening, ask the operator to raise limits.max_concurrent_per_token.", owner)}
+		}
+		return &tools.Error{Type: tools.ErrRateLimited,
+			Message:    fmt.Sprintf("Too many calls in flight for this token: at most %d at once (limits.max_concurrent_per_token)", limit),
+			Suggestion: "Wait for one of your running calls to finish, then retry; run calls one after another rather than in parallel."}
+	}
+	a.owner = own
+	return nil
+}
+
+// done ends a call admitted with a.
+func (l *limiter) done(a admission) {
+	if a.owner != nil {
+		a.owner.inflight.Add(-1)
+	}
+	if a.subject != nil {
+		a.subject.inflight.Add(-1)
 	}
 }
 
@@ -130,4 +171,12 @@ func roundWait(d time.Duration) time.Duration {
 		return d.Round(10 * time.Millisecond)
 	}
 	return d.Round(100 * time.Millisecond)
+}
+
+// subjectShare is MaxConcurrentPerSubject with its default.
+func (l Limits) subjectShare() int {
+	if l.MaxConcurrentPerSubject > 0 {
+		return l.MaxConcurrentPerSubject
+	}
+	return max(1, l.MaxConcurrent/2)
 }

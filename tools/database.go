@@ -38,6 +38,11 @@ type Policy struct {
 	StatementTimeout time.Duration
 	// LockTimeout bounds each lock wait on the server (default 5 s).
 	LockTimeout time.Duration
+	// TransactionTimeout bounds a whole pg_transaction call, all its operations together, and
+	// each call inside a pg_tx session (default twice StatementTimeout). Past it the call's work
+	// is rolled back and its locks are released: statement timeouts alone let a batch of many
+	// statements hold a lock for minutes.
+	TransactionTimeout time.Duration
 	// PoolWait bounds the wait for a free connection (default 5 s).
 	PoolWait time.Duration
 	// MaxAffectedRows is the default cap on rows one update or delete may change (default 1000).
@@ -75,6 +80,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.LockTimeout <= 0 {
 		p.LockTimeout = 5 * time.Second
+	}
+	if p.TransactionTimeout <= 0 {
+		p.TransactionTimeout = 2 * p.StatementTimeout
 	}
 	if p.PoolWait <= 0 {
 		p.PoolWait = 5 * time.Second
@@ -121,7 +129,7 @@ type Database struct {
 // NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.
 func NewDatabase(name string, pool *pgxpool.Pool, policy Policy) *Database {
 	db := &Database{Name: name, Pool: pool, Policy: policy.withDefaults(), cat: catalogCache{minReload: 100 * time.Millisecond}}
-	db.sessionFrame = wire.SessionFrame(db.Policy.StatementTimeout, db.Policy.LockTimeout)
+	db.sessionFrame = wire.SessionFrame(db.Policy.sessionCall().StatementTimeout, db.Policy.LockTimeout)
 	return db
 }
 
@@ -183,7 +191,25 @@ type Principal struct {
 	// Tools, when set, is the only tools (wire names) the principal may list and call; empty
 	// allows every tool its scopes and databases permit.
 	Tools []string
+	// Quota names the owner whose shares of the session slots, pg_transaction connections and
+	// concurrent calls this principal counts against first: the API token an end user is acted
+	// for, or the JWT issuer's name. Its subjects then share the owner's quota, each within a
+	// subject share of its own, so spreading calls over many subjects does not lift the bound.
+	// "" means Name: the principal is its own owner.
+	Quota string
 }
+
+// QuotaOwner is the name p's quota is counted under: Quota, or Name when p is its own owner.
+func (p Principal) QuotaOwner() string {
+	if p.Quota != "" {
+		return p.Quota
+	}
+	return p.Name
+}
+
+// IsSubject reports whether p is one of several end users sharing another owner's quota (an
+// act-as subject or a JWT's sub), so a subject share applies to it within the owner's.
+func (p Principal) IsSubject() bool { return p.Quota != "" && p.Quota != p.Name }
 
 // Can reports whether the principal holds scope.
 func (p Principal) Can(scope string) bool { return slices.Contains(p.Scopes, scope) }

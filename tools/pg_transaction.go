@@ -57,17 +57,21 @@ func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
 	defer conn.Close(context.WithoutCancel(ctx))
 	pc := conn.PgConn()
 	who := req.who()
-	if err := simpleExec(ctx, pc, "BEGIN; "+who.sql(false)); err != nil {
+	bound := newTxBound(&req.db.Policy)
+	if err := simpleExec(ctx, pc, "BEGIN; "+who.sql(false)+bound.serverSQL(pc)); err != nil {
 		return nil, ClassifyError(ctx, err, req.db)
 	}
 	results := make([]opResult, 0, len(stmts))
 	for i, st := range stmts {
-		out, keep, err := execBatched(ctx, pc, req.db, who, st)
+		out, keep, err := execBatched(ctx, pc, bound.next(), who, st)
 		if err == nil && !keep {
 			err = errors.New("operation refused")
 		}
 		if err != nil {
 			_ = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
+			if e := bound.exceeded(ctx, err, req.db); e != nil {
+				return nil, failedAt(i, e)
+			}
 			return nil, failedAt(i, req.statementError(ctx, err, stmtInfo{sql: st.sql}))
 		}
 		r := opResult{Command: out.tag, RowCount: out.affected}
@@ -75,6 +79,10 @@ func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
 			r.Rows = wire.Rows{Columns: out.rows.Columns, Data: out.rows.Data}
 		}
 		results = append(results, r)
+	}
+	if !time.Now().Before(bound.deadline) {
+		_ = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
+		return nil, txTimeoutError(req.db, "every operation ran, but the transaction was rolled back and its locks released: nothing was committed")
 	}
 	if err := commit(ctx, pc); err != nil {
 		if errors.Is(err, errCommitUnknown) {
@@ -99,13 +107,13 @@ func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
 	return &BatchResult{Operation: op, Status: "committed", RowCount: len(results), Results: data}, nil
 }
 
-// execBatched runs one operation of a batch with the identity and the policy's timeouts asserted
+// execBatched runs one operation of a batch with the identity and pol's timeouts asserted
 // again before it (an earlier operation may have tried to change them) and its own deadline.
-func execBatched(ctx context.Context, pc *pgconn.PgConn, db *Database, who identity, st writeStmt) (*writeOutcome, bool, error) {
+func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, who identity, st writeStmt) (*writeOutcome, bool, error) {
 	defer phase(ctx, "statement", time.Now())
-	ctx, cancel := withCallDeadline(ctx, &db.Policy)
+	ctx, cancel := withCallDeadline(ctx, pol)
 	defer cancel()
-	before, err := execReading(ctx, pc, who.prefix(true)+timeoutsSQL(&db.Policy)+"; "+effectsSQL)
+	before, err := execReading(ctx, pc, who.prefix(true)+timeoutsSQL(pol)+"; "+effectsSQL)
 	if err != nil {
 		return nil, false, err
 	}

@@ -26,7 +26,7 @@ type TxOptions = session.Options
 func sessionTarget(p Principal, db *Database) session.Target {
 	who := identityOf(p)
 	return session.Target{Database: db.Name, Config: db.Pool.Config().ConnConfig, Who: session.Identity{Role: who.role, Claims: who.claims},
-		Assert: who.sql(false), MaskValues: !db.Policy.ShowErrorValues}
+		Assert: who.sql(false), MaskValues: !db.Policy.ShowErrorValues, Quota: p.QuotaOwner()}
 }
 
 // sessionIdentity is the identity s acts as, fixed at begin.
@@ -83,15 +83,15 @@ func sessionEcho(res Result, s *Session, write bool) {
 // policy of db, the session's database. Agent SQL was checked by checkFreeSQL before it got here.
 func readIn(ctx context.Context, db *Database, s *Session, st wire.Stmt) (*wire.RowSet, error) {
 	defer phase(ctx, "statement", time.Now())
-	ctx, cancel := withCallDeadline(ctx, &db.Policy)
+	callCtx, cancel := withCallDeadline(ctx, db.Policy.sessionCall()) // the frame's statement_timeout is cut alike
 	defer cancel()
 	pc := s.Conn().PgConn()
 	st.Unnamed = db.Policy.DescribeExec
-	rs, destroy, err := wire.Read(ctx, pc, st, db.sessionFrame)
+	rs, destroy, err := wire.Read(callCtx, pc, st, db.sessionFrame)
 	if destroy && pc.TxStatus() != 'T' {
 		return nil, errSessionLost
 	}
-	return rs, err
+	return rs, sessionCallTimeout(ctx, &db.Policy, s, err)
 }
 
 // writeIn runs a write inside the session's transaction under a savepoint: kept when every check
@@ -99,15 +99,16 @@ func readIn(ctx context.Context, db *Database, s *Session, st wire.Stmt) (*wire.
 // The policy of db (the session's database) has its timeouts asserted again before the statement,
 // with the session's identity, and session-level advisory locks are released after it, so nothing
 // an earlier statement set outlives it.
-func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (*writeOutcome, error) {
+func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *writeOutcome, err error) {
 	defer phase(ctx, "statement", time.Now())
-	ctx, cancel := withCallDeadline(ctx, &db.Policy)
+	defer func(caller context.Context) { err = sessionCallTimeout(caller, &db.Policy, s, err) }(ctx)
+	pol := db.Policy.sessionCall()
+	ctx, cancel := withCallDeadline(ctx, pol)
 	defer cancel()
 	pc := s.Conn().PgConn()
 	st.who = sessionIdentity(s) // checked after the statement (execStmt), as asserted before it
-	pre := wire.SQLSavepoint + "; " + st.who.prefix(true) + timeoutsSQL(&db.Policy)
+	pre := wire.SQLSavepoint + "; " + st.who.prefix(true) + timeoutsSQL(pol)
 	var before effects
-	var err error
 	if st.free {
 		before, err = execReading(ctx, pc, pre+"; "+effectsSQL)
 	} else {

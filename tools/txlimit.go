@@ -2,36 +2,46 @@ package tools
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
 
 // TxLimiter bounds the connections pg_transaction opens. Each call opens a fresh connection
 // outside the stateless pools (DESIGN §3), so without a bound one caller sending many calls at
-// once opens as many backends as it likes. The limiter caps them in total and per principal:
-// a principal over its own share is refused at once (rate_limited), which leaves the rest of the
-// total for the others; a call within its share waits for a free connection up to the database's
-// pool_wait when the total is in use, and is then refused too. It is safe for concurrent use; a
-// nil *TxLimiter admits everything.
+// once opens as many backends as it likes. The limiter caps them in total, per quota owner
+// (Principal.QuotaOwner: a token with every end user it acts for, a JWT issuer with all its
+// subjects) and per subject within its owner's share: a call over its subject's or owner's share
+// is refused at once (rate_limited), which leaves the rest of the total for the others; a call
+// within its shares waits for a free connection up to the database's pool_wait when the total
+// is in use, and is then refused too. It is safe for concurrent use; a nil *TxLimiter admits
+// everything.
 type TxLimiter struct {
 	total        int
 	perPrincipal int
+	perSubject   int
 	slots        chan struct{} // one element per pg_transaction connection open or opening
 
-	mu  sync.Mutex
-	per map[string]int // admitted calls per principal name, waiting ones included
+	mu   sync.Mutex
+	per  map[string]int // admitted calls per quota owner, waiting ones included
+	subj map[string]int // the same per subject principal (Principal.IsSubject)
 }
 
 // NewTxLimiter returns a limiter of total connections at once (default 10 when total <= 0), of
-// which one principal may hold perPrincipal (default, and at most, total).
-func NewTxLimiter(total, perPrincipal int) *TxLimiter {
+// which one quota owner may hold perPrincipal (default, and at most, total) and one subject of
+// an owner perSubject (default, and at most, perPrincipal).
+func NewTxLimiter(total, perPrincipal, perSubject int) *TxLimiter {
 	if total <= 0 {
 		total = 10
 	}
 	if perPrincipal <= 0 || perPrincipal > total {
 		perPrincipal = total
 	}
-	return &TxLimiter{total: total, perPrincipal: perPrincipal, slots: make(chan struct{}, total), per: map[string]int{}}
+	if perSubject <= 0 || perSubject > perPrincipal {
+		perSubject = perPrincipal
+	}
+	return &TxLimiter{total: total, perPrincipal: perPrincipal, perSubject: perSubject, slots: make(chan struct{}, total),
+		per: map[string]int{}, subj: map[string]int{}}
 }
 
 // SetTxLimiter gives the registry the bound on pg_transaction connections (nil: no bound). Call
@@ -45,20 +55,26 @@ func (l *TxLimiter) acquire(ctx context.Context, p Principal, db *Database) (rel
 	if l == nil {
 		return func() {}, nil
 	}
+	owner, subject := p.QuotaOwner(), p.IsSubject()
 	l.mu.Lock()
-	n := l.per[p.Name]
-	if n >= l.perPrincipal {
+	if e := l.full(p, owner, subject); e != nil {
 		l.mu.Unlock()
-		return nil, errorf(ErrRateLimited,
-			"Wait for one of them to finish, then retry. Put statements that belong together into the operations of one call, or run them in a session (pg_tx begin).",
-			"You already have %d pg_transaction call(s) running, the most one caller may have at once (this runner has %d slots in all); none of your operations ran", n, l.total)
+		return nil, e
 	}
-	l.per[p.Name] = n + 1
+	l.per[owner]++
+	if subject {
+		l.subj[p.Name]++
+	}
 	l.mu.Unlock()
 	leave := func() {
 		l.mu.Lock()
-		if l.per[p.Name]--; l.per[p.Name] <= 0 {
-			delete(l.per, p.Name)
+		if l.per[owner]--; l.per[owner] <= 0 {
+			delete(l.per, owner)
+		}
+		if subject {
+			if l.subj[p.Name]--; l.subj[p.Name] <= 0 {
+				delete(l.subj, p.Name)
+			}
 		}
 		l.mu.Unlock()
 	}
@@ -76,8 +92,8 @@ func (l *TxLimiter) acquire(ctx context.Context, p Principal, db *Database) (rel
 		case <-timer.C:
 			leave()
 			return nil, errorf(ErrRateLimited,
-				"Retry in a few seconds, or run the statements in a session (pg_tx begin, then the tools with session_id). If this keeps happening, ask the operator to raise max_transactions.",
-				"All %d pg_transaction slots of this runner stayed busy for %s, the longest a call waits; none of your operations ran", l.total, wait)
+				"Retry in a few seconds, or run the statements in a session (pg_tx begin, then the tools with session_id). If this keeps happening, ask the operator to raise sessions.max_transactions.",
+				"All %d pg_transaction slots of this runner stayed busy for %s, the longest a call waits (sessions.max_transactions); none of your operations ran", l.total, wait)
 		case <-ctx.Done():
 			leave()
 			return nil, ClassifyError(ctx, ctx.Err(), db)
@@ -87,4 +103,27 @@ func (l *TxLimiter) acquire(ctx context.Context, p Principal, db *Database) (rel
 		<-l.slots
 		leave()
 	}, nil
+}
+
+// full says which of p's shares has no room for one more call, narrowest first, or nil. Caller
+// holds mu.
+func (l *TxLimiter) full(p Principal, owner string, subject bool) *Error {
+	const wait = "Wait for one of them to finish, then retry. Put statements that belong together into the operations of one call, or run them in a session (pg_tx begin)."
+	if n := l.subj[p.Name]; subject && n >= l.perSubject {
+		return errorf(ErrRateLimited, wait+" If you need more at once, ask the operator to raise sessions.max_transactions_per_subject.",
+			"You already have %d pg_transaction call(s) running, the most one user of %q may have at once (sessions.max_transactions_per_subject; %q has %d in all); none of your operations ran",
+			n, owner, owner, l.perPrincipal)
+	}
+	n := l.per[owner]
+	if n < l.perPrincipal {
+		return nil
+	}
+	if subject {
+		return errorf(ErrRateLimited,
+			fmt.Sprintf("Retry once calls of other users of %q finish; put statements that belong together into the operations of one call. If this keeps happening, ask the operator to raise sessions.max_transactions_per_principal.", owner),
+			"All %d pg_transaction calls %q may run at once, shared by every user it acts for, are running (sessions.max_transactions_per_principal); you have %d of them; none of your operations ran",
+			l.perPrincipal, owner, l.subj[p.Name])
+	}
+	return errorf(ErrRateLimited, wait+" If you need more at once, ask the operator to raise sessions.max_transactions_per_principal.",
+		"You already have %d pg_transaction call(s) running, the most one caller may have at once (sessions.max_transactions_per_principal; this runner has %d slots in all); none of your operations ran", n, l.total)
 }

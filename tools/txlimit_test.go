@@ -81,7 +81,7 @@ func burst(t *testing.T, b *bundle, principals []string, args string) []txOutcom
 func TestTxLimiterCapsConnections(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{})
-	b.reg.SetTxLimiter(NewTxLimiter(10, 5))
+	b.reg.SetTxLimiter(NewTxLimiter(10, 5, 0))
 	var principals []string
 	for i := 0; i < 40; i++ {
 		principals = append(principals, fmt.Sprintf("p%d", i%4))
@@ -122,7 +122,7 @@ func TestTxLimiterCapsConnections(t *testing.T) {
 func TestTxLimiterShareLeavesRoomForOthers(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{})
-	b.reg.SetTxLimiter(NewTxLimiter(4, 2))
+	b.reg.SetTxLimiter(NewTxLimiter(4, 2, 0))
 	var refused atomic.Int32
 	done := make(chan struct{})
 	go func() {
@@ -156,7 +156,7 @@ func TestTxLimiterShareLeavesRoomForOthers(t *testing.T) {
 func TestTxLimiterWaitIsBounded(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{PoolWait: 200 * time.Millisecond})
-	b.reg.SetTxLimiter(NewTxLimiter(2, 2))
+	b.reg.SetTxLimiter(NewTxLimiter(2, 2, 0))
 	done := make(chan []txOutcome)
 	go func() { done <- burst(t, b, []string{"busy", "busy"}, sleepTx(1500*time.Millisecond)) }()
 	deadline := time.Now().Add(5 * time.Second)
@@ -179,7 +179,7 @@ func TestTxLimiterWaitIsBounded(t *testing.T) {
 		}
 	}
 	// Over one's own share the refusal comes at once, and says so.
-	b.reg.SetTxLimiter(NewTxLimiter(2, 1))
+	b.reg.SetTxLimiter(NewTxLimiter(2, 1, 0))
 	outcomes := burst(t, b, []string{"busy", "busy"}, sleepTx(300*time.Millisecond))
 	var share *Error
 	for _, o := range outcomes {
@@ -211,4 +211,75 @@ func checkErrorGolden(t *testing.T, name string, e *Error) {
 	got.WriteByte('\n')
 	assertReadsWell(t, got.String())
 	pgtest.Golden(t, filepath.Join("testdata", "errors", name+".golden"), got.Bytes(), *update)
+}
+
+// TestTxLimiterSharesPerOwnerAndSubject: the end users of one act-as token count against the
+// token's share together (seven of them run at most 3 calls of a share of 3) and each within a
+// subject share (1): spreading calls over subjects does not lift the token's bound. Both
+// refusals come at once and name the share that is full and the setting that raises it.
+func TestTxLimiterSharesPerOwnerAndSubject(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t, Policy{PoolWait: 200 * time.Millisecond})
+	b.reg.SetTxLimiter(NewTxLimiter(6, 3, 1))
+	subject := func(i int) Principal {
+		return Principal{Name: fmt.Sprintf("hub:s%d", i), Quota: "hub", Scopes: []string{"read", "write"}}
+	}
+	run := func(ps []Principal, args string) []txOutcome {
+		out := make([]txOutcome, len(ps))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, p := range ps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				began := time.Now()
+				_, e := b.reg.Call(context.Background(), p, "pg_transaction", []byte(args))
+				out[i] = txOutcome{principal: p.Name, err: e, took: time.Since(began)}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		return out
+	}
+	refusal := func(outcomes []txOutcome, want string) *Error {
+		t.Helper()
+		var got *Error
+		for _, o := range outcomes {
+			if o.err == nil {
+				continue
+			}
+			if o.err.Type != ErrRateLimited || !strings.Contains(o.err.Message, want) {
+				t.Fatalf("%s: %s: %s, want rate_limited naming %q", o.principal, o.err.Type, o.err.Message, want)
+			}
+			if o.took > 150*time.Millisecond {
+				t.Errorf("refused over a share after %s, want at once", o.took)
+			}
+			got = o.err
+		}
+		return got
+	}
+	// One subject, two calls: its share of 1 refuses the second.
+	e := refusal(run([]Principal{subject(0), subject(0)}, sleepTx(300*time.Millisecond)), `the most one user of "hub" may have at once`)
+	if e == nil {
+		t.Fatal("a subject ran two calls at once with a share of 1")
+	}
+	checkErrorGolden(t, "rate_limited-transactions-subject-share", e)
+	// Seven subjects: the token's share of 3 runs, the others are refused.
+	var seven []Principal
+	for i := 0; i < 7; i++ {
+		seven = append(seven, subject(i))
+	}
+	stop := make(chan struct{})
+	most := sampleMax(t, func() int64 { return txBackends(t, b) }, stop)
+	outcomes := run(seven, sleepTx(500*time.Millisecond))
+	close(stop)
+	if m := <-most; m > 3 {
+		t.Errorf("%d pg_transaction backends of one token's subjects at once, over its share of 3", m)
+	}
+	e = refusal(outcomes, `All 3 pg_transaction calls "hub" may run at once`)
+	if e == nil {
+		t.Fatal("seven subjects of one token were all admitted")
+	}
+	checkErrorGolden(t, "rate_limited-transactions-owner-share", e)
 }

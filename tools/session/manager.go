@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -29,9 +30,16 @@ const (
 type Config struct {
 	// MaxSessions caps open sessions across all principals (default 10).
 	MaxSessions int
-	// MaxPerPrincipal caps the sessions one principal may hold, read-only ones included, so one
-	// caller cannot take every slot from the others (default, and at most, MaxSessions).
+	// MaxPerPrincipal caps the sessions one quota owner may hold, read-only ones included, so one
+	// caller cannot take every slot from the others (default, and at most, MaxSessions). The
+	// owner is Target.Quota: an API token with all the end users it acts for, or a JWT issuer
+	// with all its subjects; a principal without one is its own owner.
 	MaxPerPrincipal int
+	// MaxPerSubject caps the sessions one subject may hold within its owner's share, so one end
+	// user of an act-as token or JWT issuer cannot take the whole share from the others
+	// (default, and at most, MaxPerPrincipal). It does not apply to a principal that is its own
+	// owner.
+	MaxPerSubject int
 	// TTL is the idle time after which a session is rolled back and closed; every use restarts
 	// it (default 30 minutes).
 	TTL time.Duration
@@ -84,7 +92,8 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	pending  int                  // begins in progress, counted against MaxSessions
-	held     map[string]int       // open sessions and begins in progress per principal name
+	held     map[string]int       // open sessions and begins in progress per quota owner
+	subjects map[string]int       // the same per subject principal (one that is not its own owner)
 	expired  map[string]expiredID // id → who owned it and when it expired
 	order    []string             // expired ids, oldest first, to bound the map
 	closed   bool
@@ -104,6 +113,9 @@ func New(cfg Config) *Manager {
 	if cfg.MaxPerPrincipal <= 0 || cfg.MaxPerPrincipal > cfg.MaxSessions {
 		cfg.MaxPerPrincipal = cfg.MaxSessions
 	}
+	if cfg.MaxPerSubject <= 0 || cfg.MaxPerSubject > cfg.MaxPerPrincipal {
+		cfg.MaxPerSubject = cfg.MaxPerPrincipal
+	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = DefaultTTL
 	}
@@ -114,7 +126,7 @@ func New(cfg Config) *Manager {
 	if cfg.ReplicaID == "" {
 		tag = newID()[:8]
 	}
-	return &Manager{cfg: cfg, tag: tag, sessions: map[string]*Session{}, held: map[string]int{}, expired: map[string]expiredID{}}
+	return &Manager{cfg: cfg, tag: tag, sessions: map[string]*Session{}, held: map[string]int{}, subjects: map[string]int{}, expired: map[string]expiredID{}}
 }
 
 // newID returns a random UUIDv4.
@@ -133,32 +145,20 @@ func (m *Manager) Tag() string { return m.tag }
 func (m *Manager) ReplicaID() string { return m.cfg.ReplicaID }
 
 // Begin opens a session for principal on t, or answers session_limit_reached (or, when opening
-// fails, the classified error).
+// fails, the classified error). The session counts against t.Quota's share (principal's own when
+// t.Quota is "" or principal) and, for a subject of another owner, against its subject share.
 func (m *Manager) Begin(ctx context.Context, principal string, t Target, opts Options) (*Session, *pgerr.Error) {
+	owner := cmp.Or(t.Quota, principal)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return nil, &pgerr.Error{Type: pgerr.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
 	}
-	// The caller's own quota is checked first: when it is used up, freeing one of its own
-	// sessions is the fix, whatever the others hold.
-	if n := m.held[principal]; n >= m.cfg.MaxPerPrincipal {
-		mine := m.describe(principal)
+	if e := m.admit(principal, owner); e != nil {
 		m.mu.Unlock()
-		return nil, &pgerr.Error{Type: pgerr.ErrSessionLimitReached,
-			Message: fmt.Sprintf("You already hold %d of your %d sessions, the most one caller may have open at once (the runner has %d in all)",
-				n, m.cfg.MaxPerPrincipal, m.cfg.MaxSessions),
-			Suggestion: "Commit or roll back one of your sessions you no longer need (pg_tx commit/rollback), or use autocommit: true or pg_transaction, which need no session." + mine}
-	}
-	if len(m.sessions)+m.pending >= m.cfg.MaxSessions {
-		mine := m.describe(principal)
-		m.mu.Unlock()
-		return nil, &pgerr.Error{Type: pgerr.ErrSessionLimitReached,
-			Message:    fmt.Sprintf("All %d session slots are in use", m.cfg.MaxSessions),
-			Suggestion: "Commit or roll back a session you no longer need (pg_tx commit/rollback), or use autocommit: true or pg_transaction, which need no session." + mine}
+		return nil, e
 	}
 	m.pending++
-	m.held[principal]++
 	m.mu.Unlock()
 
 	id := m.tag + newID()[8:]
@@ -168,11 +168,12 @@ func (m *Manager) Begin(ctx context.Context, principal string, t Target, opts Op
 	defer m.mu.Unlock()
 	m.pending--
 	if err != nil {
-		m.drop(principal)
+		m.drop(principal, owner)
 		return nil, pgerr.Classify(ctx, err, pgerr.Context{Database: t.Database}, t.MaskValues)
 	}
+	s.Quota = owner
 	if m.closed {
-		m.drop(principal)
+		m.drop(principal, owner)
 		go s.Close(context.Background())
 		return nil, &pgerr.Error{Type: pgerr.ErrConnection, Message: "The runner is shutting down and opens no new sessions", Suggestion: "Retry in a moment, against a running instance."}
 	}
@@ -265,7 +266,7 @@ func (m *Manager) Finish(s *Session) {
 	m.mu.Lock()
 	if _, ok := m.sessions[s.ID]; ok {
 		delete(m.sessions, s.ID)
-		m.drop(s.Principal)
+		m.drop(s.Principal, s.Quota)
 	}
 	m.mu.Unlock()
 	s.Close(context.Background())
@@ -305,7 +306,7 @@ func (m *Manager) Sweep() {
 	for id, s := range m.sessions {
 		if now.After(s.ExpiresAt()) && s.TryLock() {
 			delete(m.sessions, id)
-			m.drop(s.Principal)
+			m.drop(s.Principal, s.Quota)
 			m.remember(id, s.Principal, now)
 			due = append(due, s)
 		}
@@ -316,13 +317,6 @@ func (m *Manager) Sweep() {
 		_ = s.Rollback(context.Background())
 		s.Unlock()
 		m.cfg.Log.Info().Str("session", s.ID).Str("principal", s.Principal).Msg("session expired and rolled back")
-	}
-}
-
-// drop counts one session (or begin in progress) of principal less. Caller holds mu.
-func (m *Manager) drop(principal string) {
-	if m.held[principal]--; m.held[principal] <= 0 {
-		delete(m.held, principal)
 	}
 }
 
@@ -365,6 +359,7 @@ func (m *Manager) Close(ctx context.Context) {
 		delete(m.sessions, id)
 	}
 	clear(m.held)
+	clear(m.subjects)
 	m.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range all {

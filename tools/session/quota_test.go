@@ -66,3 +66,41 @@ func TestSessionQuotaDefaultsToAllSlots(t *testing.T) {
 		t.Fatalf("got %s", e.Message)
 	}
 }
+
+// TestSubjectsShareTheirOwnersSessions: the end users of one act-as token hold at most the
+// token's share together and each at most a subject share within it; a refusal names the share
+// that is full and lists only the caller's own sessions; another token still begins.
+func TestSubjectsShareTheirOwnersSessions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, session.Config{MaxSessions: 6, MaxPerPrincipal: 3, MaxPerSubject: 2, TTL: time.Minute}, tools.Policy{})
+	subject := func(name string) tools.Principal {
+		return tools.Principal{Name: "hub:" + name, Quota: "hub", Scopes: []string{"read", "write"}}
+	}
+	s0 := []string{f.begin(t, subject("s0"), ""), f.begin(t, subject("s0"), "")}
+	e := f.fail(t, tools.ErrSessionLimitReached, subject("s0"), "pg_tx", `{"action":"begin"}`)
+	if !strings.Contains(e.Message, `2 of your 2 sessions, the most one user of "hub"`) || !strings.Contains(e.Suggestion, "max_sessions_per_subject") ||
+		!strings.Contains(e.Suggestion, s0[0]) || !strings.Contains(e.Suggestion, s0[1]) {
+		t.Fatalf("subject share refusal: %s / %s", e.Message, e.Suggestion)
+	}
+	checkGolden(t, "session_limit_reached-subject-share", e)
+	s1 := f.begin(t, subject("s1"), "")
+	e = f.fail(t, tools.ErrSessionLimitReached, subject("s2"), "pg_tx", `{"action":"begin"}`)
+	if !strings.Contains(e.Message, `All 3 sessions of "hub"`) || !strings.Contains(e.Suggestion, "max_sessions_per_principal") {
+		t.Fatalf("owner share refusal: %s / %s", e.Message, e.Suggestion)
+	}
+	checkGolden(t, "session_limit_reached-owner-share", e)
+	e = f.fail(t, tools.ErrSessionLimitReached, subject("s1"), "pg_tx", `{"action":"begin"}`)
+	if !strings.Contains(e.Suggestion, s1) || strings.Contains(e.Suggestion, s0[0]) {
+		t.Fatalf("a subject's refusal must list its own sessions only: %s", e.Suggestion)
+	}
+	f.begin(t, alice, "")
+	// Ending a subject's session gives the slot back to the token and the subject.
+	f.must(t, subject("s0"), "pg_tx", fmt.Sprintf(`{"action":"rollback","session_id":%q}`, s0[0]))
+	f.begin(t, subject("s2"), "")
+	f.clock.Add(2 * time.Minute)
+	f.mgr.Sweep()
+	for _, s := range []string{"s0", "s0", "s1"} {
+		f.begin(t, subject(s), "")
+	}
+	f.waitBackends(t, 3)
+}

@@ -56,6 +56,9 @@ type Target struct {
 	// MaskValues masks the values PostgreSQL echoes in the error of a failed begin (the database's
 	// policy).
 	MaskValues bool
+	// Quota names the owner whose session share the session counts against (an API token, or a
+	// JWT issuer; tools.Principal.QuotaOwner); "" means the principal itself.
+	Quota string
 }
 
 // Session is one open transaction on a dedicated connection, owned by one principal. The Manager
@@ -66,6 +69,8 @@ type Session struct {
 	ID string
 	// Principal is the name of the principal that opened it; nobody else can use it.
 	Principal string
+	// Quota is the owner whose share the session counts against (Target.Quota, else Principal).
+	Quota string
 	// Database is the configured name of the database the session's connection belongs to.
 	Database string
 	// Opts are the options it was opened with.
