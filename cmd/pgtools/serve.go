@@ -330,6 +330,9 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 			}
 		}
 	}
+	if err := checkGrants(ctx, cfg, cfg.ActingRoles(brokers.callers()...), reg, log); err != nil {
+		return err
+	}
 	// Deferred after closeReg, so it runs first: broker tasks finish before sessions and pools close.
 	stopBrokers, err := startBrokers(ctx, brokers, reg, cfg.MaxBodyBytes, 10*time.Second, cfg.Tracer, log)
 	if err != nil {
@@ -357,6 +360,33 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 		ready <- ln.Addr().String()
 	}
 	return runner.NewServer(cfg, reg, sessions, log).Run(ctx, ln, metricsLn)
+}
+
+// callers are the broker principal's roles for the start-up check of grants: none without a
+// broker; with --n8n-act-as its role is shared by the subjects tasks name.
+func (b brokerConfig) callers() []runner.ExtraCaller {
+	if len(b.urls) == 0 {
+		return nil
+	}
+	by := "n8n broker principal " + b.principal.Name
+	out := []runner.ExtraCaller{{Name: by, Role: b.principal.Role}}
+	if b.actAs != nil {
+		out = append(out, runner.ExtraCaller{Name: by + " (--n8n-act-as)", Role: b.principal.Role, Shared: true})
+	}
+	return out
+}
+
+// checkGrants runs the start-up check of grants (runner.CheckGrants) for the roles in uses, logs
+// its warnings and returns its refusal, which stops the start.
+func checkGrants(ctx context.Context, cfg *runner.Config, uses map[string][]runner.RoleUse, reg *tools.Registry, log zerolog.Logger) error {
+	rep, err := runner.CheckGrants(ctx, cfg, uses, reg.Database)
+	if err != nil {
+		return err
+	}
+	for _, line := range rep.WarningLines() {
+		log.Warn().Msg(line)
+	}
+	return rep.Err()
 }
 
 // openRegistry opens the configured databases, the session manager and the audit log and builds
