@@ -42,7 +42,7 @@ type GrantProblem struct {
 // table the lists keep from callers can reach that table with SQL of its own.
 var tablePrivileges = []string{"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"}
 
-// tableGrantsQuery lists, for role $1 (or the login role when $1 is ”), every relation a
+// tableGrantsQuery lists, for role $1 (the login role when $1 is empty), every relation a
 // caller could name, with what the role holds on it: table privileges, column privileges,
 // ownership (membership in the owning role counts: the role could act as the owner), the
 // roles (0 for PUBLIC) whose grants give it those privileges, and a partition's ancestors
@@ -259,7 +259,7 @@ var statTextSources = []statTextSource{
 	{object: "pg_stat_statements_info()", function: true, extension: "pg_stat_statements"},
 }
 
-// statTextQuery tells whether role $1 (” for the login role) can use object $2 (a view when
+// statTextQuery tells whether role $1 (the login role when empty) can use object $2 (a view when
 // $3 is false, a function when true), whether it has the privileges of the login role, and
 // which roles' grants give it the object (0 for PUBLIC; a NULL ACL is the default one).
 const statTextQuery = `
