@@ -344,3 +344,26 @@ func TestCheckConfigDatabasePrintsSQL(t *testing.T) {
 		t.Fatalf("after the SQL ran: exit %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 }
+
+// TestExampleConfigsHaveNoNotes: the project's own example configs follow its advice (a role per
+// token), so check-config has no note on them but the custom tools' (which says when their
+// statements are checked, not that anything is amiss).
+func TestExampleConfigsHaveNoNotes(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join(examplesDir, "config", "*.json"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("example configs: %v %v", files, err)
+	}
+	for _, file := range files {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"check-config", "--no-secrets", "--config", file}, &out, &errOut, envOf(nil)); code != 0 {
+			t.Errorf("%s: exit %d:\n%s", file, code, errOut.String())
+			continue
+		}
+		for _, line := range strings.Split(errOut.String(), "\n") {
+			if strings.Contains(line, "note:") && !strings.Contains(line, "custom tool(s):") {
+				t.Errorf("%s: %s", filepath.Base(file), line)
+			}
+		}
+	}
+}
