@@ -367,3 +367,19 @@ func TestExampleConfigsHaveNoNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPRefusesDeniedTableTheLoginRoleReads: pgtools mcp runs its client as the login role, so
+// the same check stops it. --table-lists takes enforced or advisory only.
+func TestMCPRefusesDeniedTableTheLoginRoleReads(t *testing.T) {
+	t.Parallel()
+	_, login, dsn := grantsDB(t)
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"mcp", "--database-url", dsn, "--deny-tables", "secrets"}, &out, &errOut, envOf(nil))
+	if want := `REVOKE ALL ON TABLE \"public\".\"secrets\" FROM \"` + login + `\";`; code != 1 || !strings.Contains(errOut.String(), want) {
+		t.Fatalf("exit %d, want 1 naming %s:\n%s", code, want, errOut.String())
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"serve", "--database-url", dsn, "--table-lists", "loose"}, &out, &errOut, envOf(nil)); code != 2 || !strings.Contains(errOut.String(), "--table-lists") {
+		t.Fatalf("--table-lists loose: exit %d %s", code, errOut.String())
+	}
+}

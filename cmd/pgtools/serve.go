@@ -43,6 +43,7 @@ type policyFlags struct {
 	preparedStatements       bool
 	maxAffectedRows          int
 	allowTables, denyTables  string
+	tableLists               string
 	disabledTools            string
 	statementTimeout, locked time.Duration
 }
@@ -58,6 +59,7 @@ func (f *dbFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.IntVar(&f.policy.maxAffectedRows, "max-affected-rows", 0, "policy of the default database: most rows one update/delete may change (default 1000)")
 	fs.StringVar(&f.policy.allowTables, "allow-tables", "", "policy of the default database: the only tables agents may name, comma-separated (name or schema.name)")
 	fs.StringVar(&f.policy.denyTables, "deny-tables", "", "policy of the default database: tables agents may not name, comma-separated")
+	fs.StringVar(&f.policy.tableLists, "table-lists", "", "policy of the default database: enforced (default: --allow-tables/--deny-tables must hold as grants, checked at start) or advisory (they check the table argument only)")
 	fs.StringVar(&f.policy.disabledTools, "disable-tools", "", "policy of the default database: tools to refuse, comma-separated wire names (e.g. execute_sql)")
 	fs.DurationVar(&f.policy.statementTimeout, "statement-timeout", 0, "policy of the default database: statement timeout (default 30s)")
 	fs.DurationVar(&f.policy.locked, "lock-timeout", 0, "policy of the default database: lock wait timeout (default 5s)")
@@ -68,7 +70,7 @@ func (f *dbFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 func (p policyFlags) apply(fs *flag.FlagSet, cfg *runner.Config) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	names := []string{"read-only", "allow-ddl", "max-affected-rows", "allow-tables", "deny-tables", "disable-tools", "statement-timeout", "lock-timeout", "prepared-statements"}
+	names := []string{"read-only", "allow-ddl", "max-affected-rows", "allow-tables", "deny-tables", "table-lists", "disable-tools", "statement-timeout", "lock-timeout", "prepared-statements"}
 	any := false
 	for _, n := range names {
 		any = any || set[n]
@@ -107,6 +109,12 @@ func (p policyFlags) apply(fs *flag.FlagSet, cfg *runner.Config) error {
 	}
 	if set["deny-tables"] {
 		pol.DenyTables = list(p.denyTables)
+	}
+	if set["table-lists"] {
+		if p.tableLists != tools.TableListsEnforced && p.tableLists != tools.TableListsAdvisory {
+			return fmt.Errorf("--table-lists: %q is neither %s nor %s", p.tableLists, tools.TableListsEnforced, tools.TableListsAdvisory)
+		}
+		pol.TableLists = p.tableLists
 	}
 	if set["disable-tools"] {
 		pol.DisabledTools = list(p.disabledTools)
