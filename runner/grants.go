@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -187,7 +188,7 @@ func (r GrantReport) Err() error {
 			b.WriteString("\n    " + statement(s))
 		}
 	}
-	return fmt.Errorf("%s", b.String())
+	return errors.New(b.String())
 }
 
 // WarningLines are the lines serve and mcp log as warnings: one per advisory database, then one

@@ -237,7 +237,7 @@ func extensionAvailable(t *testing.T, db *pgtest.DB, name string) bool {
 // by source.
 func TestServeRefusesSharedRoleThatReadsStatements(t *testing.T) {
 	t.Parallel()
-	db, login, dsn := grantsDB(t)
+	db, _, dsn := grantsDB(t)
 	cfg := func() *runner.Config {
 		return policyConfig(dsn, tools.Policy{},
 			runner.Token{Secret: grantsToken, Name: "hub", Scopes: []string{"read"}, ActAs: true})
@@ -290,7 +290,6 @@ func TestServeRefusesSharedRoleThatReadsStatements(t *testing.T) {
 			t.Errorf("%s after the fix: %d %v; want permission denied", name, n, err)
 		}
 	}
-	_ = login
 }
 
 // TestServeRefusesSharedRoleThatReadsPgStatStatements: with pg_stat_statements installed, an
@@ -312,7 +311,8 @@ func TestServeRefusesSharedRoleThatReadsPgStatStatements(t *testing.T) {
 	mustRefuseThenStart(t, db, cfg,
 		`REVOKE EXECUTE ON FUNCTION "public".pg_stat_statements(boolean) FROM PUBLIC;`,
 		`REVOKE SELECT ON TABLE "public".pg_stat_statements FROM PUBLIC;`,
-		`REVOKE SELECT ON TABLE "public".pg_stat_statements_info FROM PUBLIC;`, agent)
+		`REVOKE SELECT ON TABLE "public".pg_stat_statements_info FROM PUBLIC;`,
+		`REVOKE EXECUTE ON FUNCTION "public".pg_stat_statements_info() FROM PUBLIC;`, agent)
 }
 
 // TestCheckConfigDatabasePrintsSQL: check-config --database connects, and prints the SQL that
