@@ -260,6 +260,8 @@ func hasTableFinding(fs []GrantFinding) bool {
 // databases match the configuration (GrantReport.SQL).
 func CheckSetup(ctx context.Context, c *Config, uses map[string][]RoleUse, db func(name string) (*tools.Database, bool)) (GrantReport, error) {
 	var rep GrantReport
+	// A role that does not exist yet has no privileges to check: the grants check skips it.
+	existing := map[string][]RoleUse{}
 	for _, name := range sortedKeys(uses) {
 		d, ok := db(name)
 		if !ok {
@@ -267,19 +269,25 @@ func CheckSetup(ctx context.Context, c *Config, uses map[string][]RoleUse, db fu
 		}
 		for _, u := range uses[name] {
 			if u.Role == "" {
+				existing[name] = append(existing[name], u)
 				continue
 			}
 			ps, err := tools.RoleProblems(ctx, d, u.Role)
 			if err != nil {
 				return rep, err
 			}
+			missing := false
 			for _, p := range ps {
+				missing = missing || p.Missing()
 				p.Problem = "role " + u.Role + ": " + p.Problem
 				rep.Refusals = append(rep.Refusals, GrantFinding{Database: name, By: u.By, GrantProblem: p})
 			}
+			if !missing {
+				existing[name] = append(existing[name], u)
+			}
 		}
 	}
-	g, err := CheckGrants(ctx, c, uses, db)
+	g, err := CheckGrants(ctx, c, existing, db)
 	rep.Refusals = append(rep.Refusals, g.Refusals...)
 	rep.Warnings, rep.Advisory = g.Warnings, g.Advisory
 	return rep, err

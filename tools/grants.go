@@ -38,6 +38,10 @@ type GrantProblem struct {
 	missing bool // the role does not exist (RoleProblems)
 }
 
+// Missing reports whether the problem is that the role does not exist: its Fix creates it, and
+// nothing else about it can be checked until then.
+func (p GrantProblem) Missing() bool { return p.missing }
+
 // tablePrivileges are the table privileges PostgreSQL grants; a role holding any of them on a
 // table the lists keep from callers can reach that table with SQL of its own.
 var tablePrivileges = []string{"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"}

@@ -321,27 +321,38 @@ func TestServeRefusesSharedRoleThatReadsPgStatStatements(t *testing.T) {
 func TestCheckConfigDatabasePrintsSQL(t *testing.T) {
 	t.Parallel()
 	db, login, dsn := grantsDB(t)
+	reader := db.RoleName("reader")
 	file := filepath.Join(t.TempDir(), "pgtools.json")
 	os.WriteFile(file, []byte(`{"databases": {"default": {"url": "`+dsn+`", "policy": {"deny_tables": ["secrets"]}}},
-		"tokens": [{"name": "agent", "token": "`+grantsToken+`", "scopes": ["read"]}]}`), 0o600)
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"check-config", "--database", "--config", file}, &out, &errOut, envOf(nil))
-	want := `REVOKE ALL ON TABLE "public"."secrets" FROM "` + login + `";`
-	if code != 1 || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), `ALTER ROLE "`+login+`" SET temp_file_limit`) {
-		t.Fatalf("exit %d, want 1 and %s:\n%s\n%s", code, want, out.String(), errOut.String())
+		"tokens": [{"name": "agent", "token": "`+grantsToken+`", "scopes": ["read"]},
+		           {"name": "reader", "token": "reader-`+grantsToken+`", "scopes": ["read"], "role": "`+reader+`"}]}`), 0o600)
+	check := func() (int, string) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"check-config", "--database", "--config", file}, &out, &errOut, envOf(nil))
+		if strings.Contains(out.String()+errOut.String(), dsn) {
+			t.Fatal("check-config printed the connection string")
+		}
+		return code, out.String() + errOut.String()
 	}
-	if strings.Contains(out.String()+errOut.String(), dsn) {
-		t.Fatal("check-config printed the connection string")
-	}
-	for _, line := range strings.Split(out.String(), "\n") {
-		if line != "" && !strings.HasPrefix(line, "--") {
-			db.Exec(t, line)
+	code, out := check()
+	for _, want := range []string{`REVOKE ALL ON TABLE "public"."secrets" FROM "` + login + `";`, `ALTER ROLE "` + login + `" SET temp_file_limit`,
+		`CREATE ROLE "` + reader + `" NOLOGIN;`, `GRANT "` + reader + `" TO "` + login + `";`} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, want 1 and %s:\n%s", code, want, out)
 		}
 	}
-	out.Reset()
-	errOut.Reset()
-	if code := run(context.Background(), []string{"check-config", "--database", "--config", file}, &out, &errOut, envOf(nil)); code != 0 || strings.Contains(out.String(), "REVOKE") {
-		t.Fatalf("after the SQL ran: exit %d\n%s\n%s", code, out.String(), errOut.String())
+	// A role it had to create is checked on the next run (set_config, plpgsql); the SQL of each
+	// run, executed, leads to one with nothing to change.
+	for pass := 0; code != 0 && pass < 3; pass++ {
+		for _, line := range strings.Split(out, "\n") {
+			if line != "" && !strings.HasPrefix(line, "--") && !strings.HasPrefix(line, "pgtools check-config:") {
+				db.Exec(t, line)
+			}
+		}
+		code, out = check()
+	}
+	if code != 0 || strings.Contains(out, "REVOKE") || !strings.Contains(out, "-- nothing to change") {
+		t.Fatalf("after the SQL ran: exit %d\n%s", code, out)
 	}
 }
 
