@@ -136,7 +136,7 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 		for _, u := range uses[name] {
 			var found []tools.GrantProblem
 			if lists {
-				ps, err := tools.CheckTableGrants(ctx, d, u.Role)
+				ps, err := checkWithin(ctx, func(ctx context.Context) ([]tools.GrantProblem, error) { return tools.CheckTableGrants(ctx, d, u.Role) })
 				if err != nil {
 					return rep, err
 				}
@@ -144,7 +144,7 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 			}
 			tableProblems := len(found)
 			if u.Shared {
-				ps, err := tools.CheckStatementText(ctx, d, u.Role)
+				ps, err := checkWithin(ctx, func(ctx context.Context) ([]tools.GrantProblem, error) { return tools.CheckStatementText(ctx, d, u.Role) })
 				if err != nil {
 					return rep, err
 				}
@@ -168,6 +168,16 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 		}
 	}
 	return rep, nil
+}
+
+// checkTimeout bounds one role's check on one database, so that a database that does not
+// answer stops the start with an error instead of hanging it.
+const checkTimeout = 30 * time.Second
+
+func checkWithin(ctx context.Context, check func(context.Context) ([]tools.GrantProblem, error)) ([]tools.GrantProblem, error) {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	return check(ctx)
 }
 
 // Err is the refusal serve and mcp stop on: every problem with the SQL that fixes it; nil when
