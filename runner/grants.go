@@ -144,7 +144,9 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 			}
 			tableProblems := len(found)
 			if u.Shared {
-				ps, err := checkWithin(ctx, func(ctx context.Context) ([]tools.GrantProblem, error) { return tools.CheckStatementText(ctx, d, u.Role) })
+				ps, err := checkWithin(ctx, func(ctx context.Context) ([]tools.GrantProblem, error) {
+					return tools.CheckStatementText(ctx, d, u.Role)
+				})
 				if err != nil {
 					return rep, err
 				}
