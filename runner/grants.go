@@ -61,7 +61,7 @@ func (c *Config) ActingRoles(extra ...ExtraCaller) map[string][]RoleUse {
 		}
 	}
 	if len(c.Tokens) == 0 && c.JWT == nil {
-		add("", nil, false, "open access (no tokens)")
+		add("", nil, false, "open access without tokens")
 	}
 	for _, e := range extra {
 		add(e.Role, nil, e.Shared, e.Name)

@@ -182,17 +182,17 @@ func CheckTableGrants(ctx context.Context, db *Database, role string) ([]GrantPr
 			// Held through superuser or pg_read_all_data, whose fix is listed once above.
 			continue
 		}
-		var can []string
-		if len(held) > 0 {
-			can = append(can, "holds "+strings.Join(held, ", ")+" on")
-		} else if r.column {
-			can = append(can, "holds column privileges on")
+		rel := relKindNoun(r.kind) + " " + r.schema + "." + r.name
+		var what string
+		switch {
+		case r.owns:
+			what = "owns " + rel + " (directly or as a member of its owner), which " + why
+		case len(held) > 0:
+			what = "holds " + strings.Join(held, ", ") + " on " + rel + ", which " + why
+		default:
+			what = "holds column privileges on " + rel + ", which " + why
 		}
-		if r.owns {
-			can = append(can, "owns (directly or as a member of its owner)")
-		}
-		problems = append(problems, GrantProblem{Role: roleName, Fix: fix,
-			Problem: fmt.Sprintf("role %s %s %s %s, which %s", roleName, strings.Join(can, " and "), relKindNoun(r.kind), r.schema+"."+r.name, why)})
+		problems = append(problems, GrantProblem{Role: roleName, Fix: fix, Problem: "role " + roleName + " " + what})
 	}
 	return problems, nil
 }
