@@ -240,6 +240,7 @@ type policyFile struct {
 	AllowedSchemas       []string `json:"allowed_schemas"`
 	AllowTables          []string `json:"allow_tables"`
 	DenyTables           []string `json:"deny_tables"`
+	TableLists           string   `json:"table_lists"`
 	DefaultLimit         int      `json:"default_limit"`
 	MaxLimit             int      `json:"max_limit"`
 	MaxResponseBytes     int      `json:"max_response_bytes"`
@@ -334,7 +335,7 @@ func LoadConfigFile(path string) (*Config, error) {
 		}
 		p := d.Policy
 		pol := tools.Policy{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: p.AllowedSchemas,
-			AllowTables: p.AllowTables, DenyTables: p.DenyTables, DefaultLimit: p.DefaultLimit, MaxLimit: p.MaxLimit,
+			AllowTables: p.AllowTables, DenyTables: p.DenyTables, TableLists: p.TableLists, DefaultLimit: p.DefaultLimit, MaxLimit: p.MaxLimit,
 			MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: p.DefaultFormat, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
 			LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, PoolWait: time.Duration(p.PoolWaitMS) * time.Millisecond,
 			TransactionTimeout: time.Duration(p.TransactionTimeoutMS) * time.Millisecond,

@@ -154,7 +154,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		p := d.Policy
 		e.Databases[name] = database{URL: redacted, Connection: summary, Source: orDefault(d.Origin, "config"), MaxConns: d.MaxConns,
 			Policy: policyFile{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: orEmpty(p.AllowedSchemas),
-				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), DefaultLimit: p.DefaultLimit,
+				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), TableLists: p.TableLists, DefaultLimit: p.DefaultLimit,
 				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: orDefault(p.DefaultFormat, "objects"), StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
 				LockTimeoutMS: p.LockTimeout.Milliseconds(), TransactionTimeoutMS: p.TransactionTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds(), MaxAffectedRows: p.MaxAffectedRows,
 				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: ptr(!p.ShowErrorValues),

@@ -476,7 +476,7 @@ func TestConfigDocuments(t *testing.T) {
 			"databases": {
 				"default": {"url_file": "/run/secrets/db", "password_file": "/run/secrets/db-password", "max_conns": 20, "policy": {
 					"read_only": false, "allow_ddl": true, "allowed_schemas": ["public", "sales"],
-					"allow_tables": ["orders", "sales.customers"], "deny_tables": ["secrets"],
+					"allow_tables": ["orders", "sales.customers"], "deny_tables": ["secrets"], "table_lists": "advisory",
 					"default_limit": 100, "max_limit": 5000, "max_response_bytes": 1048576,
 					"statement_timeout_ms": 10000, "lock_timeout_ms": 1000, "transaction_timeout_ms": 15000, "pool_wait_ms": 2000, "max_affected_rows": 50,
 					"disabled_tools": ["execute_sql"], "mask_error_values": false, "prepared_statements": false}},
@@ -499,6 +499,7 @@ func TestConfigDocuments(t *testing.T) {
 		{"unknown policy key", `{"databases":{"default":{"url":"postgres://x","policy":{"allow_drop":true}}}}`, false},
 		{"max_conns 0", `{"databases":{"default":{"url":"postgres://x","max_conns":0}}}`, false},
 		{"small response cap", `{"databases":{"default":{"url":"postgres://x","policy":{"max_response_bytes":100}}}}`, false},
+		{"unknown table_lists", `{"databases":{"default":{"url":"postgres://x","policy":{"table_lists":"off"}}}}`, false},
 		{"unknown disabled tool", `{"databases":{"default":{"url":"postgres://x","policy":{"disabled_tools":["drop_table"]}}}}`, false},
 		{"short token", `{` + db + `,"tokens":[{"name":"a","token":"short","scopes":["read"]}]}`, false},
 		{"token and token_file", `{` + db + `,"tokens":[{"name":"a","token":"0123456789abcdef","token_file":"/f","scopes":["read"]}]}`, false},

@@ -28,6 +28,10 @@ type Policy struct {
 	AllowTables []string
 	// DenyTables hides tables, as "schema.name" or "name" (any schema); it wins over AllowTables.
 	DenyTables []string
+	// TableLists says what AllowTables and DenyTables are: TableListsEnforced (the default)
+	// makes them grants, checked at start against the privileges of every role a caller can act
+	// as (CheckTableGrants); TableListsAdvisory keeps them checks of the table argument only.
+	TableLists string
 	// DefaultLimit is the row limit of a read when the caller gives none (default 1000 rows).
 	DefaultLimit int
 	// MaxLimit is the hard row limit a caller may ask for (default 10000 rows).
@@ -90,6 +94,9 @@ func (p Policy) withDefaults() Policy {
 	if p.MaxAffectedRows <= 0 {
 		p.MaxAffectedRows = 1000
 	}
+	if p.TableLists == "" {
+		p.TableLists = TableListsEnforced
+	}
 	return p
 }
 
@@ -98,6 +105,12 @@ func (p *Policy) tableVisible(schema, name string) bool {
 	if len(p.AllowedSchemas) > 0 && !slices.Contains(p.AllowedSchemas, schema) {
 		return false
 	}
+	return !p.listsDeny(schema, name)
+}
+
+// listsDeny reports whether the table lists alone keep schema.name from callers: DenyTables
+// names it, or AllowTables is set and does not.
+func (p *Policy) listsDeny(schema, name string) bool {
 	match := func(list []string) bool {
 		for _, t := range list {
 			if t == schema+"."+name || t == name {
@@ -107,9 +120,9 @@ func (p *Policy) tableVisible(schema, name string) bool {
 		return false
 	}
 	if len(p.AllowTables) > 0 && !match(p.AllowTables) {
-		return false
+		return true
 	}
-	return !match(p.DenyTables)
+	return match(p.DenyTables)
 }
 
 // Database is one configured database: its stateless pool, policy and catalog cache.

@@ -276,51 +276,84 @@ func (v *roleView) usableRel(r *relation) bool {
 // a schema, or belong to the built-in roles that read files, signal backends or read all data.
 // The error names the SQL to run.
 func CheckRole(ctx context.Context, db *Database, role string) error {
+	problems, err := RoleProblems(ctx, db, role)
+	if err != nil || len(problems) == 0 {
+		return err
+	}
+	if len(problems) == 1 && problems[0].missing {
+		return fmt.Errorf("role %s does not exist on database %s: %s", role, db.Name, strings.Join(problems[0].Fix, "; "))
+	}
+	lines := make([]string, len(problems))
+	for i, p := range problems {
+		lines[i] = p.Problem
+	}
+	return fmt.Errorf("role %s on database %s could escape the limits pgtools sets: %s", role, db.Name, strings.Join(lines, "; "))
+}
+
+// RoleProblems is CheckRole's findings one by one, each with the statements that fix it (for
+// pgtools check-config --database); none when role is fit to act as.
+func RoleProblems(ctx context.Context, db *Database, role string) ([]GrantProblem, error) {
 	const q = `
 SELECT r.rolname IS NOT NULL,
        coalesce(pg_has_role(session_user, r.oid, 'MEMBER'), false),
        coalesce(r.rolsuper OR r.rolbypassrls, false),
        r.rolname IS NOT NULL AND has_function_privilege(r.oid, 'pg_catalog.set_config(text,text,boolean)', 'EXECUTE'),
-       coalesce((SELECT string_agg(l.lanname, ', ' ORDER BY l.lanname) FROM pg_language l
-                 WHERE l.lanname NOT IN ('sql', 'internal', 'c') AND has_language_privilege(r.oid, l.oid, 'USAGE')), ''),
-       coalesce((SELECT string_agg(n.nspname, ', ' ORDER BY n.nspname) FROM pg_namespace n
-                 WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND has_schema_privilege(r.oid, n.oid, 'CREATE')), ''),
-       coalesce((SELECT string_agg(b.rolname, ', ' ORDER BY b.rolname) FROM pg_roles b
+       coalesce((SELECT array_agg(l.lanname::text ORDER BY l.lanname) FROM pg_language l
+                 WHERE l.lanname NOT IN ('sql', 'internal', 'c') AND has_language_privilege(r.oid, l.oid, 'USAGE')), '{}'),
+       coalesce((SELECT array_agg(n.nspname::text ORDER BY n.nspname) FROM pg_namespace n
+                 WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND has_schema_privilege(r.oid, n.oid, 'CREATE')), '{}'),
+       coalesce((SELECT array_agg(b.rolname::text ORDER BY b.rolname) FROM pg_roles b
                  WHERE b.rolname IN ('pg_signal_backend', 'pg_read_server_files', 'pg_write_server_files', 'pg_execute_server_program',
                                      'pg_read_all_data', 'pg_write_all_data', 'pg_read_all_settings', 'pg_read_all_stats', 'pg_monitor')
-                   AND pg_has_role(r.oid, b.oid, 'MEMBER')), ''),
+                   AND pg_has_role(r.oid, b.oid, 'MEMBER')), '{}'),
        session_user::text
 FROM (SELECT $1::text AS name) x LEFT JOIN pg_roles r ON r.rolname = x.name`
 	var exists, member, super, setConfig bool
-	var langs, schemas, builtins, login string
+	var langs, schemas, builtins []string
+	var login string
 	if err := db.Pool.QueryRow(ctx, q, role).Scan(&exists, &member, &super, &setConfig, &langs, &schemas, &builtins, &login); err != nil {
-		return fmt.Errorf("checking role %s on database %s: %w", role, db.Name, err)
+		return nil, fmt.Errorf("checking role %s on database %s: %w", role, db.Name, err)
 	}
-	ident := pgx.Identifier{role}.Sanitize()
-	var problems []string
-	switch {
-	case !exists:
-		return fmt.Errorf("role %s does not exist on database %s: CREATE ROLE %s NOLOGIN; GRANT %s TO %s", role, db.Name, ident, ident, pgx.Identifier{login}.Sanitize())
-	case !member:
-		problems = append(problems, fmt.Sprintf("the runner's login role %s is not a member of it (GRANT %s TO %s)", login, ident, pgx.Identifier{login}.Sanitize()))
+	ident, loginIdent := pgx.Identifier{role}.Sanitize(), pgx.Identifier{login}.Sanitize()
+	if !exists {
+		return []GrantProblem{{Role: role, missing: true, Problem: fmt.Sprintf("role %s does not exist", role),
+			Fix: []string{"CREATE ROLE " + ident + " NOLOGIN", "GRANT " + ident + " TO " + loginIdent}}}, nil
+	}
+	var problems []GrantProblem
+	add := func(problem string, fix ...string) {
+		problems = append(problems, GrantProblem{Role: role, Problem: problem, Fix: fix})
+	}
+	quoted := func(names []string) []string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = pgx.Identifier{n}.Sanitize()
+		}
+		return out
+	}
+	if !member {
+		add(fmt.Sprintf("the runner's login role %s is not a member of it (GRANT %s TO %s)", login, ident, loginIdent), "GRANT "+ident+" TO "+loginIdent)
 	}
 	if super {
-		problems = append(problems, fmt.Sprintf("it is a superuser or bypasses row-level security (ALTER ROLE %s NOSUPERUSER NOBYPASSRLS)", ident))
+		add(fmt.Sprintf("it is a superuser or bypasses row-level security (ALTER ROLE %s NOSUPERUSER NOBYPASSRLS)", ident), "ALTER ROLE "+ident+" NOSUPERUSER NOBYPASSRLS")
 	}
 	if setConfig {
-		problems = append(problems, fmt.Sprintf("it can execute set_config, which changes role and claims from inside a query (REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC; GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO %s)", pgx.Identifier{login}.Sanitize()))
+		const fn = "pg_catalog.set_config(text, text, boolean)"
+		add(fmt.Sprintf("it can execute set_config, which changes role and claims from inside a query (REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC; GRANT EXECUTE ON FUNCTION %s TO %s)", fn, fn, loginIdent),
+			"REVOKE EXECUTE ON FUNCTION "+fn+" FROM PUBLIC", "REVOKE EXECUTE ON FUNCTION "+fn+" FROM "+ident, "GRANT EXECUTE ON FUNCTION "+fn+" TO "+loginIdent)
 	}
-	if langs != "" {
-		problems = append(problems, fmt.Sprintf("it can use the procedural language(s) %s (REVOKE USAGE ON LANGUAGE %s FROM PUBLIC, and from %s)", langs, langs, ident))
+	if len(langs) > 0 {
+		list := strings.Join(quoted(langs), ", ")
+		add(fmt.Sprintf("it can use the procedural language(s) %s (REVOKE USAGE ON LANGUAGE %s FROM PUBLIC, and from %s)", strings.Join(langs, ", "), strings.Join(langs, ", "), ident),
+			"REVOKE USAGE ON LANGUAGE "+list+" FROM PUBLIC", "REVOKE USAGE ON LANGUAGE "+list+" FROM "+ident)
 	}
-	if schemas != "" {
-		problems = append(problems, fmt.Sprintf("it can create objects in schema(s) %s (REVOKE CREATE ON SCHEMA %s FROM PUBLIC, and from %s)", schemas, schemas, ident))
+	if len(schemas) > 0 {
+		list := strings.Join(quoted(schemas), ", ")
+		add(fmt.Sprintf("it can create objects in schema(s) %s (REVOKE CREATE ON SCHEMA %s FROM PUBLIC, and from %s)", strings.Join(schemas, ", "), strings.Join(schemas, ", "), ident),
+			"REVOKE CREATE ON SCHEMA "+list+" FROM PUBLIC", "REVOKE CREATE ON SCHEMA "+list+" FROM "+ident)
 	}
-	if builtins != "" {
-		problems = append(problems, fmt.Sprintf("it is a member of %s (REVOKE them FROM %s)", builtins, ident))
+	if len(builtins) > 0 {
+		add(fmt.Sprintf("it is a member of %s (REVOKE them FROM %s)", strings.Join(builtins, ", "), ident),
+			"REVOKE "+strings.Join(quoted(builtins), ", ")+" FROM "+ident)
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("role %s on database %s could escape the limits pgtools sets: %s", role, db.Name, strings.Join(problems, "; "))
-	}
-	return nil
+	return problems, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/tools"
 )
 
 // cmdCheckConfig validates what serve would run with (config file, environment and flags) and
@@ -22,6 +23,7 @@ func cmdCheckConfig(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.SetOutput(stderr)
 	var f serveFlags
 	f.register(fs, getenv)
+	database := fs.Bool("database", false, "also connect to the databases as serve would and print, instead of the effective configuration, the SQL (GRANT, REVOKE, ALTER) that makes them match it: the roles callers act as, the table lists as grants, statement text hidden between subjects of one role, temp_file_limit; exit 1 while there is any")
 	noSecrets := fs.Bool("no-secrets", false, "check the config file's structure without reading the files it names for secrets and TLS (token_file, password_file, url_file, sslrootcert, sslcert, sslkey): placeholders stand in, e.g. in CI where they are not mounted")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: pgtools check-config [--no-secrets] [--config FILE] [serve flags]
@@ -33,6 +35,10 @@ database, user and TLS mode; custom tools with the JSON Schema of their argument
 Every problem is reported on its own line; the exit code is 1 when there is one, so it
 fits in CI and container entrypoints. It does not connect to the databases, so custom
 tools' statements are checked when pgtools serve or pgtools mcp starts.
+
+With --database it connects, runs the checks pgtools serve runs at start, and prints the
+SQL that makes the databases keep the configuration's promises (run it as a superuser),
+or "-- nothing to change".
 
 Flags:
 `)
@@ -71,6 +77,9 @@ Flags:
 	if len(f.brokers.urls) > 0 || getenv("PGTOOLS_N8N_BROKERS") != "" {
 		cfg.ExtraPrincipals = 1 // as serve counts the broker principal in the per-principal shares
 	}
+	if *database {
+		return checkDatabases(ctx, cfg, f.brokers, stdout, stderr)
+	}
 	out, err := cfg.EffectiveJSON()
 	if err != nil {
 		fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
@@ -85,6 +94,53 @@ Flags:
 	}
 	fmt.Fprintf(stdout, "%s\n", restore(string(out)))
 	return 0
+}
+
+// checkDatabases is check-config --database: the start-up checks of serve, as SQL on stdout.
+func checkDatabases(ctx context.Context, cfg *runner.Config, bf brokerFlags, stdout, stderr io.Writer) int {
+	var callers []runner.ExtraCaller
+	if len(bf.urls) > 0 {
+		b, err := bf.config(cfg.Tokens)
+		if err != nil {
+			fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+			return 1
+		}
+		callers = b.callers()
+	}
+	dbs, closeDBs, err := runner.OpenDatabases(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+		return 1
+	}
+	defer closeDBs()
+	byName := map[string]*tools.Database{}
+	for _, d := range dbs {
+		byName[d.Name] = d
+	}
+	rep, err := runner.CheckSetup(ctx, cfg, cfg.ActingRoles(callers...), func(name string) (*tools.Database, bool) {
+		d, ok := byName[name]
+		return d, ok
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+		return 1
+	}
+	for _, line := range rep.WarningLines() {
+		fmt.Fprintf(stderr, "pgtools check-config: warning: %s\n", line)
+	}
+	sql := rep.SQL()
+	if sql == "" {
+		fmt.Fprintf(stderr, "pgtools check-config: the databases match the configuration (%d database(s))\n", len(dbs))
+		fmt.Fprintln(stdout, "-- nothing to change")
+		return 0
+	}
+	fmt.Fprint(stdout, sql)
+	if len(rep.Refusals) == 0 {
+		// Warnings only: pgtools serve starts; the SQL is advice.
+		return 0
+	}
+	fmt.Fprintf(stderr, "pgtools check-config: pgtools serve would refuse to start (%d problem(s)); the SQL on stdout fixes them when run as a superuser\n", len(rep.Refusals))
+	return 1
 }
 
 // cmdHealthcheck asks a running server whether it is alive (or ready), for container health

@@ -341,6 +341,10 @@ func TestComposeInitScript(t *testing.T) {
 	if strings.Contains(stderr.String(), "compose-db-password") {
 		t.Errorf("serve logged the database password")
 	}
+	// The init script follows the advice serve gives at start.
+	if strings.Contains(stderr.String(), "temp_file_limit") {
+		t.Errorf("serve warned about temp_file_limit on the init script's role:\n%s", stderr.String())
+	}
 }
 
 func orString(s, def string) string {

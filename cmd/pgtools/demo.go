@@ -96,19 +96,18 @@ Flags:
 			return 1
 		}
 		say("token \"tenants\" acts for end users as role %s: table tenant_notes is under row-level security", demodata.TenantRole)
+		if err := demodata.CreateAgentRole(ctx, adminDSN, "pgtools_demo"); err != nil {
+			fmt.Fprintf(stderr, "pgtools demo: %v\n", err)
+			return 1
+		}
+		say("token \"demo\" runs as role %s (a role per token: SELECT/INSERT/UPDATE/DELETE on the shop's tables)", demodata.AgentRole)
 	}
 
 	token, tenantToken := randomHex(24), ""
-	tokens := []runner.Token{{Secret: token, Name: "demo", Scopes: []string{"read", "write"}}}
-	if printedDSN != "" { // the demo made its own roles, the tenant role among them
+	if printedDSN != "" {
 		tenantToken = randomHex(24)
-		tokens = append(tokens, runner.Token{Secret: tenantToken, Name: "tenants", Scopes: []string{"read", "write"}, Role: demodata.TenantRole, ActAs: true})
 	}
-	cfg := &runner.Config{
-		Listen:    *listen,
-		Tokens:    tokens,
-		Databases: map[string]runner.DatabaseConfig{"default": {URL: runnerDSN}},
-	}
+	cfg := demoConfig(*listen, runnerDSN, token, tenantToken)
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "pgtools demo: %v\n", err)
 		return 1
@@ -129,6 +128,19 @@ Flags:
 		return 1
 	}
 	return 0
+}
+
+// demoConfig is the demo's configuration. With tenantToken set (the demo made its own roles) each
+// token runs as a role of its own, as the README advises: "demo" as demodata.AgentRole,
+// "tenants" for end users as demodata.TenantRole; without, "demo" runs as the login role of the
+// caller's --database-url.
+func demoConfig(listen, dsn, token, tenantToken string) *runner.Config {
+	tokens := []runner.Token{{Secret: token, Name: "demo", Scopes: []string{"read", "write"}}}
+	if tenantToken != "" {
+		tokens[0].Role = demodata.AgentRole
+		tokens = append(tokens, runner.Token{Secret: tenantToken, Name: "tenants", Scopes: []string{"read", "write"}, Role: demodata.TenantRole, ActAs: true})
+	}
+	return &runner.Config{Listen: listen, Tokens: tokens, Databases: map[string]runner.DatabaseConfig{"default": {URL: dsn}}}
 }
 
 // prefixWriter indents progress lines from the data loader.

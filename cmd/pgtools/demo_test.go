@@ -35,3 +35,21 @@ func TestDemoPortTaken(t *testing.T) {
 		t.Errorf("the demo started PostgreSQL before checking its port:\n%s", out.String())
 	}
 }
+
+// TestDemoConfigRolePerToken: the demo follows the README's advice: when it makes its own roles,
+// every token runs as a role of its own, so check-config has no note on its configuration.
+func TestDemoConfigRolePerToken(t *testing.T) {
+	t.Parallel()
+	cfg := demoConfig("127.0.0.1:8080", "postgres://pgtools_demo@127.0.0.1:5432/pgtools_demo", "demo-token-0123456789abcdef", "tenant-token-0123456789abcdef")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range cfg.Tokens {
+		if tok.Role == "" {
+			t.Errorf("token %s runs as the login role", tok.Name)
+		}
+	}
+	if notes := cfg.SharedRoleNotes(); len(notes) > 0 {
+		t.Errorf("notes on the demo's configuration: %v", notes)
+	}
+}

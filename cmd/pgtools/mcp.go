@@ -72,6 +72,11 @@ Flags:
 		return 1
 	}
 	defer closeReg()
+	// The client runs as the login role, so the table lists must hold for it.
+	if err := checkGrants(ctx, cfg, cfg.LoginRoleUses("the MCP client ("+stdioPrincipal+")"), reg, log); err != nil {
+		log.Error().Err(err).Msg("mcp failed")
+		return 1
+	}
 	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes}
 	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
 		Str("version", runner.Version).Msg("pgtools mcp serving")

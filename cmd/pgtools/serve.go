@@ -43,6 +43,7 @@ type policyFlags struct {
 	preparedStatements       bool
 	maxAffectedRows          int
 	allowTables, denyTables  string
+	tableLists               string
 	disabledTools            string
 	statementTimeout, locked time.Duration
 }
@@ -58,6 +59,7 @@ func (f *dbFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.IntVar(&f.policy.maxAffectedRows, "max-affected-rows", 0, "policy of the default database: most rows one update/delete may change (default 1000)")
 	fs.StringVar(&f.policy.allowTables, "allow-tables", "", "policy of the default database: the only tables agents may name, comma-separated (name or schema.name)")
 	fs.StringVar(&f.policy.denyTables, "deny-tables", "", "policy of the default database: tables agents may not name, comma-separated")
+	fs.StringVar(&f.policy.tableLists, "table-lists", "", "policy of the default database: enforced (default: --allow-tables/--deny-tables must hold as grants, checked at start) or advisory (they check the table argument only)")
 	fs.StringVar(&f.policy.disabledTools, "disable-tools", "", "policy of the default database: tools to refuse, comma-separated wire names (e.g. execute_sql)")
 	fs.DurationVar(&f.policy.statementTimeout, "statement-timeout", 0, "policy of the default database: statement timeout (default 30s)")
 	fs.DurationVar(&f.policy.locked, "lock-timeout", 0, "policy of the default database: lock wait timeout (default 5s)")
@@ -68,7 +70,7 @@ func (f *dbFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 func (p policyFlags) apply(fs *flag.FlagSet, cfg *runner.Config) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	names := []string{"read-only", "allow-ddl", "max-affected-rows", "allow-tables", "deny-tables", "disable-tools", "statement-timeout", "lock-timeout", "prepared-statements"}
+	names := []string{"read-only", "allow-ddl", "max-affected-rows", "allow-tables", "deny-tables", "table-lists", "disable-tools", "statement-timeout", "lock-timeout", "prepared-statements"}
 	any := false
 	for _, n := range names {
 		any = any || set[n]
@@ -107,6 +109,12 @@ func (p policyFlags) apply(fs *flag.FlagSet, cfg *runner.Config) error {
 	}
 	if set["deny-tables"] {
 		pol.DenyTables = list(p.denyTables)
+	}
+	if set["table-lists"] {
+		if p.tableLists != tools.TableListsEnforced && p.tableLists != tools.TableListsAdvisory {
+			return fmt.Errorf("--table-lists: %q is neither %s nor %s", p.tableLists, tools.TableListsEnforced, tools.TableListsAdvisory)
+		}
+		pol.TableLists = p.tableLists
 	}
 	if set["disable-tools"] {
 		pol.DisabledTools = list(p.disabledTools)
@@ -333,6 +341,9 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 			}
 		}
 	}
+	if err := checkGrants(ctx, cfg, cfg.ActingRoles(brokers.callers()...), reg, log); err != nil {
+		return err
+	}
 	// Deferred after closeReg, so it runs first: broker tasks finish before sessions and pools close.
 	stopBrokers, err := startBrokers(ctx, brokers, reg, cfg.MaxBodyBytes, 10*time.Second, cfg.Tracer, log)
 	if err != nil {
@@ -360,6 +371,33 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 		ready <- ln.Addr().String()
 	}
 	return runner.NewServer(cfg, reg, sessions, log).Run(ctx, ln, metricsLn)
+}
+
+// callers are the broker principal's roles for the start-up check of grants: none without a
+// broker; with --n8n-act-as its role is shared by the subjects tasks name.
+func (b brokerConfig) callers() []runner.ExtraCaller {
+	if len(b.urls) == 0 {
+		return nil
+	}
+	by := "n8n broker principal " + b.principal.Name
+	out := []runner.ExtraCaller{{Name: by, Role: b.principal.Role}}
+	if b.actAs != nil {
+		out = append(out, runner.ExtraCaller{Name: by + " (--n8n-act-as)", Role: b.principal.Role, Shared: true})
+	}
+	return out
+}
+
+// checkGrants runs the start-up check of grants (runner.CheckGrants) for the roles in uses, logs
+// its warnings and returns its refusal, which stops the start.
+func checkGrants(ctx context.Context, cfg *runner.Config, uses map[string][]runner.RoleUse, reg *tools.Registry, log zerolog.Logger) error {
+	rep, err := runner.CheckGrants(ctx, cfg, uses, reg.Database)
+	if err != nil {
+		return err
+	}
+	for _, line := range rep.WarningLines() {
+		log.Warn().Msg(line)
+	}
+	return rep.Err()
 }
 
 // openRegistry opens the configured databases, the session manager and the audit log and builds

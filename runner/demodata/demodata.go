@@ -49,8 +49,9 @@ func Tables() []string {
 // NOREPLICATION NOBYPASSRLS), CONNECT on that database, USAGE on schema
 // public, SELECT, INSERT, UPDATE, DELETE on all tables in public and USAGE,
 // SELECT on all sequences in public — on those that exist now, so call it
-// after Load. Nothing else: in particular no superuser-only functions such
-// as pg_read_file. It does not revoke anything an existing role already
+// after Load — and a temp_file_limit of 1GB for its sessions (SET ROLE keeps
+// the login role's, so it bounds every caller's temporary files). Nothing
+// else: in particular no superuser-only functions such as pg_read_file. It does not revoke anything an existing role already
 // has (memberships, other grants).
 //
 // adminDSN must log in as a superuser. An empty password leaves the role
@@ -91,6 +92,7 @@ func CreateAppRole(ctx context.Context, adminDSN, role, password string) error {
 			"GRANT USAGE ON SCHEMA public TO " + ident,
 			"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + ident,
 			"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO " + ident,
+			"ALTER ROLE " + ident + " SET temp_file_limit = '1GB'",
 		} {
 			if _, err := tx.Exec(ctx, sql); err != nil {
 				return err

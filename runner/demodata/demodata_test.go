@@ -151,6 +151,10 @@ func TestCreateAppRole(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 
+	var limit string
+	if err := conn.QueryRow(ctx, "show temp_file_limit").Scan(&limit); err != nil || limit != "1GB" {
+		t.Errorf("temp_file_limit of the app role: %q %v, want 1GB", limit, err)
+	}
 	allowed := []string{
 		"select count(*) from events",
 		"insert into customers (name, email) values ('App User', 'app@example.com')",

@@ -305,3 +305,50 @@ func CreateTenantRole(ctx context.Context, adminDSN, appRole string) error {
 	}
 	return nil
 }
+
+// AgentRole is the NOLOGIN role the demo's "demo" token runs as: one role per token, so that
+// tokens neither share a role's statement statistics nor need the login role's grants.
+const AgentRole = "pgtools_demo_agent"
+
+// CreateAgentRole creates AgentRole as the README's database setup prescribes for agent roles:
+// NOLOGIN, granted to appRole (the runner's login role), with USAGE on schema public,
+// SELECT/INSERT/UPDATE/DELETE on the tables of Tables and USAGE/SELECT on their sequences;
+// nothing else. Call it after CreateTenantRole, which takes set_config and plpgsql from PUBLIC.
+func CreateAgentRole(ctx context.Context, adminDSN, appRole string) error {
+	conn, err := pgx.Connect(ctx, adminDSN)
+	if err != nil {
+		return fmt.Errorf("demodata: connecting: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	agent, app := pgx.Identifier{AgentRole}.Sanitize(), pgx.Identifier{appRole}.Sanitize()
+	tables := make([]string, 0, len(Tables()))
+	for _, t := range Tables() {
+		tables = append(tables, pgx.Identifier{"public", t}.Sanitize())
+	}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = $1)", AgentRole).Scan(&exists); err != nil {
+			return err
+		}
+		stmts := []string{}
+		if !exists {
+			stmts = append(stmts, "CREATE ROLE "+agent+" NOLOGIN NOINHERIT")
+		}
+		stmts = append(stmts,
+			"GRANT "+agent+" TO "+app,
+			"GRANT USAGE ON SCHEMA public TO "+agent,
+			"GRANT SELECT, INSERT, UPDATE, DELETE ON "+strings.Join(tables, ", ")+" TO "+agent,
+			"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO "+agent,
+		)
+		for _, sql := range stmts {
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("%.60s…: %w", sql, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("demodata: setting up role %s: %w", AgentRole, err)
+	}
+	return nil
+}

@@ -51,6 +51,8 @@ WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'role') \gexec
 SELECT format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), :'role') \gexec
 SELECT format('GRANT USAGE ON SCHEMA public TO %I', :'role') \gexec
 SELECT format('GRANT SELECT, INSERT, UPDATE, DELETE ON customers, orders TO %I', :'role') \gexec
+-- Bounds the temporary files one statement may write (pgtools warns at start without it).
+SELECT format('ALTER ROLE %I SET temp_file_limit = %L', :'role', '1GB') \gexec
 -- Nobody but the owner creates objects in public (the default since PostgreSQL 15; explicit for older ones).
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SQL
