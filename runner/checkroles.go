@@ -26,30 +26,3 @@ func CheckRoles(ctx context.Context, c *Config, db func(name string) (*tools.Dat
 	}
 	return nil
 }
-
-// DefinerWarnings lists, for every role CheckRoles checks, the SECURITY DEFINER functions it can
-// call whose owner can change settings or bypasses row-level security (tools.DefinerWarning), one
-// warning per database and role. serve logs them at start; they do not stop it, since such
-// helpers are often part of the application. A database that cannot be asked is skipped: the
-// role check before it has already reported it.
-func DefinerWarnings(ctx context.Context, c *Config, db func(name string) (*tools.Database, bool)) []string {
-	var out []string
-	mapped := c.MappedRoles()
-	for _, name := range sortedKeys(mapped) {
-		d, ok := db(name)
-		if !ok {
-			continue
-		}
-		for _, role := range mapped[name] {
-			fns, err := tools.DefinerFunctions(ctx, d, role)
-			if err != nil {
-				out = append(out, err.Error())
-				continue
-			}
-			if w := tools.DefinerWarning(name, role, fns); w != "" {
-				out = append(out, w)
-			}
-		}
-	}
-	return out
-}

@@ -119,7 +119,9 @@ type GrantReport struct {
 // ActingRoles) cannot get past the configuration (DESIGN §14): with enforced table lists, no
 // such role may hold a privilege on, or own, a table allow_tables or deny_tables keeps from
 // callers; a role many subjects share may not read other statements' text (pg_stat_statements,
-// pg_stat_activity). Both refuse; an advisory table list and a missing temp_file_limit warn.
+// pg_stat_activity). Both refuse; an advisory table list, a missing temp_file_limit and a
+// SECURITY DEFINER function a role can call that could change its role or claims
+// (tools.DefinerProblems) warn.
 // The error is for a database that could not be checked, which also stops the start: an
 // unverified promise is not kept.
 func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db func(name string) (*tools.Database, bool)) (GrantReport, error) {
@@ -158,6 +160,15 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 					rep.Warnings = append(rep.Warnings, f)
 				} else {
 					rep.Refusals = append(rep.Refusals, f)
+				}
+			}
+			if u.Role != "" { // the login role is the authenticator: it may call set_config anyway
+				ps, err := checkWithin(ctx, func(ctx context.Context) ([]tools.GrantProblem, error) { return tools.DefinerProblems(ctx, d, u.Role) })
+				if err != nil {
+					return rep, err
+				}
+				for _, p := range ps {
+					rep.Warnings = append(rep.Warnings, GrantFinding{Database: name, By: u.By, GrantProblem: p})
 				}
 			}
 		}

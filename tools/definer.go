@@ -57,16 +57,15 @@ func DefinerFunctions(ctx context.Context, db *Database, role string) ([]Definer
 	return fns, nil
 }
 
-// DefinerWarning is the start-up warning for fns, callable by role on database dbName ("" when
-// there are none): each named with what its owner can do, and the REVOKE that removes them.
-func DefinerWarning(dbName, role string, fns []DefinerFunction) string {
-	if len(fns) == 0 {
-		return ""
+// DefinerProblems is DefinerFunctions as warnings of the start-up grants check: one per
+// function, naming what its owner can do, with the REVOKE that takes it from role (and PUBLIC).
+func DefinerProblems(ctx context.Context, db *Database, role string) ([]GrantProblem, error) {
+	fns, err := DefinerFunctions(ctx, db, role)
+	if err != nil {
+		return nil, err
 	}
-	names := make([]string, len(fns))
-	revokes := make([]string, len(fns))
-	ident := pgx.Identifier{role}.Sanitize()
-	for i, f := range fns {
+	out := make([]GrantProblem, 0, len(fns))
+	for _, f := range fns {
 		var can []string
 		if f.SetsSettings {
 			can = append(can, "can change settings such as request.jwt.claims and role")
@@ -74,11 +73,11 @@ func DefinerWarning(dbName, role string, fns []DefinerFunction) string {
 		if f.BypassesRLS {
 			can = append(can, "bypasses row-level security")
 		}
-		names[i] = fmt.Sprintf("%s (owner %s, which %s)", f.Signature, f.Owner, strings.Join(can, " and "))
-		revokes[i] = fmt.Sprintf("REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC, %s;", f.Signature, ident)
+		out = append(out, GrantProblem{Role: role,
+			Problem: fmt.Sprintf("role %s can call the SECURITY DEFINER function %s, whose owner %s %s: pgtools refuses a call whose statement changed its role or claims, "+
+				"but such a function can still return rows the role's policies hide, or switch the claims and switch them back within one statement; unless the role must call it, revoke it (or give it an owner without set_config and BYPASSRLS)",
+				role, f.Signature, f.Owner, strings.Join(can, " and ")),
+			Fix: []string{fmt.Sprintf("REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC, %s", f.Signature, pgx.Identifier{role}.Sanitize())}})
 	}
-	return fmt.Sprintf("database %q, role %q: the role can call SECURITY DEFINER function(s) %s. pgtools refuses a call whose statement changed its role or claims, "+
-		"but such a function can still return rows its policies hide, or switch the claims and switch them back within one statement. "+
-		"Unless the role must call them, run: %s (or give them an owner without set_config and BYPASSRLS)",
-		dbName, role, strings.Join(names, "; "), strings.Join(revokes, " "))
+	return out, nil
 }

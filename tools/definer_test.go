@@ -36,19 +36,22 @@ func TestDefinerFunctionsNamed(t *testing.T) {
 	if len(fns) != 1 || fns[0].Signature != "set_tenant(integer)" || !fns[0].SetsSettings || !fns[0].BypassesRLS {
 		t.Fatalf("definer functions: %+v, want only set_tenant(integer), owned by a superuser", fns)
 	}
-	w := DefinerWarning("default", ib.role, fns)
-	revoke := fmt.Sprintf("REVOKE EXECUTE ON FUNCTION set_tenant(integer) FROM PUBLIC, %s;", role)
-	for _, want := range []string{"set_tenant(integer)", "can change settings", "bypasses row-level security", revoke} {
-		if !strings.Contains(w, want) {
-			t.Errorf("warning does not name %q: %s", want, w)
+	ps, err := DefinerProblems(ctx, ib.tdb, ib.role)
+	if err != nil || len(ps) != 1 || len(ps[0].Fix) != 1 {
+		t.Fatalf("problems: %+v %v", ps, err)
+	}
+	revoke := fmt.Sprintf("REVOKE EXECUTE ON FUNCTION set_tenant(integer) FROM PUBLIC, %s", role)
+	for _, want := range []string{"set_tenant(integer)", "can change settings", "bypasses row-level security"} {
+		if !strings.Contains(ps[0].Problem, want) {
+			t.Errorf("problem does not name %q: %s", want, ps[0].Problem)
 		}
+	}
+	if ps[0].Fix[0] != revoke {
+		t.Errorf("fix %q, want %q", ps[0].Fix[0], revoke)
 	}
 	// The REVOKE it names removes the function from the role.
 	ib.db.Exec(t, revoke)
 	if fns, err := DefinerFunctions(ctx, ib.tdb, ib.role); err != nil || len(fns) != 0 {
 		t.Fatalf("after the REVOKE: %+v %v", fns, err)
-	}
-	if w := DefinerWarning("default", ib.role, nil); w != "" {
-		t.Fatalf("warning without functions: %q", w)
 	}
 }

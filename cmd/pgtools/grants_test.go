@@ -354,6 +354,19 @@ func TestCheckConfigDatabasePrintsSQL(t *testing.T) {
 	if code != 0 || strings.Contains(out, "REVOKE") || !strings.Contains(out, "-- nothing to change") {
 		t.Fatalf("after the SQL ran: exit %d\n%s", code, out)
 	}
+	// A SECURITY DEFINER helper the reader role can call, owned by a superuser, is a warning (serve
+	// starts) with the REVOKE that takes it away; run, it leaves nothing to change again.
+	db.Exec(t, `CREATE FUNCTION set_tenant(t int) RETURNS text LANGUAGE sql SECURITY DEFINER
+		AS $$ SELECT pg_catalog.set_config('request.jwt.claims', json_build_object('tenant', t)::text, false) $$`)
+	code, out = check()
+	revoke := `REVOKE EXECUTE ON FUNCTION set_tenant(integer) FROM PUBLIC, "` + reader + `";`
+	if code != 0 || !strings.Contains(out, revoke) || !strings.Contains(out, "warning:") || !strings.Contains(out, "SECURITY DEFINER function set_tenant(integer)") {
+		t.Fatalf("with a definer function: exit %d, want 0 with a warning and %s:\n%s", code, revoke, out)
+	}
+	db.Exec(t, strings.TrimSuffix(revoke, ";"))
+	if code, out = check(); code != 0 || !strings.Contains(out, "-- nothing to change") {
+		t.Fatalf("after the REVOKE: exit %d\n%s", code, out)
+	}
 }
 
 // TestExampleConfigsHaveNoNotes: the project's own example configs follow its advice (a role per

@@ -329,9 +329,6 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 	if err := runner.CheckRoles(ctx, cfg, reg.Database); err != nil {
 		return err
 	}
-	for _, w := range runner.DefinerWarnings(ctx, cfg, reg.Database) {
-		log.Warn().Msg(w)
-	}
 	if role := brokers.principal.Role; role != "" && len(brokers.urls) > 0 {
 		for _, name := range reg.Databases() {
 			if db, ok := reg.Database(name); ok {
