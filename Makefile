@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X github.com/pgtools/pgtools/runner.Version=$(VERSION)
 .PHONY: help deps deps-demo deps-test build install demo test test-fleet test-short fuzz bench vet fmt clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 deps: deps-test ## install what a fresh machine lacks for the demo and the tests
 

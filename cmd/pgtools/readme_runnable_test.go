@@ -213,3 +213,29 @@ func TestReadmeGoVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeHelpListsEveryTarget: every target the Makefile declares .PHONY is in make help's list
+// (e2e was missing: the help filter took only letters and dashes).
+func TestMakeHelpListsEveryTarget(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, m := range regexp.MustCompile(`(?m)^\.PHONY:(.*)$`).FindAllSubmatch(mk, -1) {
+		targets = append(targets, strings.Fields(string(m[1]))...)
+	}
+	out, err := exec.Command("make", "-s", "-C", "../..", "help").CombinedOutput()
+	if err != nil || len(targets) < 10 {
+		t.Fatalf("make help: %v (%d targets)\n%s", err, len(targets), out)
+	}
+	for _, tg := range targets {
+		if !regexp.MustCompile(`(?m)^  make ` + regexp.QuoteMeta(tg) + ` `).Match(out) {
+			t.Errorf("make help does not list %s:\n%s", tg, out)
+		}
+	}
+}
