@@ -62,10 +62,13 @@ func pgTx(ctx context.Context, req *request) (Result, *Error) {
 	switch action {
 	case "commit", "rollback":
 		var err error
+		// Both clear the session state the session's statements set before COMMIT or ROLLBACK:
+		// behind a transaction pooler the server connection goes on to the next client then,
+		// whatever happens to the session's connection afterwards.
 		if action == "commit" {
 			err = commit(ctx, pc)
 		} else {
-			err = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
+			err = wire.RollbackClean(context.WithoutCancel(ctx), pc)
 		}
 		req.sessions.Finish(s)
 		if errors.Is(err, errCommitUnknown) {
