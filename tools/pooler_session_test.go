@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -44,4 +45,32 @@ func TestSessionThroughPoolerNamesPreparedStatementsFix(t *testing.T) {
 		t.Fatalf("the session read failed as %s: %s (%s), want connection_error saying the session was rolled back and naming prepared_statements: false", e.Type, e.Message, e.Suggestion)
 	}
 	t.Logf("%s: %s (%s)", e.Type, e.Message, e.Suggestion)
+}
+
+// TestSessionClosedMidTransactionThroughPooler: a session still busy at shutdown has its
+// connection closed without a ROLLBACK (session.Manager.Close). Behind PgBouncer in transaction
+// mode the server connection is then in a transaction the client left, which PgBouncer closes
+// rather than hand on: the next client finds none of the session's state.
+func TestSessionClosedMidTransactionThroughPooler(t *testing.T) {
+	t.Parallel()
+	f := newPoolerFixture(t, func(b *bundle) string { return b.db.PgBouncer(t, b.db.RoleDSN(t, "agent"), 1) })
+	inSession(t, f, sessionStmts...)
+	list := f.mgr.List(poolWriter.Name)
+	if len(list) != 1 {
+		t.Fatalf("%d open sessions, want 1", len(list))
+	}
+	list[0].Close(context.Background())
+	out, e := f.read(t, stateCheckSQL)
+	if e != nil {
+		t.Fatalf("the next caller's check: %s: %s", e.Type, e.Message)
+	}
+	row := rows(t, out)[0]
+	for k, want := range cleanState {
+		if fmt.Sprint(row[k]) != fmt.Sprint(want) {
+			t.Errorf("the next caller sees %s = %v, want %v", k, row[k], want)
+		}
+	}
+	if _, e := f.read(t, "SELECT currval('counter') AS v"); e == nil || e.SQLState != "55000" {
+		t.Errorf("currval('counter') on the next call: %v, want SQLSTATE 55000 (not yet defined in this session)", e)
+	}
 }

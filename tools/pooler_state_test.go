@@ -177,6 +177,13 @@ func poolerPaths() []poolerPath {
 			// Without the ddl scope the temp table is refused after it ran, and rolled back.
 			return inBackground(t, f, poolWriterDML, "execute_sql", map[string]any{"sql": tempTableSQL, "mode": "write", "autocommit": true}, ErrNotAllowed)
 		}},
+		{name: "execute_sql read", hold: func(t *testing.T, f *poolerFixture) func() {
+			// Reads were already safe (they roll back and release advisory locks in the same
+			// round trip); kept here so every path that runs agent SQL is walked.
+			sql := "SELECT set_config('search_path', 'inventory, public', false) AS sp, set_config('app.x', '1', false) AS x, " +
+				"pg_advisory_lock(42)::text AS lock, (" + sleepSQL + ") AS s"
+			return inBackground(t, f, poolWriter, "execute_sql", map[string]any{"sql": sql}, "")
+		}},
 		{name: "pg_transaction", hold: func(t *testing.T, f *poolerFixture) func() {
 			return inBackground(t, f, poolWriter, "pg_transaction", map[string]any{"operations": batch}, "")
 		}},
