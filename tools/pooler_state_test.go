@@ -115,8 +115,9 @@ type poolerPath struct {
 // the call must end with ("" for success, anyError for any).
 func inBackground(t *testing.T, f *poolerFixture, p Principal, tool string, args map[string]any, want ErrorType) func() {
 	done := make(chan *Error, 1)
+	raw := []byte(argsJSON(t, args))
 	go func() {
-		_, e := f.writer.Call(context.Background(), p, tool, []byte(argsJSON(t, args)))
+		_, e := f.writer.Call(context.Background(), p, tool, raw)
 		done <- e
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -232,15 +233,16 @@ func checkNextCaller(t *testing.T, f *poolerFixture, path poolerPath, queued boo
 	pid := rows(t, first)[0]["pid"]
 	end := path.hold(t, f)
 	type answer struct {
-		out  map[string]any
+		res  Result
 		e    *Error
 		took time.Duration
 	}
 	got := make(chan answer, 1)
-	check := func() {
+	checkArgs := []byte(argsJSON(t, map[string]any{"sql": stateCheckSQL}))
+	check := func() { // no t.Fatal in here: it may run on its own goroutine
 		start := time.Now()
-		out, e := f.read(t, stateCheckSQL)
-		got <- answer{out, e, time.Since(start)}
+		res, e := f.reader.Call(context.Background(), poolReader, "execute_sql", checkArgs)
+		got <- answer{res, e, time.Since(start)}
 	}
 	if queued {
 		go check()
@@ -259,7 +261,7 @@ func checkNextCaller(t *testing.T, f *poolerFixture, path poolerPath, queued boo
 	if queued && a.took < 200*time.Millisecond {
 		t.Fatalf("the next caller's check took %s: it did not wait for the writer's transaction, so it proves nothing", a.took)
 	}
-	row := rows(t, a.out)[0]
+	row := rows(t, decodeResult(t, a.res))[0]
 	if row["pid"] != pid {
 		t.Fatalf("the next caller ran on backend %v, not %v: the check proves nothing", row["pid"], pid)
 	}
