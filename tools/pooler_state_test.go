@@ -111,7 +111,7 @@ type poolerPath struct {
 }
 
 // inBackground runs one writer call that holds its transaction open for a while (its SQL
-// sleeps), and returns once the call surely holds the server connection. want is the error type
+// sleeps), and returns once its statement sleeps, holding the server connection. want is the error type
 // the call must end with ("" for success, anyError for any).
 func inBackground(t *testing.T, f *poolerFixture, p Principal, tool string, args map[string]any, want ErrorType) func() {
 	done := make(chan *Error, 1)
@@ -120,7 +120,14 @@ func inBackground(t *testing.T, f *poolerFixture, p Principal, tool string, args
 		_, e := f.writer.Call(context.Background(), p, tool, raw)
 		done <- e
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// The call holds the server connection once its statement sleeps.
+	deadline := time.Now().Add(10 * time.Second)
+	for f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND wait_event = 'PgSleep'") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start its statement within 10s", tool)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return func() {
 		e := <-done
 		switch {
