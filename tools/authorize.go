@@ -162,7 +162,16 @@ func settleSession(req *request, t *toolEntry, res Result, e *Error) (Result, *E
 	pc := s.Conn().PgConn()
 	if pc.IsClosed() || pc.TxStatus() != 'T' {
 		req.sessions.Finish(s)
-		return nil, sessionLost(s)
+		lost := sessionLost(s)
+		if e != nil && e.Type == ErrConnection && (e.SQLState == "42P05" || e.SQLState == "26000") {
+			// pgtools' own prepared statement collided on a transaction pooler's server
+			// connection (pgerr classifies only that case of these SQLSTATEs as a connection
+			// error): the loss is the operator's to fix, and retrying will fail the same way.
+			lost.SQLState = e.SQLState
+			lost.Message = fmt.Sprintf("Session %s was lost and rolled back: %s", s.ID, e.Message)
+			lost.Suggestion = e.Suggestion + " Nothing of this session was committed."
+		}
+		return nil, lost
 	}
 	if e != nil {
 		if e.Type != ErrConnection && e.Type != ErrTimeout {

@@ -23,7 +23,9 @@ type opResult struct {
 var opEncoder = wire.NewObjectEncoder[opResult]("")
 
 // pgTransaction runs 1–100 statements atomically on a fresh connection of their own: all commit
-// or none. It never uses a session slot, and the connection is destroyed afterwards.
+// or none. It never uses a session slot, and the connection is destroyed afterwards; the session
+// state the batch set is cleared before its COMMIT or ROLLBACK all the same, since behind a
+// transaction pooler the server connection goes on to the next client.
 func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
 	const op = "transaction"
 	release, lerr := req.txLimit.acquire(ctx, req.principal, req.db)
@@ -68,7 +70,9 @@ func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
 			err = errors.New("operation refused")
 		}
 		if err != nil {
-			_ = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
+			// Rolled back and reset before the connection closes: behind a transaction pooler,
+			// closing ours leaves the server connection to the next client.
+			_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
 			if e := bound.exceeded(ctx, err, req.db); e != nil {
 				return nil, failedAt(i, e)
 			}
@@ -81,10 +85,10 @@ func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
 		results = append(results, r)
 	}
 	if !time.Now().Before(bound.deadline) {
-		_ = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
+		_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
 		return nil, txTimeoutError(req.db, "every operation ran, but the transaction was rolled back and its locks released: nothing was committed")
 	}
-	if err := commit(ctx, pc); err != nil {
+	if err := commit(ctx, pc); err != nil { // clears the batch's session state before COMMIT
 		if errors.Is(err, errCommitUnknown) {
 			return nil, commitUnknown("the operations")
 		}

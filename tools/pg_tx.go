@@ -62,17 +62,23 @@ func pgTx(ctx context.Context, req *request) (Result, *Error) {
 	switch action {
 	case "commit", "rollback":
 		var err error
+		// Both clear the session state the session's statements set before COMMIT or ROLLBACK:
+		// behind a transaction pooler the server connection goes on to the next client then,
+		// whatever happens to the session's connection afterwards.
 		if action == "commit" {
 			err = commit(ctx, pc)
 		} else {
-			err = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK")
+			err = wire.RollbackClean(context.WithoutCancel(ctx), pc)
 		}
+		// Read before Finish, which closes the connection: a commit that PostgreSQL refused (a
+		// deferred constraint) is not a lost connection.
+		gone := pc.IsClosed()
 		req.sessions.Finish(s)
 		if errors.Is(err, errCommitUnknown) {
 			return nil, &Error{Type: ErrCommitOutcomeUnknown, Message: fmt.Sprintf("The COMMIT of session %s was sent, but its answer never arrived: the transaction may or may not have committed", s.ID),
 				Suggestion: "Check with select_query whether the session's changes are in the database before redoing them."}
 		}
-		if err != nil && (pc.IsClosed() || connectionEnded(err)) {
+		if err != nil && (gone || connectionEnded(err)) {
 			// The backend was gone (terminated, crashed, restarted) before it could commit:
 			// PostgreSQL rolled the transaction back. Retrying the commit cannot help.
 			return nil, sessionLost(s)

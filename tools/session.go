@@ -89,6 +89,10 @@ func readIn(ctx context.Context, db *Database, s *Session, st wire.Stmt) (*wire.
 	st.Unnamed = db.Policy.DescribeExec
 	rs, destroy, err := wire.Read(callCtx, pc, st, db.sessionFrame)
 	if destroy && pc.TxStatus() != 'T' {
+		if err != nil {
+			// Keep the cause: settleSession names the operator's fix when there is one.
+			return nil, fmt.Errorf("%w: %w", errSessionLost, err)
+		}
 		return nil, errSessionLost
 	}
 	return rs, sessionCallTimeout(ctx, &db.Policy, s, err)

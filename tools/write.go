@@ -50,11 +50,6 @@ var errConnClosedBeforeCommit = fmt.Errorf("the connection closed before COMMIT 
 // dmlTags are the command tags of statements that change rows but not the schema.
 var dmlTags = map[string]bool{"INSERT": true, "UPDATE": true, "DELETE": true, "MERGE": true, "SELECT": true}
 
-// resetAfterWrite undoes session state a committed statement may have left (set_config(…, false),
-// advisory locks, held cursors, LISTEN, temp tables, sequence state). It runs outside the
-// transaction, through the simple protocol: it is our fixed text, not an agent's.
-const resetAfterWrite = "CLOSE ALL; RESET ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES"
-
 // runWrite runs st in its own transaction on a pooled connection and commits it when every check
 // passes (autocommit: true).
 func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, error) {
@@ -84,21 +79,22 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	}
 	out, keep, err := execChecked(ctx, pc, st, before)
 	if err != nil || !keep {
-		if rbErr := simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK"); rbErr == nil && ctx.Err() == nil && wire.SafeTags[tagOf(out)] {
+		// Rolled back and reset in one round trip, so whatever session state the statement set
+		// (advisory locks and sequence state survive a rollback) never reaches the next call.
+		if rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc); rbErr == nil && ctx.Err() == nil && wire.SafeTags[tagOf(out)] {
 			destroy = false
 		}
 		return out, err
 	}
+	// commit clears the session state the statement set inside the transaction, before COMMIT:
+	// a transaction pooler hands the server connection on at COMMIT.
 	if err := commit(ctx, pc); err != nil {
 		if errors.Is(err, errCommitUnknown) {
 			return nil, commitUnknown("the change")
 		}
 		return nil, err
 	}
-	// The agent's statement committed; whatever session state it set must not reach the next call.
-	if err := simpleExec(context.WithoutCancel(ctx), pc, resetAfterWrite); err == nil && !unsafeWriteTag(tagOf(out)) {
-		destroy = false
-	}
+	destroy = unsafeWriteTag(tagOf(out))
 	return out, nil
 }
 
@@ -274,21 +270,28 @@ func commitUnknown(what string) *Error {
 		Suggestion: "Check with select_query whether the change is in the database before running it again; do not simply retry."}
 }
 
-// commit sends COMMIT. When its answer is lost, the transaction may or may not have committed,
-// and the caller must be told so rather than guess.
+// commit clears the session-level state of the open transaction and commits it, in one round
+// trip (wire.SQLCommitClean), so the connection is clean when COMMIT hands it on. When its
+// answer is lost, the transaction may or may not have committed, and the caller must be told so
+// rather than guess.
 func commit(ctx context.Context, pc *pgconn.PgConn) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if pc.IsClosed() {
 		return errConnClosedBeforeCommit
 	}
-	_, err := pc.Exec(cctx, "COMMIT").ReadAll()
+	_, err := pc.Exec(cctx, wire.SQLCommitClean).ReadAll()
 	if err == nil {
 		return nil
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return err // PostgreSQL answered: the transaction was rolled back (deferred constraint, serialization …)
+		// PostgreSQL answered: nothing was committed (a deferred constraint, a serialization
+		// failure …). A failure before COMMIT left the transaction aborted: end it, clean, so
+		// what the caller does with the connection next hands on nothing. A caller that cannot
+		// tell whether this worked destroys the connection.
+		_ = wire.RollbackClean(cctx, pc)
+		return err
 	}
 	// Any other failure came after the COMMIT was sent (pgconn reports a connection that broke
 	// while its answer was awaited as "conn closed", which it also marks safe to retry: it is not).

@@ -24,6 +24,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // Options are the options of pg_tx begin.
@@ -199,11 +201,14 @@ func (s *Session) Close(ctx context.Context) {
 	_ = s.conn.Close(cctx)
 }
 
-// Rollback rolls back and closes the session.
+// Rollback rolls back and closes the session (expiry, shutdown). The session-level state its
+// statements set is cleared before the ROLLBACK (wire.RollbackClean): behind a transaction pooler
+// the server connection goes on to the next client at ROLLBACK, and closing the session's
+// connection afterwards closes nothing on the server.
 func (s *Session) Rollback(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	err := exec(cctx, s.conn.PgConn(), "ROLLBACK")
+	err := wire.RollbackClean(cctx, s.conn.PgConn())
 	s.Close(ctx)
 	return err
 }
