@@ -273,8 +273,8 @@ func (v *roleView) usableRel(r *relation) bool {
 // the runner's login role must be a member of it; it must not be a superuser or bypass RLS; it
 // must not execute set_config (which changes role and claims from within a query), use a
 // procedural language (DO blocks and functions could change them out of sight), create objects in
-// a schema, or belong to the built-in roles that read files, signal backends or read all data.
-// The error names the SQL to run.
+// a schema, read other callers' prepared statements (pg_prepared_statements), or belong to the
+// built-in roles that read files, signal backends or read all data. The error names the SQL to run.
 func CheckRole(ctx context.Context, db *Database, role string) error {
 	problems, err := RoleProblems(ctx, db, role)
 	if err != nil || len(problems) == 0 {
@@ -306,12 +306,13 @@ SELECT r.rolname IS NOT NULL,
                  WHERE b.rolname IN ('pg_signal_backend', 'pg_read_server_files', 'pg_write_server_files', 'pg_execute_server_program',
                                      'pg_read_all_data', 'pg_write_all_data', 'pg_read_all_settings', 'pg_read_all_stats', 'pg_monitor')
                    AND pg_has_role(r.oid, b.oid, 'MEMBER')), '{}'),
-       session_user::text
+       session_user::text,
+       r.rolname IS NOT NULL AND has_function_privilege(r.oid, 'pg_catalog.pg_prepared_statement()', 'EXECUTE')
 FROM (SELECT $1::text AS name) x LEFT JOIN pg_roles r ON r.rolname = x.name`
-	var exists, member, super, setConfig bool
+	var exists, member, super, setConfig, prepared bool
 	var langs, schemas, builtins []string
 	var login string
-	if err := db.Pool.QueryRow(ctx, q, role).Scan(&exists, &member, &super, &setConfig, &langs, &schemas, &builtins, &login); err != nil {
+	if err := db.Pool.QueryRow(ctx, q, role).Scan(&exists, &member, &super, &setConfig, &langs, &schemas, &builtins, &login, &prepared); err != nil {
 		return nil, fmt.Errorf("checking role %s on database %s: %w", role, db.Name, err)
 	}
 	ident, loginIdent := pgx.Identifier{role}.Sanitize(), pgx.Identifier{login}.Sanitize()
@@ -340,6 +341,13 @@ FROM (SELECT $1::text AS name) x LEFT JOIN pg_roles r ON r.rolname = x.name`
 		const fn = "pg_catalog.set_config(text, text, boolean)"
 		add(fmt.Sprintf("it can execute set_config, which changes role and claims from inside a query (REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC; GRANT EXECUTE ON FUNCTION %s TO %s)", fn, fn, loginIdent),
 			"REVOKE EXECUTE ON FUNCTION "+fn+" FROM PUBLIC", "REVOKE EXECUTE ON FUNCTION "+fn+" FROM "+ident, "GRANT EXECUTE ON FUNCTION "+fn+" TO "+loginIdent)
+	}
+	if prepared {
+		// Every caller of a database shares its pooled connections, whose cached statements
+		// (pgtools' own, with the agent's where text in them) the view lists for any role.
+		const fn = "pg_catalog.pg_prepared_statement()"
+		add(fmt.Sprintf("it can read the statements other callers' calls prepared on the shared connections, their where text included, through pg_prepared_statements (REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC)", fn),
+			"REVOKE EXECUTE ON FUNCTION "+fn+" FROM PUBLIC", "REVOKE EXECUTE ON FUNCTION "+fn+" FROM "+ident)
 	}
 	if len(langs) > 0 {
 		list := strings.Join(quoted(langs), ", ")

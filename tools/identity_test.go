@@ -38,6 +38,7 @@ func newIdentityBundle(t *testing.T) *identityBundle {
 		REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC;
 		GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO %[2]s;
 		REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC;
+		REVOKE EXECUTE ON FUNCTION pg_catalog.pg_prepared_statement() FROM PUBLIC;
 		REVOKE CREATE ON SCHEMA public FROM PUBLIC`, quoteIdent(role), auth))
 	t.Cleanup(func() {
 		// Roles are cluster-wide: drop this test's once its database is gone (best effort).
@@ -187,7 +188,8 @@ func TestCheckRoleNamesTheFix(t *testing.T) {
 	if err == nil {
 		t.Fatal("a role that can run set_config, plpgsql and create objects passed")
 	}
-	for _, want := range []string{"REVOKE EXECUTE ON FUNCTION pg_catalog.set_config", "plpgsql", "REVOKE CREATE ON SCHEMA public"} {
+	for _, want := range []string{"REVOKE EXECUTE ON FUNCTION pg_catalog.set_config", "plpgsql", "REVOKE CREATE ON SCHEMA public",
+		"REVOKE EXECUTE ON FUNCTION pg_catalog.pg_prepared_statement() FROM PUBLIC"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %q: %v", want, err)
 		}
@@ -212,5 +214,24 @@ func TestRoleWithoutClaimsAfterOneWith(t *testing.T) {
 	bare := Principal{Name: "service", Scopes: []string{"read"}, Role: ib.role}
 	if got := ib.ids(t, bare, "select_query", `{"table":"docs"}`); got != "" {
 		t.Fatalf("a role without claims read %q", got)
+	}
+}
+
+// TestPreparedStatementsStayPrivate: callers of one database share its pooled connections, and the
+// statements pgtools caches there carry each caller's where text. Another caller's role cannot
+// list them (pg_prepared_statements), on the one connection both calls use.
+func TestPreparedStatementsStayPrivate(t *testing.T) {
+	t.Parallel()
+	ib := newIdentityBundle(t)
+	a, b := ib.tenant(1), ib.tenant(2)
+	ib.ids(t, a, "select_query", `{"table":"docs","where":"body = 'doc 4 of alice-secret-marker'"}`)
+	for _, sql := range []string{"select name, statement from pg_prepared_statements", "select * from pg_catalog.pg_prepared_statement()"} {
+		out, e := ib.callAs(t, b, "execute_sql", fmt.Sprintf(`{"sql":%q}`, sql))
+		if e == nil {
+			t.Fatalf("%s as another tenant: %v", sql, out)
+		}
+		if e.Type != ErrPermissionDenied || strings.Contains(e.Message+e.Suggestion, "alice-secret-marker") {
+			t.Fatalf("%s: %s (%s)", sql, e.Type, e.Message)
+		}
 	}
 }

@@ -77,7 +77,8 @@ func agentSetup(t *testing.T, db *pgtest.DB, login string) string {
 	db.Exec(t, "CREATE ROLE "+a+" NOLOGIN; GRANT "+a+" TO "+l+"; GRANT USAGE ON SCHEMA public TO "+a+"; GRANT SELECT ON orders TO "+a+`;
 		REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC;
 		GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO `+l+`;
-		REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
+		REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+		REVOKE EXECUTE ON FUNCTION pg_catalog.pg_prepared_statement() FROM PUBLIC`)
 	return agent
 }
 

@@ -170,6 +170,7 @@ REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLI
 GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO n8n_auth;
 REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC;
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION pg_catalog.pg_prepared_statement() FROM PUBLIC;
 ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own_notes ON notes
   USING (owner = nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')

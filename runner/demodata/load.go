@@ -292,6 +292,7 @@ func CreateTenantRole(ctx context.Context, adminDSN, appRole string) error {
 			"GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO "+app,
 			"REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC",
 			"REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+			"REVOKE EXECUTE ON FUNCTION pg_catalog.pg_prepared_statement() FROM PUBLIC",
 		)
 		for _, sql := range stmts {
 			if _, err := tx.Exec(ctx, sql); err != nil {

@@ -31,6 +31,7 @@ func TestClaimsChangedByDefinerFunction(t *testing.T) {
 		REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC;
 		GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO %[2]q;
 		REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC;
+		REVOKE EXECUTE ON FUNCTION pg_catalog.pg_prepared_statement() FROM PUBLIC;
 		CREATE FUNCTION set_tenant(t int) RETURNS text LANGUAGE sql SECURITY DEFINER
 		  AS $$ SELECT pg_catalog.set_config('request.jwt.claims', json_build_object('tenant', t)::text, false) $$;
 		REVOKE EXECUTE ON FUNCTION set_tenant(int) FROM PUBLIC;

@@ -25,7 +25,8 @@ func TestRowLevelSecurityInSessions(t *testing.T) {
 		GRANT SELECT, DELETE ON docs TO %[1]q;
 		REVOKE EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) FROM PUBLIC;
 		GRANT EXECUTE ON FUNCTION pg_catalog.set_config(text, text, boolean) TO %[2]q;
-		REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC`, role, f.role))
+		REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC;
+		REVOKE EXECUTE ON FUNCTION pg_catalog.pg_prepared_statement() FROM PUBLIC`, role, f.role))
 	t.Cleanup(func() { f.db.Exec(t, fmt.Sprintf("DROP OWNED BY %q", role)) })
 	tenant := func(n int) tools.Principal {
 		return tools.Principal{Name: fmt.Sprintf("app:user-%d", n), Scopes: []string{"read", "write"}, Role: role,
