@@ -36,9 +36,14 @@ func (id identity) none() bool { return id.role == "" && id.claims == nil }
 // transaction still runs as the login role: the database setup the README prescribes revokes
 // set_config from agent roles, so that their SQL cannot forge claims or switch roles. Asserting
 // again (sessions, batches) first returns to the login role for the rest of the transaction.
+// For the read pipeline, claims and role travel as one statement (one Bind and Execute, and one
+// cached statement for every role, where SET LOCAL ROLE would need one per role name):
+// set_config('role', …, true) is SET LOCAL ROLE, membership check included, and its arguments
+// are evaluated left to right, so the claims are set while the login role still runs.
 const (
-	sqlRoleNone  = "SET LOCAL ROLE NONE"
-	sqlSetClaims = "SELECT pg_catalog.set_config('request.jwt.claims', $1, true)"
+	sqlRoleNone    = "SET LOCAL ROLE NONE"
+	sqlSetClaims   = "SELECT pg_catalog.set_config('request.jwt.claims', $1, true)"
+	sqlSetIdentity = "SELECT pg_catalog.set_config('request.jwt.claims', $1, true), pg_catalog.set_config('role', $2, true)"
 )
 
 // pipeline is the identity as statements for the read pipeline; reassert first returns to the
@@ -47,17 +52,15 @@ func (id identity) pipeline(reassert bool) []wire.Exec {
 	if id.none() {
 		return nil
 	}
-	out := make([]wire.Exec, 0, 3)
+	out := make([]wire.Exec, 0, 2)
 	if reassert {
 		out = append(out, wire.Exec{SQL: sqlRoleNone})
 	}
-	if id.claims != nil {
-		out = append(out, wire.Exec{SQL: sqlSetClaims, Params: [][]byte{id.claims}})
+	if id.role == "" {
+		return append(out, wire.Exec{SQL: sqlSetClaims, Params: [][]byte{id.claims}})
 	}
-	if id.role != "" {
-		out = append(out, wire.Exec{SQL: "SET LOCAL ROLE " + pgx.Identifier{id.role}.Sanitize()})
-	}
-	return out
+	// A role always comes with claims (identityOf).
+	return append(out, wire.Exec{SQL: sqlSetIdentity, Params: [][]byte{id.claims, []byte(id.role)}})
 }
 
 // sql is the identity as simple-protocol text to append after "; " (no trailing separator), or ""
