@@ -193,18 +193,7 @@ func TestOpenLoopbackMetadata(t *testing.T) {
 	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
 		t.Errorf("/openapi.json: %d %v, want %v", status, got, all)
 	}
-	cs, err := apitest.ConnectMCP(t, api.srv.URL, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var onMCP []string
-	for _, tool := range res.Tools {
-		onMCP = append(onMCP, tool.Name)
-	}
+	onMCP := apitest.MCPToolNames(t, api.srv.URL, "")
 	sort.Strings(onMCP)
 	if !slices.Equal(onMCP, all) {
 		t.Errorf("MCP tools/list: %v, want %v", onMCP, all)

@@ -44,18 +44,7 @@ func TestToolListsPerCaller(t *testing.T) {
 			t.Errorf("%.6s…: /v1/tools %d %v, want %v", c.token, status, listed, c.want)
 		}
 		// MCP tools/list through the go-sdk client.
-		cs, err := apitest.ConnectMCP(t, api.srv.URL, c.token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := cs.ListTools(t.Context(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var onMCP []string
-		for _, tool := range res.Tools {
-			onMCP = append(onMCP, tool.Name)
-		}
+		onMCP := apitest.MCPToolNames(t, api.srv.URL, c.token)
 		want := slices.Sorted(slices.Values(c.want)) // the SDK lists tools by name
 		if !slices.Equal(onMCP, want) {
 			t.Errorf("%.6s…: tools/list %v, want %v", c.token, onMCP, c.want)

@@ -75,6 +75,12 @@ func (b *bundle) callAs(t testing.TB, p Principal, tool string, args string) (ma
 	if terr != nil {
 		return nil, terr
 	}
+	return decodeResult(t, res), nil
+}
+
+// decodeResult is the JSON a transport would send for res, decoded.
+func decodeResult(t testing.TB, res Result) map[string]any {
+	t.Helper()
 	raw, err := res.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +89,7 @@ func (b *bundle) callAs(t testing.TB, p Principal, tool string, args string) (ma
 	if err := json.Unmarshal(raw, &out); err != nil {
 		t.Fatalf("result is not valid JSON: %v\n%s", err, raw)
 	}
-	return out, nil
+	return out
 }
 
 // mustCall fails the test unless the call succeeds.

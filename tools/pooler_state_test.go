@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -87,19 +86,6 @@ func (f *poolerFixture) read(t *testing.T, sql string) (map[string]any, *Error) 
 		return nil, e
 	}
 	return decodeResult(t, res), nil
-}
-
-func decodeResult(t *testing.T, res Result) map[string]any {
-	t.Helper()
-	raw, err := res.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("result is not valid JSON: %v\n%s", err, raw)
-	}
-	return out
 }
 
 // poolerPath is one way an agent's free SQL runs and ends. hold starts it and returns once its

@@ -105,3 +105,22 @@ func ConnectMCP(t testing.TB, baseURL, token string) (*mcp.ClientSession, error)
 	}
 	return cs, err
 }
+
+// MCPToolNames lists the tools baseURL's /mcp offers token's caller, through the go-sdk client,
+// in the order tools/list gives them (the SDK sorts them by name).
+func MCPToolNames(t testing.TB, baseURL, token string) []string {
+	t.Helper()
+	cs, err := ConnectMCP(t, baseURL, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(res.Tools))
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
