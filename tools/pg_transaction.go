@@ -24,14 +24,13 @@ var opEncoder = wire.NewObjectEncoder[opResult]("")
 
 // pgTransaction runs 1–100 statements atomically on a fresh connection of their own: all commit
 // or none. It never uses a session slot, and the connection is destroyed afterwards.
-func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
+func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result, *Error) {
 	const op = "transaction"
 	release, lerr := req.txLimit.acquire(ctx, req.principal, req.db)
 	if lerr != nil {
 		return nil, lerr
 	}
 	defer release()
-	batch := req.in.(*batchArgs)
 	ops, format := batch.Operations, req.format(batch.Format)
 	stmts := make([]writeStmt, len(ops))
 	for i, o := range ops {

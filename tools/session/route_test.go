@@ -28,10 +28,10 @@ func TestPolicyOfTheSessionsDatabase(t *testing.T) {
 	}
 	reg.SetSessions(f.mgr)
 	call := func(p tools.Principal, tool, args string) *tools.Error {
-		_, e := reg.Call(context.Background(), p, tool, []byte(args))
+		_, _, e := reg.Call(context.Background(), p, tool, []byte(args))
 		return e
 	}
-	out, e := reg.Call(context.Background(), alice, "pg_tx", []byte(`{"action":"begin","database":"reports"}`))
+	out, _, e := reg.Call(context.Background(), alice, "pg_tx", []byte(`{"action":"begin","database":"reports"}`))
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -63,7 +63,7 @@ func TestPolicyOfTheSessionsDatabase(t *testing.T) {
 	}
 	// A principal limited to the default database cannot use a session on another one, even its own.
 	limited := tools.Principal{Name: "carol", Scopes: []string{"read", "write"}}
-	out, e = reg.Call(context.Background(), limited, "pg_tx", []byte(`{"action":"begin","database":"reports"}`))
+	out, _, e = reg.Call(context.Background(), limited, "pg_tx", []byte(`{"action":"begin","database":"reports"}`))
 	if e != nil {
 		t.Fatal(e)
 	}
