@@ -160,7 +160,8 @@ type logInfo struct {
 	principal string
 	role      string // the principal's PostgreSQL role, "" for the login role
 	tool      string
-	database  string
+	database  string // where the call was routed (tools.Outcome)
+	session   string // the session the call ran in, "" for none
 	errorType tools.ErrorType
 }
 
@@ -211,6 +212,9 @@ func (h *handler) logged(next http.Handler) http.Handler {
 		}
 		if info.database != "" {
 			ev = ev.Str("database", info.database)
+		}
+		if info.session != "" {
+			ev = ev.Str("session", info.session)
 		}
 		if info.errorType != "" {
 			ev = ev.Str("error_type", string(info.errorType))
@@ -268,7 +272,7 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Princ
 		return
 	}
 	ans := h.inv.Invoke(ctx, Call{Principal: p, Tool: name, Args: body, RequestID: info.reqID, Transport: "http", AccessLogged: true})
-	info.database = ans.Database
+	info.database, info.session = ans.Database, ans.Session
 	if ans.Err != nil {
 		info.errorType = ans.Err.Type
 		if ans.RetryAfter > 0 {

@@ -136,10 +136,13 @@ func (iv *Invoker) run(ctx context.Context, c Call) (ans Answer) {
 				Suggestion: "Retry the call; if it fails again, report request id " + c.RequestID + " to the operator."}}
 		}
 	}()
-	res, _, terr := iv.caller.Call(ctx, c.Principal, c.Tool, c.Args)
+	res, out, terr := iv.caller.Call(ctx, c.Principal, c.Tool, c.Args)
+	ans.Database, ans.Session = out.Database, out.Session
 	if terr != nil {
-		return Answer{Err: terr}
+		ans.Err = terr
+		return ans
 	}
+	ans.summary = res.Summary()
 	traceResult(ctx, res)
 	addRoutingHint(c.Tool, res)
 	body, err := res.MarshalJSON()
