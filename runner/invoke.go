@@ -118,6 +118,12 @@ func (iv *Invoker) Invoke(ctx context.Context, c Call) (ans Answer) {
 	}
 	if ans.Err != nil {
 		ans.Body, _ = ans.Err.MarshalJSON()
+		if _, ok := tools.ErrorMetaOf(ans.Err.Type); !ok {
+			// A category missing from the table is a bug: transports answer it as an
+			// internal error (500, not retryable), and the operator learns of it here.
+			iv.log.Error().Str("req_id", c.RequestID).Str("tool", c.Tool).Str("error_type", clip(string(ans.Err.Type))).
+				Msg("error category without status or retryability; answered as an internal error")
+		}
 	}
 	if !c.AccessLogged {
 		iv.logCall(c, ans, started)
