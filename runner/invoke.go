@@ -150,7 +150,7 @@ func (iv *Invoker) run(ctx context.Context, c Call) (ans Answer) {
 	}
 	ans.summary = res.Summary()
 	traceResult(ctx, res)
-	addRoutingHint(c.Tool, res)
+	addRoutingHint(res)
 	body, err := res.MarshalJSON()
 	if err != nil {
 		ans.Err = &tools.Error{Type: tools.ErrInternal, Message: "Could not encode the result",

@@ -51,9 +51,9 @@ func checkSessionHeader(ctx context.Context, args []byte) *tools.Error {
 
 // addRoutingHint tells the caller of pg_tx begin how to keep the session's calls on this
 // replica: clients other than the n8n nodes do not send the header by themselves.
-func addRoutingHint(tool string, res tools.Result) {
+func addRoutingHint(res tools.Result) {
 	tx, ok := res.(*tools.TxResult)
-	if tool != "pg_tx" || !ok || tx.Action != "begin" || tx.SessionID == "" {
+	if !ok || tx.Action != "begin" || tx.SessionID == "" {
 		return
 	}
 	tx.Hint += " Behind a load balancer with several replicas, send the HTTP header " + SessionHeader + ": " + tx.SessionID +
