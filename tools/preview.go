@@ -62,7 +62,8 @@ func (pv Preview) AskDestructive(refusal string) string {
 }
 
 // Preview validates and routes a call like Call, without running it, and says what a human
-// asked to approve it must see. The error is the one Call would answer before running.
+// asked to approve it must see. The error is the one Call would answer before running, with
+// the caller's values masked as Call masks them.
 func (r *Registry) Preview(ctx context.Context, p Principal, tool string, rawArgs []byte) (Preview, *Error) {
 	t, ok := r.tools[tool]
 	if !ok {
@@ -70,10 +71,12 @@ func (r *Registry) Preview(ctx context.Context, p Principal, tool string, rawArg
 	}
 	m, in, err := r.decodeCall(p, t, rawArgs)
 	if err != nil {
+		finishError(err, t, nil, m)
 		return Preview{}, err
 	}
 	db, sess, err := r.route(ctx, p, t, m)
 	if err != nil {
+		finishError(err, t, nil, m)
 		return Preview{}, err
 	}
 	pv := Preview{Tool: tool, Database: db.Name}

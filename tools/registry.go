@@ -167,14 +167,8 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	var db *Database
 	routed := false // the principal may use db
 	defer func() {
-		if err != nil && err.Operation == "" {
-			err.Operation = t.operation
-		}
-		if err != nil && (db == nil || !db.Policy.ShowErrorValues) {
-			redactValues(err, m)
-		}
 		if err != nil {
-			clipEchoes(err) // after masking, which must see whole values
+			finishError(err, t, db, m)
 		}
 		if res != nil {
 			res.setExecutionTime(formatDuration(time.Since(started)))
@@ -208,6 +202,18 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		res, err = settleSession(req, t, res, err)
 	}
 	return res, out, err
+}
+
+// finishError completes a failed call's error as the model reads it: the tool's operation, the
+// caller's values masked where echoed (unless db shows them), long echoes clipped.
+func finishError(err *Error, t *toolEntry, db *Database, args map[string]any) {
+	if err.Operation == "" {
+		err.Operation = t.operation
+	}
+	if db == nil || !db.Policy.ShowErrorValues {
+		redactValues(err, args)
+	}
+	clipEchoes(err) // after masking, which must see whole values
 }
 
 func (r *Registry) unknownTool(tool string) *Error {
