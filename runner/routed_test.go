@@ -194,3 +194,51 @@ func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionHeaderMustMatchSessionID: a call whose X-PgTools-Session header names another
+// session than its session_id is refused before it runs (the proxy routed by the header, so the
+// call may be on a replica that lacks its session), also when the session is not on this
+// replica; the same id in both, or a header on a call without a session, runs.
+func TestSessionHeaderMustMatchSessionID(t *testing.T) {
+	t.Parallel()
+	f := newRoutedFixture(t)
+	srv := httptest.NewServer(NewHandlerWith(f.reg, HandlerOptions{Log: zerolog.Nop()}))
+	t.Cleanup(srv.Close)
+	post := func(tool, header, body string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/tools/"+tool, strings.NewReader(body))
+		if header != "" {
+			req.Header.Set(SessionHeader, header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, out
+	}
+	status, out := post("pg_tx", "", `{"action":"begin","database":"reports"}`)
+	id, _ := out["session_id"].(string)
+	if status != http.StatusOK || id == "" {
+		t.Fatalf("begin: %d %v", status, out)
+	}
+	for _, sid := range []string{id, "0000aaaa-1111-2222-3333-444455556666"} {
+		status, out = post("select_query", "ffffffff-1111-2222-3333-444455556666", `{"table":"big","limit":1,"session_id":"`+sid+`"}`)
+		if status != http.StatusBadRequest || out["errorType"] != "invalid_arguments" || !strings.Contains(out["error"].(string), "name different sessions") {
+			t.Errorf("session_id %s under another header: %d %v", sid, status, out)
+		}
+	}
+	if status, out = post("select_query", strings.ToUpper(id), `{"table":"big","limit":1,"session_id":"`+id+`"}`); status != http.StatusOK {
+		t.Errorf("same session in header and session_id: %d %v", status, out)
+	}
+	if status, out = post("describe_schema", id, `{}`); status != http.StatusOK {
+		t.Errorf("header on a call without session_id: %d %v", status, out)
+	}
+	if status, out = post("pg_tx", id, `{"action":"rollback","session_id":"`+id+`"}`); status != http.StatusOK {
+		t.Errorf("rollback: %d %v", status, out)
+	}
+}
