@@ -105,9 +105,6 @@ func (iv *Invoker) Invoke(ctx context.Context, c Call) (ans Answer) {
 		c.RequestID = iv.nextID()
 	}
 	ctx, span := iv.startSpan(ctx, c)
-	if c.Refused == nil {
-		c.Refused = checkSessionHeader(ctx, c.Args)
-	}
 	if c.Refused != nil {
 		ans = Answer{Err: c.Refused}
 	} else if pl, wait, terr := iv.lim.admit(c.Principal); terr != nil {

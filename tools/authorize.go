@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // gate is what a tool's call needs before anything runs, beside the tool's schema and scope: the
@@ -118,6 +119,9 @@ func (r *Registry) route(ctx context.Context, p Principal, t *toolEntry, args ma
 	}
 	if g := t.gate; g.session != nil && g.session(args) {
 		if id := strArg(args, "session_id"); id != "" {
+			if e := checkRouteHint(ctx, id); e != nil {
+				return nil, nil, e
+			}
 			if r.sessions == nil {
 				return nil, nil, sessionsUnavailable("")
 			}
@@ -146,6 +150,29 @@ func (r *Registry) route(ctx context.Context, p Principal, t *toolEntry, args ma
 		return nil, nil, r.databaseUnavailable(p, dbName)
 	}
 	return db, nil, nil
+}
+
+type routeHintKey struct{}
+
+// RouteHint is the session a load balancer routed a call by: the runner's X-PgTools-Session
+// header (Header names it in the refusal; ID is its value).
+type RouteHint struct{ Header, ID string }
+
+// WithRouteHint returns ctx carrying h. A call in a session other than h.ID is then refused
+// before its session is looked up: the proxy routed it by h, so it may have reached a replica
+// that does not hold the session it names. An empty ID checks nothing.
+func WithRouteHint(ctx context.Context, h RouteHint) context.Context {
+	return context.WithValue(ctx, routeHintKey{}, h)
+}
+
+func checkRouteHint(ctx context.Context, sessionID string) *Error {
+	h, _ := ctx.Value(routeHintKey{}).(RouteHint)
+	if id := strings.TrimSpace(h.ID); id == "" || strings.EqualFold(sessionID, id) {
+		return nil
+	}
+	return errorf(ErrInvalidArguments, "Send the same session id in both: the header routes the request to the replica holding the session, and session_id selects it there. "+
+		"Set the header from the session_id of each call, or leave the header out.",
+		"Invalid arguments: session_id and the header %s name different sessions", h.Header)
 }
 
 func (r *Registry) databaseUnavailable(p Principal, name string) *Error {
