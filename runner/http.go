@@ -13,28 +13,12 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
-// StatusFor maps an error category to its HTTP status (DESIGN §4).
+// StatusFor maps an error category to its HTTP status (DESIGN §4) from the category table
+// beside the categories (tools/pgerr). A category without an entry answers 500; the Invoker
+// logs such an answer as an internal error.
 func StatusFor(t tools.ErrorType) int {
-	switch t {
-	case tools.ErrInvalidArguments, tools.ErrSyntax, tools.ErrInvalidTable, tools.ErrInvalidColumn,
-		tools.ErrWriteIntentRequired, tools.ErrConfirmationRequired:
-		return http.StatusBadRequest
-	case tools.ErrPermissionDenied, tools.ErrNotAllowed, tools.ErrReadOnlyViolation:
-		return http.StatusForbidden
-	case tools.ErrUnknownTool, tools.ErrSessionNotFound, tools.ErrSessionExpired:
-		return http.StatusNotFound
-	case tools.ErrConstraint, tools.ErrTooManyRows:
-		return http.StatusConflict
-	case tools.ErrRateLimited, tools.ErrSessionLimitReached:
-		return http.StatusTooManyRequests
-	case tools.ErrConnection:
-		return http.StatusServiceUnavailable
-	case tools.ErrTimeout:
-		return http.StatusGatewayTimeout
-	case tools.ErrAuthentication:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+	m, _ := tools.ErrorMetaOf(t)
+	return m.Status
 }
 
 // handler serves the HTTP API.
@@ -160,7 +144,8 @@ type logInfo struct {
 	principal string
 	role      string // the principal's PostgreSQL role, "" for the login role
 	tool      string
-	database  string
+	database  string // where the call was routed (tools.Outcome)
+	session   string // the session the call ran in, "" for none
 	errorType tools.ErrorType
 }
 
@@ -211,6 +196,9 @@ func (h *handler) logged(next http.Handler) http.Handler {
 		}
 		if info.database != "" {
 			ev = ev.Str("database", info.database)
+		}
+		if info.session != "" {
+			ev = ev.Str("session", info.session)
 		}
 		if info.errorType != "" {
 			ev = ev.Str("error_type", string(info.errorType))
@@ -268,10 +256,10 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Princ
 		return
 	}
 	ans := h.inv.Invoke(ctx, Call{Principal: p, Tool: name, Args: body, RequestID: info.reqID, Transport: "http", AccessLogged: true})
-	info.database = ans.Database
+	info.database, info.session = ans.Database, ans.Session
 	if ans.Err != nil {
 		info.errorType = ans.Err.Type
-		if ans.RetryAfter > 0 {
+		if m, _ := tools.ErrorMetaOf(ans.Err.Type); m.Retryable && ans.RetryAfter > 0 {
 			w.Header().Set("Retry-After", retryAfterSeconds(ans.RetryAfter))
 		}
 		writeJSON(w, StatusFor(ans.Err.Type), ans.Body)

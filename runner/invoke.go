@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -17,10 +16,11 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
-// Caller runs one tool call; *tools.Registry is the implementation. A wrapper may add behaviour
-// around every call (tests inject faults this way).
+// Caller runs one tool call, and previews one for a confirmation; *tools.Registry is the
+// implementation. A wrapper may add behaviour around every call (tests inject faults this way).
 type Caller interface {
-	Call(ctx context.Context, p tools.Principal, tool string, rawArgs []byte) (tools.Result, *tools.Error)
+	Call(ctx context.Context, p tools.Principal, tool string, rawArgs []byte) (tools.Result, tools.Outcome, *tools.Error)
+	Preview(ctx context.Context, p tools.Principal, tool string, rawArgs []byte) (tools.Preview, *tools.Error)
 }
 
 var _ Caller = (*tools.Registry)(nil)
@@ -55,9 +55,13 @@ type Answer struct {
 	Err *tools.Error
 	// RetryAfter is how long a rate-limited caller should wait (0 unless Err is rate_limited).
 	RetryAfter time.Duration
-	// Database is the database the arguments name, for the transport's log ("" if none is
-	// readable).
+	// Database is the database the call ran on, as the registry routed it (tools.Outcome); ""
+	// when it was refused before routing.
 	Database string
+	// Session is the id of the session the call ran in, "" for none.
+	Session string
+	// summary describes a successful result (rows, changed rows, table), for confirmations.
+	summary tools.Summary
 }
 
 // Invoker wraps every tool call of every transport the same way: the per-token limits (when it
@@ -101,9 +105,6 @@ func (iv *Invoker) Invoke(ctx context.Context, c Call) (ans Answer) {
 		c.RequestID = iv.nextID()
 	}
 	ctx, span := iv.startSpan(ctx, c)
-	if c.Refused == nil {
-		c.Refused = checkSessionHeader(ctx, c.Args)
-	}
 	if c.Refused != nil {
 		ans = Answer{Err: c.Refused}
 	} else if pl, wait, terr := iv.lim.admit(c.Principal); terr != nil {
@@ -114,8 +115,13 @@ func (iv *Invoker) Invoke(ctx context.Context, c Call) (ans Answer) {
 	}
 	if ans.Err != nil {
 		ans.Body, _ = ans.Err.MarshalJSON()
+		if _, ok := tools.ErrorMetaOf(ans.Err.Type); !ok {
+			// A category missing from the table is a bug: transports answer it as an
+			// internal error (500, not retryable), and the operator learns of it here.
+			iv.log.Error().Str("req_id", c.RequestID).Str("tool", c.Tool).Str("error_type", clip(string(ans.Err.Type))).
+				Msg("error category without status or retryability; answered as an internal error")
+		}
 	}
-	ans.Database = databaseOf(c.Args)
 	if !c.AccessLogged {
 		iv.logCall(c, ans, started)
 	}
@@ -133,18 +139,23 @@ func (iv *Invoker) run(ctx context.Context, c Call) (ans Answer) {
 				Suggestion: "Retry the call; if it fails again, report request id " + c.RequestID + " to the operator."}}
 		}
 	}()
-	res, terr := iv.caller.Call(ctx, c.Principal, c.Tool, c.Args)
+	res, out, terr := iv.caller.Call(ctx, c.Principal, c.Tool, c.Args)
+	ans.Database, ans.Session = out.Database, out.Session
 	if terr != nil {
-		return Answer{Err: terr}
+		ans.Err = terr
+		return ans
 	}
+	ans.summary = res.Summary()
 	traceResult(ctx, res)
-	addRoutingHint(c.Tool, res)
+	addRoutingHint(res)
 	body, err := res.MarshalJSON()
 	if err != nil {
-		return Answer{Err: &tools.Error{Type: tools.ErrInternal, Message: "Could not encode the result",
-			Suggestion: "Retry; report it if it persists."}}
+		ans.Err = &tools.Error{Type: tools.ErrInternal, Message: "Could not encode the result",
+			Suggestion: "Retry; report it if it persists."}
+		return ans
 	}
-	return Answer{Body: body}
+	ans.Body = body
+	return ans
 }
 
 // logPanic logs where a call panicked. A runtime error names the fault, never a value; anything
@@ -182,7 +193,7 @@ func isRuntimeFrame(fn string) bool {
 }
 
 // logCall writes the call's one log line: transport, request id, tool, principal, database,
-// error type and duration; never argument values.
+// error type and duration; never argument values. The database is where the call was routed.
 func (iv *Invoker) logCall(c Call, ans Answer, started time.Time) {
 	terr := ans.Err
 	ev := iv.log.Info()
@@ -195,27 +206,9 @@ func (iv *Invoker) logCall(c Call, ans Answer, started time.Time) {
 	if c.Transport != "" {
 		ev = ev.Str("transport", c.Transport)
 	}
+	if ans.Session != "" {
+		ev = ev.Str("session", ans.Session)
+	}
 	ev.Str("req_id", c.RequestID).Str("principal", c.Principal.Name).Str("tool", c.Tool).
 		Str("database", ans.Database).Dur("duration", time.Since(started)).Msg("tool call")
-}
-
-// databaseOf is the database a call's arguments name, clipped to PostgreSQL's name length:
-// "default" when they name none, "" when they are not an object with a string "database".
-func databaseOf(args []byte) string {
-	var a struct {
-		Database *string `json:"database"`
-	}
-	if len(args) == 0 {
-		return "default"
-	}
-	if json.Unmarshal(args, &a) != nil {
-		return ""
-	}
-	if a.Database == nil || *a.Database == "" {
-		return "default"
-	}
-	if name := *a.Database; len(name) > 63 {
-		return name[:63] + "…"
-	}
-	return *a.Database
 }

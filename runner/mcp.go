@@ -20,8 +20,9 @@ import (
 const mcpInstructions = "PostgreSQL tools. Call describe_schema to learn the tables and columns before reading or writing. " +
 	"Every result is a JSON object; a failed call has isError set and carries errorType and a suggestion that says how to fix the call."
 
-// DefaultMCPConfirmRows is MCPOptions.ConfirmRowsOver's default: an update_data or delete_data
-// that would change more rows asks the human first, on clients that support elicitation.
+// DefaultMCPConfirmRows is MCPOptions.ConfirmRowsOver's default: an update_data, delete_data or
+// operator-defined write tool call that would change more rows asks the human first, on clients
+// that support elicitation.
 const DefaultMCPConfirmRows = 100
 
 // DefaultMCPProgressEvery is MCPOptions.ProgressEvery's default.
@@ -30,8 +31,9 @@ const DefaultMCPProgressEvery = time.Second
 // MCPOptions configures what the MCP transports add to the tools. Zero fields take their
 // defaults.
 type MCPOptions struct {
-	// ConfirmRowsOver is the row count above which an update_data or delete_data call (not a dry
-	// run) asks the human through the client first, when the client declares elicitation: a dry
+	// ConfirmRowsOver is the row count above which a call a dry run can count (update_data,
+	// delete_data, an operator-defined write tool; not itself a dry run) asks the human through
+	// the client first, when the client declares elicitation: a dry
 	// run counts the rows, the human sees the table and the count, and only an accept runs the
 	// call (default DefaultMCPConfirmRows; negative: never ask). max_affected_rows still applies.
 	ConfirmRowsOver int

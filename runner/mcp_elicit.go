@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,9 +14,12 @@ import (
 const confirmKey = "pgtools_confirm"
 
 // confirmed runs call and, when the client declares elicitation, asks the human before what
-// cannot be undone: a DROP or TRUNCATE that the tools refused without confirm_destructive, and an
-// update_data or delete_data (not a dry run) whose dry run counts more than ConfirmRowsOver rows.
-// It returns the answer to send, or a result asking the client for input.
+// cannot be undone: a DROP or TRUNCATE that the tools refused without confirm_destructive, and a
+// write the tools can count (update_data, delete_data, an operator-defined write tool; not a
+// dry run) whose dry run counts more than ConfirmRowsOver rows. What to count, what to send once
+// the human agrees and the question's text come from the registry's Preview, routed like the
+// call itself, so the question names the database the call runs on. It returns the answer to
+// send, or a result asking the client for input.
 //
 // The question is an input request of the SDK's multi-round-trip calls (SEP-2322): a client on
 // the 2026-07-28 protocol receives it as an input_required result and calls again with the
@@ -37,44 +37,33 @@ func confirmed(ctx context.Context, req *mcp.CallToolRequest, inv *Invoker, call
 		if resp.Action != "accept" {
 			return declined(call), nil
 		}
-		if call.Tool == "execute_sql" {
-			call.Args = withArg(call.Args, "confirm_destructive", true)
+		if pv, perr := inv.caller.Preview(ctx, call.Principal, call.Tool, call.Args); perr == nil && pv.ConfirmedArgs != nil {
+			call.Args = pv.ConfirmedArgs
 		}
 		return inv.Invoke(ctx, call), nil
 	}
 	if !canAsk {
 		return inv.Invoke(ctx, call), nil
 	}
-	if (call.Tool == "update_data" || call.Tool == "delete_data") && opts.ConfirmRowsOver > 0 && !argIs(call.Args, "dry_run", true) {
+	pv, perr := inv.caller.Preview(ctx, call.Principal, call.Tool, call.Args)
+	if perr != nil {
+		return inv.Invoke(ctx, call), nil // the call answers the same refusal, logged like any call
+	}
+	if pv.CountArgs != nil && opts.ConfirmRowsOver > 0 {
 		dry := call
-		dry.Args = withArg(call.Args, "dry_run", true)
-		if dry.Args != nil {
-			ans := inv.Invoke(ctx, dry)
-			if ans.Err != nil {
-				return ans, nil // the real call would fail the same way, and nothing was changed
-			}
-			var r struct {
-				Table        string `json:"table"`
-				AffectedRows int    `json:"affectedRows"`
-			}
-			if json.Unmarshal(ans.Body, &r) == nil && r.AffectedRows > opts.ConfirmRowsOver {
-				verb := map[string]string{"update_data": "update", "delete_data": "delete"}[call.Tool]
-				msg := fmt.Sprintf("The agent wants to %s %d rows of table %s in database %s (counted by a dry run; pgtools asks above %d rows). Allow it?",
-					verb, r.AffectedRows, r.Table, databaseOf(call.Args), opts.ConfirmRowsOver)
-				return Answer{}, askConfirm(msg, state)
-			}
+		dry.Args = pv.CountArgs
+		ans := inv.Invoke(ctx, dry)
+		if ans.Err != nil {
+			return ans, nil // the real call would fail the same way, and nothing was changed
+		}
+		if n := ans.summary.AffectedRows; n != nil && *n > opts.ConfirmRowsOver {
+			return Answer{}, askConfirm(pv.AskRows(*n, ans.summary.Table, opts.ConfirmRowsOver), state)
 		}
 		return inv.Invoke(ctx, call), nil
 	}
 	ans := inv.Invoke(ctx, call)
-	if ans.Err != nil && ans.Err.Type == tools.ErrConfirmationRequired && call.Tool == "execute_sql" && !argIs(call.Args, "confirm_destructive", true) {
-		var a struct {
-			SQL string `json:"sql"`
-		}
-		_ = json.Unmarshal(call.Args, &a)
-		msg := fmt.Sprintf("The agent wants to run a statement that cannot be undone, on database %s: %s\n\n%s\n\nAllow it?",
-			databaseOf(call.Args), ans.Err.Message, clipForHuman(a.SQL, 2000))
-		return Answer{}, askConfirm(msg, state)
+	if ans.Err != nil && ans.Err.Type == tools.ErrConfirmationRequired && pv.ConfirmedArgs != nil {
+		return Answer{}, askConfirm(pv.AskDestructive(ans.Err.Message), state)
 	}
 	return ans, nil
 }
@@ -105,43 +94,6 @@ func confirmState(call Call) string {
 	h.Write([]byte{0})
 	h.Write(call.Args)
 	return "pgtools-confirm-v1:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// withArg returns args (a JSON object) with key set to v, or nil if args is not an object.
-func withArg(args []byte, key string, v any) []byte {
-	var m map[string]json.RawMessage
-	if len(args) == 0 {
-		m = map[string]json.RawMessage{}
-	} else if json.Unmarshal(args, &m) != nil || m == nil {
-		return nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	m[key] = b
-	out, err := json.Marshal(m)
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
-// argIs reports whether args (a JSON object) has key equal to v.
-func argIs(args []byte, key string, v bool) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(args, &m) != nil {
-		return false
-	}
-	return string(m[key]) == strconv.FormatBool(v)
-}
-
-// clipForHuman shortens s to at most n bytes for a message to the human.
-func clipForHuman(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // httpRequestCtxKey carries the context of the HTTP request that brought an MCP message.

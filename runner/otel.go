@@ -115,6 +115,9 @@ func (iv *Invoker) endSpan(span trace.Span, ans Answer) {
 		return
 	}
 	span.SetAttributes(attribute.String("pgtools.database", ans.Database))
+	if ans.Session != "" {
+		span.SetAttributes(attribute.String("pgtools.session", ans.Session))
+	}
 	if ans.Err != nil {
 		span.SetAttributes(attribute.String("pgtools.error_type", string(ans.Err.Type)))
 		// The category only: a message can quote the caller's identifiers.

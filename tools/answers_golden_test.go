@@ -57,7 +57,7 @@ func TestAnswerGolden(t *testing.T) {
 		{"pg_transaction", "pg_transaction", `{"operations":[{"sql":"update orders set status = 'x' where id = 6"},{"sql":"select id, status from orders where id = 6"}]}`},
 		{"pg_transaction-columns", "pg_transaction", `{"format":"columns","operations":[{"sql":"select id, status from orders where id in (6, 7) order by id"}]}`},
 	} {
-		res, e := b.reg.Call(context.Background(), testPrincipal, c.tool, []byte(c.args))
+		res, _, e := b.reg.Call(context.Background(), testPrincipal, c.tool, []byte(c.args))
 		if e != nil {
 			t.Fatalf("%s: %s (%s) — %s", c.name, e.Message, e.Type, e.Suggestion)
 		}

@@ -78,7 +78,7 @@ func TestValidationMessagesArePlain(t *testing.T) {
 		{"pg_transaction", `{"operations":[{"sql":" "}]}`, "operations/0/sql: must not be blank"},
 	}
 	for _, c := range cases {
-		_, e := reg.Call(context.Background(), testPrincipal, c.tool, []byte(c.args))
+		_, _, e := reg.Call(context.Background(), testPrincipal, c.tool, []byte(c.args))
 		if e == nil || e.Type != ErrInvalidArguments {
 			t.Fatalf("%s %s: got %v, want invalid_arguments", c.tool, c.args, e)
 		}
@@ -173,7 +173,7 @@ func TestNULIsNamed(t *testing.T) {
 			if strings.ContainsRune(e.Message+e.Suggestion, 0) {
 				t.Fatalf("the error itself carries a NUL: %q", e.Message)
 			}
-			if _, e := closed.Call(context.Background(), testPrincipal, c.tool, []byte(c.args)); e == nil || e.Type != ErrInvalidArguments {
+			if _, _, e := closed.Call(context.Background(), testPrincipal, c.tool, []byte(c.args)); e == nil || e.Type != ErrInvalidArguments {
 				t.Fatalf("without a database: got %v, want invalid_arguments before any connection", e)
 			}
 		})
@@ -194,7 +194,7 @@ func TestHugeValueCostIsBounded(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		_, e := reg.Call(context.Background(), testPrincipal, "select_query", []byte(args))
+		_, _, e := reg.Call(context.Background(), testPrincipal, "select_query", []byte(args))
 		runtime.ReadMemStats(&after)
 		if e == nil || e.Type != ErrInvalidArguments {
 			t.Fatalf("got %v, want invalid_arguments", e)

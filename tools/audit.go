@@ -27,34 +27,17 @@ type Auditor interface {
 // SetAuditor sets where write attempts are reported (nil: nowhere). Call it before serving.
 func (r *Registry) SetAuditor(a Auditor) { r.auditor = a }
 
-// isWriteCall reports whether a call is a write attempt for the audit log.
-func isWriteCall(tool string, args map[string]any) bool {
-	switch tool {
-	case "insert_data", "update_data", "delete_data", "pg_transaction":
-		return true
-	case "execute_sql":
-		return args != nil && args["mode"] == "write"
-	case "pg_tx":
-		return args != nil && (args["action"] == "commit" || args["action"] == "rollback")
-	}
-	return false
-}
-
-func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, res Result, err *Error, started time.Time) {
-	tool := t.info.Name
-	if r.auditor == nil || !(t.writes || isWriteCall(tool, args)) {
+// audit reports a write attempt where route sent it (out); a call refused before it was
+// routed names the database its arguments ask for, or the tool's own.
+func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Outcome, res Result, err *Error, started time.Time) {
+	if r.auditor == nil || !t.gate.isAudited(args) {
 		return
 	}
-	ev := AuditEvent{Time: started.UTC(), Principal: p.Name, Tool: tool, Duration: time.Since(started)}
-	if args != nil {
-		ev.Database, _ = args["database"].(string)
-		ev.SessionID, _ = args["session_id"].(string)
-	}
-	if t.database != "" {
-		ev.Database = t.database
-	}
+	ev := AuditEvent{Time: started.UTC(), Principal: p.Name, Tool: t.info.Name, Duration: time.Since(started),
+		Database: out.Database, SessionID: out.Session}
 	if ev.Database == "" {
-		ev.Database = "default"
+		ev.Database = firstNonEmpty(t.database, strArg(args, "database"), "default")
+		ev.SessionID = strArg(args, "session_id")
 	}
 	switch {
 	case err != nil:
@@ -72,4 +55,13 @@ func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, res Res
 		}
 	}
 	r.auditor.Audit(ev)
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }

@@ -4,22 +4,84 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // gate is what a tool's call needs before anything runs, beside the tool's schema and scope: the
 // one place where policy is decided. Call resolves the call's target first (the session named by
-// session_id fixes the database), then applies every gate to that target in authorize.
+// session_id fixes the database), then applies every gate to that target in authorize. Its zero
+// value is invalid (access unset) and refused when a tool is registered (check).
 type gate struct {
-	// writes reports whether the call changes data: it then needs the write scope and a database
-	// that is not read-only. nil: never.
+	// access says whether the tool's calls change data: never, always, or as writes decides.
+	// A call that writes needs the write scope and a database that is not read-only.
+	access access
+	// writes reports whether a call changes data; set exactly when access is writesWhen.
 	writes func(args map[string]any) bool
 	// intent: a call that writes must state intent (session_id, autocommit: true, or dry_run).
 	intent bool
 	// session reports whether session_id names the session the call runs in. nil: never.
 	session func(args map[string]any) bool
+	// audits reports whether a call is a write attempt for the audit log; nil: when it writes.
+	audits func(args map[string]any) bool
+	// echoesSession: every result in a session names it (pg_tx), not only those that write.
+	echoesSession bool
 	// readOnlyFix and scopeFix are the suggestions for a write refused by a read-only database or
 	// a token without the write scope; scopeMsg names what needed the scope.
 	readOnlyFix, scopeFix, scopeMsg string
+}
+
+// access is whether a tool's calls write. Its zero value is no answer, which no tool may give.
+type access int
+
+const (
+	accessUnset  access = iota // invalid: refused by gate.check
+	readsOnly                  // no call writes
+	writesAlways               // every call writes
+	writesWhen                 // a call writes when gate.writes says so
+)
+
+// check reports a gate that does not decide: access unset, or a writes function that
+// disagrees with access.
+func (g gate) check() error {
+	switch g.access {
+	case readsOnly, writesAlways:
+		if g.writes != nil {
+			return fmt.Errorf("gate: a writes function is only read with access writesWhen")
+		}
+	case writesWhen:
+		if g.writes == nil {
+			return fmt.Errorf("gate: access writesWhen needs a writes function")
+		}
+	default:
+		return fmt.Errorf("gate: access is not set: say whether the tool writes")
+	}
+	return nil
+}
+
+// isWrite reports whether a call with args changes data. An access that is not one of the
+// known ones counts as a write, so the stricter checks apply (fail closed).
+func (g gate) isWrite(args map[string]any) bool {
+	switch g.access {
+	case readsOnly:
+		return false
+	case writesWhen:
+		return g.writes(args)
+	}
+	return true
+}
+
+// isAudited reports whether a call is a write attempt for the audit log.
+func (g gate) isAudited(args map[string]any) bool {
+	if g.audits != nil {
+		return g.audits(args)
+	}
+	return g.isWrite(args)
+}
+
+// endsSession: a pg_tx call that commits or rolls back, which the audit log records.
+func endsSession(args map[string]any) bool {
+	a := strArg(args, "action")
+	return a == "commit" || a == "rollback"
 }
 
 // strArg returns a string argument of a validated call, or "". Gates read the arguments as a
@@ -47,24 +109,6 @@ func sessionAction(args map[string]any) bool {
 	return false
 }
 
-const noWritesFix = `Use select_query or execute_sql with mode "read"; this database accepts no writes.`
-
-var gates = map[string]gate{
-	"select_query":    {session: always},
-	"describe_schema": {},
-	"execute_sql": {writes: modeWrite, intent: true, session: always, readOnlyFix: noWritesFix,
-		scopeFix: `Use mode "read", or ask the operator for a token with the write scope.`, scopeMsg: `execute_sql with mode "write"`},
-	"insert_data":    {writes: always, intent: true, session: always, readOnlyFix: noWritesFix},
-	"update_data":    {writes: always, intent: true, session: always, readOnlyFix: noWritesFix},
-	"delete_data":    {writes: always, intent: true, session: always, readOnlyFix: noWritesFix},
-	"pg_transaction": {writes: always, readOnlyFix: noWritesFix},
-	"pg_tx": {writes: func(args map[string]any) bool {
-		return strArg(args, "action") == "begin" && !boolArg(args, "read_only")
-	},
-		session: sessionAction, readOnlyFix: `Begin with "read_only": true; this database accepts no writes.`,
-		scopeFix: `Begin with "read_only": true, or ask the operator for a token with the write scope.`, scopeMsg: "a read-write session"},
-}
-
 // route resolves the call's target: the session its session_id names (locked for the call; the
 // caller must release it) and that session's database, or the database its database argument
 // names. A database argument that disagrees with the session's is refused.
@@ -75,6 +119,9 @@ func (r *Registry) route(ctx context.Context, p Principal, t *toolEntry, args ma
 	}
 	if g := t.gate; g.session != nil && g.session(args) {
 		if id := strArg(args, "session_id"); id != "" {
+			if e := checkRouteHint(ctx, id); e != nil {
+				return nil, nil, e
+			}
 			if r.sessions == nil {
 				return nil, nil, sessionsUnavailable("")
 			}
@@ -105,6 +152,29 @@ func (r *Registry) route(ctx context.Context, p Principal, t *toolEntry, args ma
 	return db, nil, nil
 }
 
+type routeHintKey struct{}
+
+// RouteHint is the session a load balancer routed a call by: the runner's X-PgTools-Session
+// header (Header names it in the refusal; ID is its value).
+type RouteHint struct{ Header, ID string }
+
+// WithRouteHint returns ctx carrying h. A call in a session other than h.ID is then refused
+// before its session is looked up: the proxy routed it by h, so it may have reached a replica
+// that does not hold the session it names. An empty ID checks nothing.
+func WithRouteHint(ctx context.Context, h RouteHint) context.Context {
+	return context.WithValue(ctx, routeHintKey{}, h)
+}
+
+func checkRouteHint(ctx context.Context, sessionID string) *Error {
+	h, _ := ctx.Value(routeHintKey{}).(RouteHint)
+	if id := strings.TrimSpace(h.ID); id == "" || strings.EqualFold(sessionID, id) {
+		return nil
+	}
+	return errorf(ErrInvalidArguments, "Send the same session id in both: the header routes the request to the replica holding the session, and session_id selects it there. "+
+		"Set the header from the session_id of each call, or leave the header out.",
+		"Invalid arguments: session_id and the header %s name different sessions", h.Header)
+}
+
 func (r *Registry) databaseUnavailable(p Principal, name string) *Error {
 	var allowed []string
 	for _, n := range r.Databases() {
@@ -133,7 +203,7 @@ func (r *Registry) authorize(req *request, t *toolEntry) *Error {
 			"Tool %s is disabled on database %q", tool, db.Name)
 	}
 	req.allowDDL = db.Policy.AllowDDL && p.Can("ddl")
-	if g.writes == nil || !g.writes(req.args) {
+	if !g.isWrite(req.args) {
 		return nil
 	}
 	if !p.Can("write") {
@@ -180,6 +250,6 @@ func settleSession(req *request, t *toolEntry, res Result, e *Error) (Result, *E
 		return nil, e
 	}
 	g := t.gate
-	sessionEcho(res, s, t.info.Name == "pg_tx" || g.writes != nil && g.writes(req.args))
+	sessionEcho(res, s, g.echoesSession || g.isWrite(req.args))
 	return res, nil
 }

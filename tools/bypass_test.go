@@ -89,7 +89,7 @@ func TestCopyRefusedOnEveryPath(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, e := b.reg.Call(ctx, testPrincipal, "execute_sql", []byte(calls[0].args)); e != nil && e.Type == ErrNotAllowed {
+			if _, _, e := b.reg.Call(ctx, testPrincipal, "execute_sql", []byte(calls[0].args)); e != nil && e.Type == ErrNotAllowed {
 				refused.Add(1)
 			}
 		}()
@@ -176,7 +176,7 @@ func TestCallDeadlineBackstop(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, e := reg.Call(context.Background(), testPrincipal, "execute_sql", []byte(`{"sql":"select pg_sleep(6)"}`))
+	_, _, e := reg.Call(context.Background(), testPrincipal, "execute_sql", []byte(`{"sql":"select pg_sleep(6)"}`))
 	if e == nil || e.Type != ErrTimeout || time.Since(start) > 5*time.Second {
 		t.Fatalf("after %s: %v", time.Since(start), e)
 	}
@@ -284,7 +284,7 @@ func TestLostCommitOfAutocommitWrite(t *testing.T) {
 	} {
 		p, dsn := newCutProxy(t, b.db.RoleDSN(t, "agent"))
 		reg, _ := registryOver(t, dsn, Policy{}, 2)
-		_, e := reg.Call(context.Background(), testPrincipal, c.tool, []byte(c.args))
+		_, _, e := reg.Call(context.Background(), testPrincipal, c.tool, []byte(c.args))
 		select {
 		case <-p.waitCut:
 		case <-time.After(5 * time.Second):

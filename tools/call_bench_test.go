@@ -28,7 +28,7 @@ func BenchmarkSelectByPK(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, e := bn.reg.Call(ctx, testPrincipal, "select_query", args[i%50]); e != nil {
+				if _, _, e := bn.reg.Call(ctx, testPrincipal, "select_query", args[i%50]); e != nil {
 					b.Fatal(e)
 				}
 			}
@@ -86,7 +86,7 @@ func BenchmarkSelectByPKIdentity(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, e := bn.reg.Call(ctx, p.who, "select_query", args[i%50]); e != nil {
+				if _, _, e := bn.reg.Call(ctx, p.who, "select_query", args[i%50]); e != nil {
 					b.Fatal(e)
 				}
 			}
@@ -125,7 +125,7 @@ func BenchmarkCatalogByPrivilege(b *testing.B) {
 					if tool == "select_query" {
 						a = args[i%50]
 					}
-					if _, e := bn.reg.Call(ctx, p, tool, a); e != nil {
+					if _, _, e := bn.reg.Call(ctx, p, tool, a); e != nil {
 						b.Fatal(e)
 					}
 				}

@@ -24,7 +24,7 @@ func TestCancelledCallsNeverPoisonTheNextOne(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 100; i++ {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Duration((i*7+w)%80)*20*time.Microsecond)
-				if _, e := b.reg.Call(ctx, testPrincipal, "select_query", args); e != nil {
+				if _, _, e := b.reg.Call(ctx, testPrincipal, "select_query", args); e != nil {
 					if e.Type != ErrTimeout {
 						t.Errorf("a cancelled call answered %s: %s", e.Type, e.Message)
 					}
@@ -47,7 +47,7 @@ func TestCancelledCallsNeverPoisonTheNextOne(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(end) {
-				if _, e := b.reg.Call(context.Background(), testPrincipal, "select_query", args); e != nil {
+				if _, _, e := b.reg.Call(context.Background(), testPrincipal, "select_query", args); e != nil {
 					t.Errorf("a call after the cancelled ones failed: %s (%s)", e.Type, e.Message)
 					return
 				}

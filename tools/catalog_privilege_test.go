@@ -52,7 +52,7 @@ func newStaffBundle(t *testing.T) *identityBundle {
 // as the model reads it.
 func describeTableAs(t *testing.T, ib *identityBundle, p Principal, table string) (d tableDetail, raw string) {
 	t.Helper()
-	res, e := ib.reg.Call(context.Background(), p, "describe_schema", []byte(`{"table":"`+table+`"}`))
+	res, _, e := ib.reg.Call(context.Background(), p, "describe_schema", []byte(`{"table":"`+table+`"}`))
 	if e != nil {
 		t.Fatalf("describe_schema %s as %s: %s", table, p.Name, errorJSON(t, e))
 	}

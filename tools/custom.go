@@ -193,15 +193,21 @@ func (r *Registry) AddCustomTools(ctx context.Context, list []CustomTool) error 
 			return fmt.Errorf("%s: the parameters do not make a valid schema: %w", where, err)
 		}
 		write := t.Mode == "write"
-		g := gate{session: always, readOnlyFix: noWritesFix}
+		// An operator-defined tool is its own kind, with a gate built here rather than in the
+		// tool table, checked the same way.
+		g := gate{access: readsOnly, session: always, readOnlyFix: noWritesFix}
 		scope := "read"
+		var pv previewer
 		if write {
-			g.writes, g.intent, scope = always, true, "write"
+			g.access, g.intent, scope, pv = writesAlways, true, "write", previewCustom
+		}
+		if err := g.check(); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
 		tool := t
 		r.tools[t.Name] = &toolEntry{
 			info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
-			operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, writes: write,
+			operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, preview: pv,
 			decode: func(map[string]any) (any, error) { return nil, nil },
 			run:    func(ctx context.Context, req *request) (Result, *Error) { return runCustom(ctx, req, tool) },
 		}

@@ -5,6 +5,6 @@ import (
 )
 
 // deleteData deletes the rows matching where.
-func deleteData(ctx context.Context, req *request) (Result, *Error) {
-	return changeRows(ctx, req, "delete")
+func deleteData(ctx context.Context, req *request, a *changeArgs) (Result, *Error) {
+	return changeRowsOn(ctx, req, "delete", a, req.session)
 }

@@ -72,11 +72,10 @@ func (r *relation) estimateShown() *int64 {
 var relKinds = map[byte]string{'r': "table", 'v': "view", 'm': "materialized view", 'f': "foreign table", 'p': "partitioned table"}
 
 // describeSchema lists the tables an agent may use, or describes one table.
-func describeSchema(ctx context.Context, req *request) (Result, *Error) {
+func describeSchema(ctx context.Context, req *request, a *describeArgs) (Result, *Error) {
 	const op = "describe"
 	cc := callContext{ReadOnly: true, Database: req.db.Name}
 	mask := !req.db.Policy.ShowErrorValues
-	a := req.in.(*describeArgs)
 	if name := a.Table; name != "" {
 		if sc := a.Schema; sc != "" {
 			if parts, ok := splitQualified(name); ok && len(parts) == 1 {

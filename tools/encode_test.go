@@ -162,7 +162,7 @@ func BenchmarkResultEncode(b *testing.B) {
 		limit        int
 	}{{"objects", "objects", 100}, {"columns", "columns", 100}, {"one-row", "objects", 1}} {
 		b.Run(c.name, func(b *testing.B) {
-			res, e := bn.reg.Call(context.Background(), testPrincipal, "select_query", fmt.Appendf(nil, `{"table":"orders","order_by":"id","limit":%d,"format":%q}`, c.limit, c.format))
+			res, _, e := bn.reg.Call(context.Background(), testPrincipal, "select_query", fmt.Appendf(nil, `{"table":"orders","order_by":"id","limit":%d,"format":%q}`, c.limit, c.format))
 			if e != nil {
 				b.Fatal(e.Message)
 			}

@@ -39,6 +39,16 @@ const (
 	ErrWriteIntentRequired  = pgerr.ErrWriteIntentRequired
 )
 
+// ErrorMeta is an error category's HTTP status and retryability (pgerr.Meta).
+type ErrorMeta = pgerr.Meta
+
+// ErrorMetaOf returns t's entry in the category table; ok is false for a category without one,
+// which then carries internal_error's metadata (pgerr.MetaOf).
+func ErrorMetaOf(t ErrorType) (m ErrorMeta, ok bool) { return pgerr.MetaOf(t) }
+
+// AllErrorTypes lists every error category (pgerr.AllErrorTypes).
+func AllErrorTypes() []ErrorType { return pgerr.AllErrorTypes() }
+
 // errorf builds an Error of type t with a formatted message and a suggestion.
 func errorf(t ErrorType, suggestion, format string, args ...any) *Error {
 	return pgerr.Errorf(t, suggestion, format, args...)

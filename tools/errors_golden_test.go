@@ -91,7 +91,7 @@ func TestErrorGolden(t *testing.T) {
 			if c.p != nil {
 				p = *c.p
 			}
-			res, e := reg.Call(context.Background(), p, c.tool, []byte(c.args))
+			res, _, e := reg.Call(context.Background(), p, c.tool, []byte(c.args))
 			if e == nil {
 				t.Fatalf("succeeded: %+v", res)
 			}

@@ -9,8 +9,7 @@ import (
 
 // executeSQL runs one agent-written statement. In read mode it runs in a READ ONLY transaction
 // with its rows capped on the server; in write mode it runs guarded like every write.
-func executeSQL(ctx context.Context, req *request) (Result, *Error) {
-	a := req.in.(*executeArgs)
+func executeSQL(ctx context.Context, req *request, a *executeArgs) (Result, *Error) {
 	write := a.Mode == "write"
 	if e := checkFreeSQL(a.SQL, !write, req.session != nil); e != nil {
 		return nil, e

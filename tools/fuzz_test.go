@@ -45,7 +45,7 @@ func FuzzCall(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, args []byte) {
 		tool := names[int(which)%len(names)]
-		res, e := reg.Call(context.Background(), testPrincipal, tool, args)
+		res, _, e := reg.Call(context.Background(), testPrincipal, tool, args)
 		if e == nil {
 			if res == nil {
 				t.Fatal("neither a result nor an error")

@@ -71,7 +71,7 @@ func (b *bundle) call(t testing.TB, tool string, args string) (map[string]any, *
 
 func (b *bundle) callAs(t testing.TB, p Principal, tool string, args string) (map[string]any, *Error) {
 	t.Helper()
-	res, terr := b.reg.Call(context.Background(), p, tool, []byte(args))
+	res, _, terr := b.reg.Call(context.Background(), p, tool, []byte(args))
 	if terr != nil {
 		return nil, terr
 	}

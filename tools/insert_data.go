@@ -10,10 +10,9 @@ import (
 )
 
 // insertData inserts one row or many in one statement.
-func insertData(ctx context.Context, req *request) (Result, *Error) {
+func insertData(ctx context.Context, req *request, a *insertArgs) (Result, *Error) {
 	// Checked here rather than by a top-level oneOf in the schema, which several agent frameworks
 	// flatten or refuse.
-	a := req.in.(*insertArgs)
 	hasRow, hasRows := a.Row != nil, a.Rows != nil
 	if hasRow == hasRows {
 		what := "neither row nor rows"

@@ -26,14 +26,13 @@ var opEncoder = wire.NewObjectEncoder[opResult]("")
 // or none. It never uses a session slot, and the connection is destroyed afterwards; the session
 // state the batch set is cleared before its COMMIT or ROLLBACK all the same, since behind a
 // transaction pooler the server connection goes on to the next client.
-func pgTransaction(ctx context.Context, req *request) (Result, *Error) {
+func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result, *Error) {
 	const op = "transaction"
 	release, lerr := req.txLimit.acquire(ctx, req.principal, req.db)
 	if lerr != nil {
 		return nil, lerr
 	}
 	defer release()
-	batch := req.in.(*batchArgs)
 	ops, format := batch.Operations, req.format(batch.Format)
 	stmts := make([]writeStmt, len(ops))
 	for i, o := range ops {

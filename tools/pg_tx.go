@@ -11,12 +11,11 @@ import (
 )
 
 // pgTx is the session factory: begin, commit, rollback, savepoints, list.
-func pgTx(ctx context.Context, req *request) (Result, *Error) {
+func pgTx(ctx context.Context, req *request, a *txArgs) (Result, *Error) {
 	const op = "pg_tx"
 	if req.sessions == nil {
 		return nil, sessionsUnavailable(op)
 	}
-	a := req.in.(*txArgs)
 	action, id := a.Action, a.SessionID
 	// These rules live here rather than in the schema: a schema that combines alternatives at its
 	// top level (if/then, oneOf) is flattened or refused by several agent frameworks.

@@ -19,7 +19,7 @@ func TestTransactionPoolerNeedsDescribeExec(t *testing.T) {
 	bouncer := b.db.PgBouncer(t, b.db.RoleDSN(t, "agent"), 1)
 	ctx := context.Background()
 	read := func(reg *Registry, id int) *Error {
-		out, e := reg.Call(ctx, testPrincipal, "select_query", fmt.Appendf(nil, `{"table":"customers","columns":"id","where":"id = $1","params":[%d]}`, id))
+		out, _, e := reg.Call(ctx, testPrincipal, "select_query", fmt.Appendf(nil, `{"table":"customers","columns":"id","where":"id = $1","params":[%d]}`, id))
 		if e == nil && out.(*RowsResult).RowCount != 1 {
 			t.Fatalf("select_query id %d through PgBouncer: rowCount %d", id, out.(*RowsResult).RowCount)
 		}
@@ -59,17 +59,17 @@ func TestTransactionPoolerNeedsDescribeExec(t *testing.T) {
 				}
 			}
 		}
-		if _, e := regA.Call(ctx, testPrincipal, "execute_sql", []byte(`{"sql":"SELECT count(*) AS n FROM customers WHERE id = ANY($1)","params":[[1,2]]}`)); e != nil {
+		if _, _, e := regA.Call(ctx, testPrincipal, "execute_sql", []byte(`{"sql":"SELECT count(*) AS n FROM customers WHERE id = ANY($1)","params":[[1,2]]}`)); e != nil {
 			t.Fatalf("array parameter through PgBouncer: %s: %s", e.Type, e.Message)
 		}
-		if _, e := regB.Call(ctx, testPrincipal, "execute_sql", []byte(`{"sql":"DELETE FROM orders"}`)); e == nil || e.Type != ErrReadOnlyViolation {
+		if _, _, e := regB.Call(ctx, testPrincipal, "execute_sql", []byte(`{"sql":"DELETE FROM orders"}`)); e == nil || e.Type != ErrReadOnlyViolation {
 			t.Fatalf("a write in a read through PgBouncer: %v, want read_only_violation", e)
 		}
 		before := b.db.QueryInt(t, "SELECT count(*) FROM customers")
-		if _, e := regA.Call(ctx, testPrincipal, "insert_data", []byte(`{"table":"customers","row":{"name":"pooled"},"autocommit":true}`)); e != nil {
+		if _, _, e := regA.Call(ctx, testPrincipal, "insert_data", []byte(`{"table":"customers","row":{"name":"pooled"},"autocommit":true}`)); e != nil {
 			t.Fatalf("insert through PgBouncer: %s: %s", e.Type, e.Message)
 		}
-		if _, e := regB.Call(ctx, testPrincipal, "pg_transaction", []byte(`{"operations":[{"sql":"UPDATE customers SET country = 'NL' WHERE name = 'pooled'"},{"sql":"SELECT count(*) FROM customers WHERE country = 'NL'"}]}`)); e != nil {
+		if _, _, e := regB.Call(ctx, testPrincipal, "pg_transaction", []byte(`{"operations":[{"sql":"UPDATE customers SET country = 'NL' WHERE name = 'pooled'"},{"sql":"SELECT count(*) FROM customers WHERE country = 'NL'"}]}`)); e != nil {
 			t.Fatalf("pg_transaction through PgBouncer: %s: %s", e.Type, e.Message)
 		}
 		if after := b.db.QueryInt(t, "SELECT count(*) FROM customers"); after != before+1 {

@@ -28,15 +28,15 @@ func TestSessionThroughPoolerNamesPreparedStatementsFix(t *testing.T) {
 	// The stateless read prepares the first statement name on the server connection and loads
 	// the catalog, which the session's reads then need no pooled connection for (the open
 	// session holds the only server connection).
-	if _, e := reg.Call(ctx, testPrincipal, "select_query", read); e != nil {
+	if _, _, e := reg.Call(ctx, testPrincipal, "select_query", read); e != nil {
 		t.Fatalf("the stateless read: %s: %s", e.Type, e.Message)
 	}
-	res, e := reg.Call(ctx, testPrincipal, "pg_tx", []byte(`{"action":"begin"}`))
+	res, _, e := reg.Call(ctx, testPrincipal, "pg_tx", []byte(`{"action":"begin"}`))
 	if e != nil {
 		t.Fatalf("pg_tx begin: %s: %s", e.Type, e.Message)
 	}
 	id := res.(*TxResult).SessionID
-	_, e = reg.Call(ctx, testPrincipal, "select_query", []byte(`{"table":"customers","columns":"id","where":"id = $1","params":[1],"session_id":"`+id+`"}`))
+	_, _, e = reg.Call(ctx, testPrincipal, "select_query", []byte(`{"table":"customers","columns":"id","where":"id = $1","params":[1],"session_id":"`+id+`"}`))
 	if e == nil {
 		t.Fatal("the session read worked: the statement names did not collide, so this test shows nothing")
 	}

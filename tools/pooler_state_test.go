@@ -72,7 +72,7 @@ func newPoolerFixture(t *testing.T, dsn func(b *bundle) string) *poolerFixture {
 
 func (f *poolerFixture) write(t *testing.T, p Principal, tool string, args map[string]any) (map[string]any, *Error) {
 	t.Helper()
-	res, e := f.writer.Call(context.Background(), p, tool, []byte(argsJSON(t, args)))
+	res, _, e := f.writer.Call(context.Background(), p, tool, []byte(argsJSON(t, args)))
 	if e != nil {
 		return nil, e
 	}
@@ -81,7 +81,7 @@ func (f *poolerFixture) write(t *testing.T, p Principal, tool string, args map[s
 
 func (f *poolerFixture) read(t *testing.T, sql string) (map[string]any, *Error) {
 	t.Helper()
-	res, e := f.reader.Call(context.Background(), poolReader, "execute_sql", []byte(argsJSON(t, map[string]any{"sql": sql})))
+	res, _, e := f.reader.Call(context.Background(), poolReader, "execute_sql", []byte(argsJSON(t, map[string]any{"sql": sql})))
 	if e != nil {
 		return nil, e
 	}
@@ -103,7 +103,7 @@ func inBackground(t *testing.T, f *poolerFixture, p Principal, tool string, args
 	done := make(chan *Error, 1)
 	raw := []byte(argsJSON(t, args))
 	go func() {
-		_, e := f.writer.Call(context.Background(), p, tool, raw)
+		_, _, e := f.writer.Call(context.Background(), p, tool, raw)
 		done <- e
 	}()
 	// The call holds the server connection once its statement sleeps.
@@ -234,7 +234,7 @@ func checkNextCaller(t *testing.T, f *poolerFixture, path poolerPath, queued boo
 	checkArgs := []byte(argsJSON(t, map[string]any{"sql": stateCheckSQL}))
 	check := func() { // no t.Fatal in here: it may run on its own goroutine
 		start := time.Now()
-		res, e := f.reader.Call(context.Background(), poolReader, "execute_sql", checkArgs)
+		res, _, e := f.reader.Call(context.Background(), poolReader, "execute_sql", checkArgs)
 		got <- answer{res, e, time.Since(start)}
 	}
 	if queued {
@@ -267,7 +267,7 @@ func checkNextCaller(t *testing.T, f *poolerFixture, path poolerPath, queued boo
 	if _, e := f.read(t, "SELECT currval('counter') AS v"); e == nil || e.SQLState != "55000" {
 		t.Errorf("currval('counter') on the next call: %v, want SQLSTATE 55000 (not yet defined in this session)", e)
 	}
-	res, qe := f.reader.Call(context.Background(), poolReader, "select_query", []byte(`{"table":"customers","columns":"id","where":"id = 1001"}`))
+	res, _, qe := f.reader.Call(context.Background(), poolReader, "select_query", []byte(`{"table":"customers","columns":"id","where":"id = 1001"}`))
 	if qe != nil {
 		t.Fatalf("select_query: %s: %s", qe.Type, qe.Message)
 	}

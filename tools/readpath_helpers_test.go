@@ -65,7 +65,7 @@ func callResult(t testing.TB, b *bundle, tool, args string) (*RowsResult, *Error
 func callAnswer[R Result](t testing.TB, b *bundle, tool, args string) (R, *Error) {
 	t.Helper()
 	var zero R
-	res, e := b.reg.Call(context.Background(), testPrincipal, tool, []byte(args))
+	res, _, e := b.reg.Call(context.Background(), testPrincipal, tool, []byte(args))
 	if e != nil {
 		return zero, e
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,8 +70,8 @@ type toolEntry struct {
 	run       handler
 	gate      gate       // the policy a call needs (authorize.go)
 	decode    argDecoder // fills the tool's struct from a validated call
+	preview   previewer  // what a confirmation shows (preview.go); nil: nothing to confirm
 	database  string     // fixed database (operator-defined tools); "" takes the argument
-	writes    bool       // every call writes (operator-defined write tools), for the audit
 }
 
 // Registry holds the tools and the configured databases. Every transport calls Call. It is safe
@@ -92,8 +93,14 @@ func NewRegistry(dbs []*Database) (*Registry, error) {
 	for _, db := range dbs {
 		r.dbs[db.Name] = db
 	}
+	defs := builtinTools()
+	if err := checkToolTable(defs, schemas.ToolNames()); err != nil {
+		return nil, err
+	}
 	c := jsonschema.NewCompiler()
 	for _, name := range schemas.ToolNames() {
+		// Present: checkToolTable matched every schema with a definition.
+		def := defs[slices.IndexFunc(defs, func(d toolDef) bool { return d.name == name })]
 		raw, _ := schemas.Validation(name) // compiled with every keyword; served as schemas.Tool
 		served, _ := schemas.Tool(name)
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
@@ -109,33 +116,15 @@ func NewRegistry(dbs []*Database) (*Registry, error) {
 			return nil, fmt.Errorf("schema %s: %w", name, err)
 		}
 		meta, _ := schemas.Meta(name)
-		run, ok := toolHandlers[name]
-		if !ok {
-			return nil, fmt.Errorf("schema %s: no handler", name)
-		}
 		r.tools[name] = &toolEntry{
 			info: ToolInfo{Name: name, Description: schemas.Description(name), InputSchema: served,
 				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
-			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: run,
-			gate: gates[name], decode: argDecoders[name],
+			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: def.run,
+			gate: def.gate, decode: def.decode, preview: def.preview,
 		}
 		r.order = append(r.order, name)
 	}
 	return r, nil
-}
-
-// toolHandlers maps each tool's wire name to its handler. Everything else about a tool (its
-// operation name, the scope it needs, its MCP hints) is in the "x-pgtools" object of its schema
-// file, which the n8n build reads too.
-var toolHandlers = map[string]handler{
-	"select_query":    selectQuery,
-	"describe_schema": describeSchema,
-	"execute_sql":     executeSQL,
-	"insert_data":     insertData,
-	"update_data":     updateData,
-	"delete_data":     deleteData,
-	"pg_tx":           pgTx,
-	"pg_transaction":  pgTransaction,
 }
 
 // Tools lists the registered tools in a stable order.
@@ -164,77 +153,100 @@ func (r *Registry) Database(name string) (*Database, bool) {
 }
 
 // Call validates rawArgs against the tool's schema and runs it for principal. Every failure is an
-// *Error; a nil error means res is set.
-func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs []byte) (res Result, err *Error) {
+// *Error; a nil error means res is set. out says where the call ran, also when it failed after
+// being routed.
+func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs []byte) (res Result, out Outcome, err *Error) {
 	started := time.Now()
 	t, ok := r.tools[tool]
 	if !ok {
-		e := &Error{Type: ErrUnknownTool, Message: fmt.Sprintf("Unknown tool %s", quoteForMessage(tool)),
-			Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
+		e := r.unknownTool(tool)
 		r.observe("", nil, false, nil, e, started)
-		return nil, e
+		return nil, out, e
 	}
 	var m map[string]any
 	var db *Database
 	routed := false // the principal may use db
 	defer func() {
-		if err != nil && err.Operation == "" {
-			err.Operation = t.operation
-		}
-		if err != nil && (db == nil || !db.Policy.ShowErrorValues) {
-			redactValues(err, m)
-		}
 		if err != nil {
-			clipEchoes(err) // after masking, which must see whole values
+			finishError(err, t, db, m)
 		}
 		if res != nil {
 			res.setExecutionTime(formatDuration(time.Since(started)))
 		}
-		r.audit(p, t, m, res, err, started)
+		r.audit(p, t, m, out, res, err, started)
 		r.observe(tool, db, routed, res, err, started)
 	}()
-	if !p.Can(t.scope) {
-		return nil, errorf(ErrNotAllowed, "Ask the operator for a token with the "+t.scope+" scope.",
-			"Your token lacks the %q scope that %s needs", t.scope, tool)
-	}
-	var args any
-	if len(strings.TrimSpace(string(rawArgs))) == 0 {
-		args = map[string]any{}
-	} else if e := decodeJSON(rawArgs, &args); e != nil {
-		return nil, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
-			"Invalid arguments: the body is not valid JSON")
-	}
-	m, _ = args.(map[string]any)
-	if verr := t.schema.Validate(args); verr != nil {
-		return nil, validationError(verr, t)
-	}
-	if e := nulError(m, ""); e != nil {
-		return nil, e
-	}
-	in, derr := t.decode(m)
-	if derr != nil {
-		return nil, argsError(derr, m)
+	m, in, err := r.decodeCall(p, t, rawArgs)
+	if err != nil {
+		return nil, out, err
 	}
 	// Route once: the session session_id names fixes the database; every gate then applies to it.
 	var sess *Session
 	db, sess, err = r.route(ctx, p, t, m)
 	if err != nil {
-		return nil, err
+		return nil, out, err
 	}
+	out.Database = db.Name
 	if sess != nil {
+		out.Session = sess.ID
 		defer r.sessions.Release(sess)
 	}
 	routed = p.mayUse(db.Name)
 	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, in: in, started: started,
 		maxBytes: responseCap(ctx, p, db)}
 	if err = r.authorize(req, t); err != nil {
-		return nil, err
+		return nil, out, err
 	}
 	res, err = t.run(ctx, req)
 	if sess != nil {
 		res, err = settleSession(req, t, res, err)
 	}
-	return res, err
+	return res, out, err
+}
+
+// finishError completes a failed call's error as the model reads it: the tool's operation, the
+// caller's values masked where echoed (unless db shows them), long echoes clipped.
+func finishError(err *Error, t *toolEntry, db *Database, args map[string]any) {
+	if err.Operation == "" {
+		err.Operation = t.operation
+	}
+	if db == nil || !db.Policy.ShowErrorValues {
+		redactValues(err, args)
+	}
+	clipEchoes(err) // after masking, which must see whole values
+}
+
+func (r *Registry) unknownTool(tool string) *Error {
+	return &Error{Type: ErrUnknownTool, Message: fmt.Sprintf("Unknown tool %s", quoteForMessage(tool)),
+		Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
+}
+
+// decodeCall checks p's scope for t and decodes rawArgs: parsed once into the map the schema
+// validates, then into the tool's struct. m is set as far as parsing got, for masking.
+func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[string]any, in any, err *Error) {
+	if !p.Can(t.scope) {
+		return nil, nil, errorf(ErrNotAllowed, "Ask the operator for a token with the "+t.scope+" scope.",
+			"Your token lacks the %q scope that %s needs", t.scope, t.info.Name)
+	}
+	var args any
+	if len(strings.TrimSpace(string(rawArgs))) == 0 {
+		args = map[string]any{}
+	} else if e := decodeJSON(rawArgs, &args); e != nil {
+		return nil, nil, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
+			"Invalid arguments: the body is not valid JSON")
+	}
+	m, _ = args.(map[string]any)
+	if verr := t.schema.Validate(args); verr != nil {
+		return m, nil, validationError(verr, t)
+	}
+	if e := nulError(m, ""); e != nil {
+		return m, nil, e
+	}
+	in, derr := t.decode(m)
+	if derr != nil {
+		return m, nil, argsError(derr, m)
+	}
+	return m, in, nil
 }
 
 func schemaProperties(raw json.RawMessage) []string {

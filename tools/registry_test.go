@@ -40,7 +40,7 @@ func TestScopesAndDatabases(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			res, e := reg.Call(context.Background(), c.p, c.tool, []byte(c.args))
+			res, _, e := reg.Call(context.Background(), c.p, c.tool, []byte(c.args))
 			if e == nil {
 				t.Fatalf("succeeded: %+v", res)
 			}
@@ -64,14 +64,14 @@ func TestScopesAndDatabases(t *testing.T) {
 	}
 	t.Run("the same caller reaches its own database", func(t *testing.T) {
 		t.Parallel()
-		if _, e := reg.Call(context.Background(), defaultOnly, "select_query", []byte(`{"table":"orders","limit":1}`)); e != nil {
+		if _, _, e := reg.Call(context.Background(), defaultOnly, "select_query", []byte(`{"table":"orders","limit":1}`)); e != nil {
 			t.Fatal(errorJSON(t, e))
 		}
 	})
 	t.Run("unknown and not granted look alike", func(t *testing.T) {
 		t.Parallel()
-		_, e1 := reg.Call(context.Background(), defaultOnly, "select_query", []byte(`{"table":"orders","database":"zzz_other"}`))
-		_, e2 := reg.Call(context.Background(), defaultOnly, "select_query", []byte(`{"table":"orders","database":"payroll_secret"}`))
+		_, _, e1 := reg.Call(context.Background(), defaultOnly, "select_query", []byte(`{"table":"orders","database":"zzz_other"}`))
+		_, _, e2 := reg.Call(context.Background(), defaultOnly, "select_query", []byte(`{"table":"orders","database":"payroll_secret"}`))
 		m1 := strings.ReplaceAll(errorJSON(t, e1), "zzz_other", "X")
 		m2 := strings.ReplaceAll(errorJSON(t, e2), "payroll_secret", "X")
 		if m1 != m2 {
@@ -87,7 +87,7 @@ func TestUnknownTool(t *testing.T) {
 	for _, name := range []string{"drop_database", "", "SELECT_QUERY"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, e := b.reg.Call(context.Background(), testPrincipal, name, []byte(`{}`))
+			_, _, e := b.reg.Call(context.Background(), testPrincipal, name, []byte(`{}`))
 			if e == nil || e.Type != ErrUnknownTool {
 				t.Fatalf("got %v", e)
 			}

@@ -29,7 +29,7 @@ func rowLimit(req *request, arg count) (int, *Error) {
 }
 
 // selectQuery reads rows from one table in a READ ONLY transaction.
-func selectQuery(ctx context.Context, req *request) (Result, *Error) {
+func selectQuery(ctx context.Context, req *request, _ *selectArgs) (Result, *Error) {
 	return selectOn(ctx, req, req.session)
 }
 

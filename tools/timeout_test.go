@@ -80,7 +80,7 @@ func TestContextCancellationCancelsOnServer(t *testing.T) {
 			ctx, cancel := c.cancel()
 			defer cancel()
 			start := time.Now()
-			res, e := b.reg.Call(ctx, testPrincipal, "execute_sql", []byte(`{"sql":"select pg_sleep(5)"}`))
+			res, _, e := b.reg.Call(ctx, testPrincipal, "execute_sql", []byte(`{"sql":"select pg_sleep(5)"}`))
 			if e == nil {
 				t.Fatalf("succeeded: %+v", res)
 			}

@@ -98,18 +98,6 @@ type batchArgs struct {
 	} `json:"operations"`
 }
 
-// argDecoders fill each tool's struct from its validated call.
-var argDecoders = map[string]argDecoder{
-	"select_query":    decoderFor[selectArgs](),
-	"describe_schema": decoderFor[describeArgs](),
-	"execute_sql":     decoderFor[executeArgs](),
-	"insert_data":     decoderFor[insertArgs](),
-	"update_data":     decoderFor[changeArgs](),
-	"delete_data":     decoderFor[changeArgs](),
-	"pg_tx":           decoderFor[txArgs](),
-	"pg_transaction":  decoderFor[batchArgs](),
-}
-
 // argDecoder builds a tool's argument struct from the call's arguments as Call decoded them for
 // the schema (numbers as json.Number).
 type argDecoder func(args map[string]any) (any, error)

@@ -66,7 +66,7 @@ func burst(t *testing.T, b *bundle, principals []string, args string) []txOutcom
 			defer wg.Done()
 			<-start
 			began := time.Now()
-			_, e := b.reg.Call(context.Background(), Principal{Name: name, Scopes: []string{"read", "write"}}, "pg_transaction", []byte(args))
+			_, _, e := b.reg.Call(context.Background(), Principal{Name: name, Scopes: []string{"read", "write"}}, "pg_transaction", []byte(args))
 			out[i] = txOutcome{principal: name, err: e, took: time.Since(began)}
 		}()
 	}
@@ -234,7 +234,7 @@ func TestTxLimiterSharesPerOwnerAndSubject(t *testing.T) {
 				defer wg.Done()
 				<-start
 				began := time.Now()
-				_, e := b.reg.Call(context.Background(), p, "pg_transaction", []byte(args))
+				_, _, e := b.reg.Call(context.Background(), p, "pg_transaction", []byte(args))
 				out[i] = txOutcome{principal: p.Name, err: e, took: time.Since(began)}
 			}()
 		}

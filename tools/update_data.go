@@ -13,12 +13,8 @@ import (
 
 // updateData updates the rows matching where. update_data and delete_data (delete_data.go) share
 // one implementation, changeRows: the same where, params, returning, dry run and cap.
-func updateData(ctx context.Context, req *request) (Result, *Error) {
-	return changeRows(ctx, req, "update")
-}
-
-func changeRows(ctx context.Context, req *request, op string) (Result, *Error) {
-	return changeRowsOn(ctx, req, op, req.in.(*changeArgs), req.session)
+func updateData(ctx context.Context, req *request, a *changeArgs) (Result, *Error) {
+	return changeRowsOn(ctx, req, "update", a, req.session)
 }
 
 func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, sess *Session) (Result, *Error) {

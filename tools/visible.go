@@ -23,9 +23,9 @@ func (r *Registry) visible(p Principal, t *toolEntry) bool {
 	if !p.Can(t.scope) || !p.allows(t.info.Name) {
 		return false
 	}
-	// A gate that writes with no arguments at all writes on every call (insert_data, update_data,
-	// delete_data, pg_transaction, operator-defined write tools); execute_sql and pg_tx also read.
-	alwaysWrites := t.writes || t.gate.writes != nil && t.gate.writes(nil)
+	// insert_data, update_data, delete_data, pg_transaction and operator-defined write tools
+	// write on every call; execute_sql and pg_tx also read.
+	alwaysWrites := t.gate.access == writesAlways
 	for name, db := range r.dbs {
 		if t.database != "" && name != t.database {
 			continue

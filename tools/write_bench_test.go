@@ -33,7 +33,7 @@ func BenchmarkAutocommitWrite(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, e := bn.reg.Call(ctx, testPrincipal, c.tool, c.args(i)); e != nil {
+				if _, _, e := bn.reg.Call(ctx, testPrincipal, c.tool, c.args(i)); e != nil {
 					b.Fatal(e.Type, e.Message)
 				}
 			}

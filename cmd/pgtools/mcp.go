@@ -23,7 +23,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	f.register(fs, getenv)
 	scopeList := fs.String("scopes", "read,write", "what the MCP client may do, comma-separated: read, write, ddl")
 	structured := fs.Bool("structured-content", false, "also send each result as structuredContent, with an outputSchema per tool (the config's mcp.structured_content); default: once, as text")
-	confirmRows := fs.Int("confirm-rows", runner.DefaultMCPConfirmRows, "an update_data or delete_data that would change more rows asks the human first (clients with elicitation); 0 or less: never")
+	confirmRows := fs.Int("confirm-rows", runner.DefaultMCPConfirmRows, "an update_data, delete_data or operator-defined write tool call that would change more rows asks the human first (clients with elicitation); 0 or less: never")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: pgtools mcp [flags]
 

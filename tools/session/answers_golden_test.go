@@ -52,7 +52,7 @@ func TestSessionAnswerGolden(t *testing.T) {
 			c.before()
 		}
 		args := bytes.ReplaceAll([]byte(c.args), []byte("<id>"), []byte(id))
-		res, e := f.reg.Call(context.Background(), alice, c.tool, args)
+		res, _, e := f.reg.Call(context.Background(), alice, c.tool, args)
 		if e != nil {
 			t.Fatalf("%s: %s (%s) — %s", c.name, e.Message, e.Type, e.Suggestion)
 		}

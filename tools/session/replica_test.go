@@ -52,7 +52,7 @@ func TestForeignReplicaSession(t *testing.T) {
 	regB.SetSessions(other)
 
 	id := f.begin(t, alice, "")
-	_, e := regB.Call(context.Background(), alice, "select_query", []byte(fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id)))
+	_, _, e := regB.Call(context.Background(), alice, "select_query", []byte(fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id)))
 	if e == nil || e.Type != tools.ErrSessionNotFound {
 		t.Fatalf("foreign session on replica b: %v", e)
 	}

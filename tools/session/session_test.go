@@ -63,7 +63,7 @@ func newFixture(t *testing.T, cfg session.Config, policy tools.Policy) *fixture 
 
 func (f *fixture) call(t *testing.T, p tools.Principal, tool, args string) (map[string]any, *tools.Error) {
 	t.Helper()
-	res, e := f.reg.Call(context.Background(), p, tool, []byte(args))
+	res, _, e := f.reg.Call(context.Background(), p, tool, []byte(args))
 	if e != nil {
 		return nil, e
 	}

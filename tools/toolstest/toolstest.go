@@ -35,7 +35,8 @@ func Registry(t testing.TB, dsn string, policy tools.Policy, maxConns int32) *to
 // Caller is the method a transport calls tools through, as *tools.Registry has it (runner.Caller,
 // which this package cannot import, is the same interface).
 type Caller interface {
-	Call(ctx context.Context, p tools.Principal, tool string, args []byte) (tools.Result, *tools.Error)
+	Call(ctx context.Context, p tools.Principal, tool string, args []byte) (tools.Result, tools.Outcome, *tools.Error)
+	Preview(ctx context.Context, p tools.Principal, tool string, args []byte) (tools.Preview, *tools.Error)
 }
 
 // PanicOn is a Caller that panics, as a bug would, in every call of Tool and passes every other
@@ -46,10 +47,15 @@ type PanicOn struct {
 }
 
 // Call panics with a runtime error when tool is p.Tool and otherwise calls p.Caller.
-func (p PanicOn) Call(ctx context.Context, pr tools.Principal, tool string, args []byte) (tools.Result, *tools.Error) {
+func (p PanicOn) Call(ctx context.Context, pr tools.Principal, tool string, args []byte) (tools.Result, tools.Outcome, *tools.Error) {
 	if tool == p.Tool {
 		var m map[string]int
 		m["boom"]++ // a runtime error: assignment to entry in nil map
 	}
 	return p.Caller.Call(ctx, pr, tool, args)
+}
+
+// Preview passes every preview to Caller: only calls panic.
+func (p PanicOn) Preview(ctx context.Context, pr tools.Principal, tool string, args []byte) (tools.Preview, *tools.Error) {
+	return p.Caller.Preview(ctx, pr, tool, args)
 }

@@ -1,0 +1,74 @@
+package runner
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/tools"
+)
+
+// TestStatusForEveryCategory walks every error category: each has the HTTP status DESIGN §4
+// gives it (pinned here, so a change is a decision), and one without an entry is 500.
+func TestStatusForEveryCategory(t *testing.T) {
+	t.Parallel()
+	want := map[tools.ErrorType]int{
+		tools.ErrInvalidArguments: 400, tools.ErrSyntax: 400, tools.ErrInvalidTable: 400, tools.ErrInvalidColumn: 400,
+		tools.ErrWriteIntentRequired: 400, tools.ErrConfirmationRequired: 400,
+		tools.ErrPermissionDenied: 403, tools.ErrNotAllowed: 403, tools.ErrReadOnlyViolation: 403,
+		tools.ErrUnknownTool: 404, tools.ErrSessionNotFound: 404, tools.ErrSessionExpired: 404,
+		tools.ErrConstraint: 409, tools.ErrTooManyRows: 409,
+		tools.ErrRateLimited: 429, tools.ErrSessionLimitReached: 429,
+		tools.ErrConnection: 503, tools.ErrAuthentication: 503, tools.ErrTimeout: 504,
+		tools.ErrCommitOutcomeUnknown: 500, tools.ErrInternal: 500,
+	}
+	all := tools.AllErrorTypes()
+	if len(all) != len(want) {
+		t.Errorf("%d categories, %d pinned here", len(all), len(want))
+	}
+	for _, et := range all {
+		w, ok := want[et]
+		if !ok {
+			t.Errorf("%s: no status pinned here", et)
+		}
+		if got := StatusFor(et); got != w {
+			t.Errorf("StatusFor(%s) = %d, want %d", et, got, w)
+		}
+	}
+	if got := StatusFor("made_up_category"); got != http.StatusInternalServerError {
+		t.Errorf("StatusFor of an unknown category = %d, want 500", got)
+	}
+}
+
+// madeUpCategory fails every call with a category that has no entry in the table.
+type madeUpCategory struct{ *tools.Registry }
+
+func (madeUpCategory) Call(context.Context, tools.Principal, string, []byte) (tools.Result, tools.Outcome, *tools.Error) {
+	return nil, tools.Outcome{}, &tools.Error{Type: "made_up_category", Message: "m", Suggestion: "s"}
+}
+
+// TestUnknownCategoryIsAnInternalError: a call failing with a category the table lacks is
+// answered 500 and logged at error level as a category without metadata, not passed silently.
+func TestUnknownCategoryIsAnInternalError(t *testing.T) {
+	t.Parallel()
+	reg, err := tools.NewRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	srv := httptest.NewServer(NewHandlerWith(reg, HandlerOptions{Log: zerolog.New(logs), Caller: madeUpCategory{reg}}))
+	t.Cleanup(srv.Close)
+	status, _, _ := apitest.Call(t, http.MethodPost, srv.URL+"/v1/tools/select_query", "", `{"table":"t"}`)
+	if status != http.StatusInternalServerError {
+		t.Errorf("status %d, want 500", status)
+	}
+	lines := jsonLines(t, logs, "level", "error")
+	if len(lines) != 1 || lines[0]["error_type"] != "made_up_category" || !strings.Contains(lines[0]["message"].(string), "without status") {
+		t.Errorf("error lines %v, want one naming the category", lines)
+	}
+}
