@@ -13,7 +13,7 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
-// StatusFor maps an error category to its HTTP status (DESIGN §4).
+// StatusFor maps an error category to its HTTP status (docs/design.md §4).
 func StatusFor(t tools.ErrorType) int {
 	switch t {
 	case tools.ErrInvalidArguments, tools.ErrSyntax, tools.ErrInvalidTable, tools.ErrInvalidColumn,
@@ -280,7 +280,7 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Princ
 	writeJSON(w, http.StatusOK, ans.Body)
 }
 
-// listTools lists the tools the caller can use (Registry.ToolsFor, DESIGN §12).
+// listTools lists the tools the caller can use (Registry.ToolsFor, docs/design.md §12).
 func (h *handler) listTools(w http.ResponseWriter, r *http.Request, p tools.Principal) {
 	out, _ := json.Marshal(map[string]any{"tools": h.reg.ToolsFor(p)})
 	writeJSON(w, http.StatusOK, out)

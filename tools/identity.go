@@ -11,7 +11,7 @@ import (
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
-// identity is who a transaction acts as (DESIGN §11): a PostgreSQL role, and the claims that
+// identity is who a transaction acts as (docs/design.md §11): a PostgreSQL role, and the claims that
 // row-level security policies read from request.jwt.claims. The zero value is the runner's login
 // role with no claims.
 type identity struct {
@@ -272,7 +272,7 @@ func (v *roleView) usableRel(r *relation) bool {
 	return v.usable[relKey(r.schema, r.name)]
 }
 
-// CheckRole tells whether role can serve as an agent's role on db without a way out (DESIGN §11):
+// CheckRole tells whether role can serve as an agent's role on db without a way out (docs/design.md §11):
 // the runner's login role must be a member of it; it must not be a superuser or bypass RLS; it
 // must not execute set_config (which changes role and claims from within a query), use a
 // procedural language (DO blocks and functions could change them out of sight), create objects in

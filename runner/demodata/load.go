@@ -251,7 +251,7 @@ SELECT setval(pg_get_serial_sequence('products', 'id'), (SELECT max(id) FROM pro
 SELECT setval(pg_get_serial_sequence('orders', 'id'), (SELECT max(id) FROM orders));
 SELECT setval(pg_get_serial_sequence('events', 'id'), (SELECT max(id) FROM events))`
 
-// TenantRole is the NOLOGIN role the demo's act-as token runs as (DESIGN §11).
+// TenantRole is the NOLOGIN role the demo's act-as token runs as (docs/design.md §11).
 const TenantRole = "pgtools_demo_tenant"
 
 // CreateTenantRole sets the demo database up for identity as the README prescribes: table
