@@ -33,7 +33,7 @@ func identityOf(p Principal) identity {
 func (id identity) none() bool { return id.role == "" && id.claims == nil }
 
 // The statements that put a transaction in an identity. The claims are set first, while the
-// transaction still runs as the login role: the database setup the README prescribes revokes
+// transaction still runs as the login role: the database setup docs/identity.md prescribes revokes
 // set_config from agent roles, so that their SQL cannot forge claims or switch roles. Asserting
 // again (sessions, batches) first returns to the login role for the rest of the transaction.
 // For the read pipeline, claims and role travel as one statement (one Bind and Execute, and one
