@@ -39,7 +39,8 @@ func docsSection(t *testing.T, page, heading string) string {
 }
 
 // TestDocsDocumentEveryConfigKey keeps the configuration table of docs/configuration.md in step
-// with schemas/config.schema.json: every key, at every level, has a row.
+// with schemas/config.schema.json: every key, at every level, has a row, and every key a row
+// names is in the schema.
 func TestDocsDocumentEveryConfigKey(t *testing.T) {
 	t.Parallel()
 	section := docsSection(t, "configuration.md", "")
@@ -73,6 +74,30 @@ func TestDocsDocumentEveryConfigKey(t *testing.T) {
 	walk(schema)
 	if len(seen) < 30 {
 		t.Fatalf("walked only %d keys", len(seen))
+	}
+	// The other way round: a row naming a key the schema does not have documents a setting that
+	// pgtools would refuse as an unknown key.
+	rows := 0
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		rows++
+		cell := strings.SplitN(line, "|", 3)[1]
+		for i, part := range strings.Split(cell, "`") {
+			if i%2 == 0 {
+				continue
+			}
+			for _, name := range strings.Split(part, ".") {
+				name = strings.TrimSuffix(name, "[]")
+				if name != "<name>" && !seen[name] {
+					t.Errorf("docs/configuration.md's table names %q (in %s), which schemas/config.schema.json does not have", name, part)
+				}
+			}
+		}
+	}
+	if rows < 30 {
+		t.Fatalf("read only %d rows of docs/configuration.md's table", rows)
 	}
 }
 
