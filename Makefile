@@ -58,7 +58,7 @@ fmt: ## gofmt every Go file
 clean: ## remove build output
 	rm -rf bin
 
-# The n8n community package (n8n-nodes/, root package.json): see README "n8n".
+# The n8n community package (n8n-nodes/, root package.json): see docs/n8n.md.
 .PHONY: nodes test-nodes e2e
 NPM ?= npm
 

@@ -31,9 +31,9 @@ type Token struct {
 	// or "csv"; "" for the database's).
 	DefaultFormat string
 	// Tools, when set, is the only tools (wire names) the token may list and call; empty allows
-	// every tool its scopes and databases permit (DESIGN §12).
+	// every tool its scopes and databases permit (docs/design.md §12).
 	Tools []string
-	// Role is the PostgreSQL role the token's calls run as (SET LOCAL ROLE; DESIGN §11); "" runs
+	// Role is the PostgreSQL role the token's calls run as (SET LOCAL ROLE; docs/design.md §11); "" runs
 	// them as the runner's login role.
 	Role string
 	// ActAs lets the token act for end users: a request with the header X-PgTools-Act-As:

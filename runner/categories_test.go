@@ -13,7 +13,7 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
-// TestStatusForEveryCategory walks every error category: each has the HTTP status DESIGN §4
+// TestStatusForEveryCategory walks every error category: each has the HTTP status docs/design.md §4
 // gives it (pinned here, so a change is a decision), and one without an entry is 500.
 func TestStatusForEveryCategory(t *testing.T) {
 	t.Parallel()

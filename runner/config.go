@@ -54,7 +54,7 @@ type Config struct {
 	OpenAPIPublic bool
 	// Tokens are the accepted API tokens; none (and no JWT) means open access, on loopback only.
 	Tokens []Token
-	// JWT, when set, also accepts JSON Web Tokens from one issuer as bearer tokens (DESIGN §11).
+	// JWT, when set, also accepts JSON Web Tokens from one issuer as bearer tokens (docs/design.md §11).
 	JWT *JWTConfig
 	// MCPOAuth, when set, makes /mcp an OAuth 2.1 resource server; it needs JWT.
 	MCPOAuth *MCPOAuthConfig
@@ -110,7 +110,7 @@ type Config struct {
 	// (the command builds it from the OTEL_* environment: TracingEnabled, NewTracerProvider);
 	// nil, the default, traces nothing.
 	Tracer TracerProvider
-	// CustomTools are the operator-defined tools (DESIGN §13), in config order. Validate fills
+	// CustomTools are the operator-defined tools (docs/design.md §13), in config order. Validate fills
 	// their defaults (database "default", mode "read") and checks their structure; their
 	// statements are checked on their databases when the registry is built (AddCustomTools).
 	CustomTools []tools.CustomTool

@@ -114,7 +114,7 @@ func (c *Config) SharedRoleNotes() []string {
 		notes = append(notes, fmt.Sprintf("databases.%s: tokens with different scopes share it and so its database role: %s. "+
 			"Each can read the others' statements (pg_stat_activity.query) and cancel or end their backends "+
 			"(pg_cancel_backend, pg_terminate_backend). Give each token its own database entry whose url logs in as a role of its own, "+
-			"and limit the token to it with databases (README: Security model).", db, strings.Join(users, ", ")))
+			"and limit the token to it with databases (docs/security.md: Security model).", db, strings.Join(users, ", ")))
 	}
 	return notes
 }

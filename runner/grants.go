@@ -116,7 +116,7 @@ type GrantReport struct {
 }
 
 // CheckGrants verifies on every database that the roles callers act as (uses, from
-// ActingRoles) cannot get past the configuration (DESIGN §14): with enforced table lists, no
+// ActingRoles) cannot get past the configuration (docs/design.md §14): with enforced table lists, no
 // such role may hold a privilege on, or own, a table allow_tables or deny_tables keeps from
 // callers; a role many subjects share may not read other statements' text (pg_stat_statements,
 // pg_stat_activity). Both refuse; an advisory table list, a missing temp_file_limit and a

@@ -13,9 +13,9 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
-// StatusFor maps an error category to its HTTP status (DESIGN §4) from the category table
-// beside the categories (tools/pgerr). A category without an entry answers 500; the Invoker
-// logs such an answer as an internal error.
+// StatusFor maps an error category to its HTTP status (docs/design.md §4) from the category
+// table beside the categories (tools/pgerr). A category without an entry answers 500; the
+// Invoker logs such an answer as an internal error.
 func StatusFor(t tools.ErrorType) int {
 	m, _ := tools.ErrorMetaOf(t)
 	return m.Status
@@ -268,7 +268,7 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Princ
 	writeJSON(w, http.StatusOK, ans.Body)
 }
 
-// listTools lists the tools the caller can use (Registry.ToolsFor, DESIGN §12).
+// listTools lists the tools the caller can use (Registry.ToolsFor, docs/design.md §12).
 func (h *handler) listTools(w http.ResponseWriter, r *http.Request, p tools.Principal) {
 	out, _ := json.Marshal(map[string]any{"tools": h.reg.ToolsFor(p)})
 	writeJSON(w, http.StatusOK, out)

@@ -13,7 +13,7 @@ var roleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,62}$`)
 
 func validRoleName(s string) bool { return roleName.MatchString(s) }
 
-// identityProblems checks the identity settings (DESIGN §11): token roles, act_as, jwt and
+// identityProblems checks the identity settings (docs/design.md §11): token roles, act_as, jwt and
 // mcp_oauth. One line per problem.
 func (c *Config) identityProblems() []string {
 	var problems []string

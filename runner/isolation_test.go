@@ -109,7 +109,7 @@ func TestOwnConnectionsCarryFixedApplicationName(t *testing.T) {
 // TestRolePerTokenIsolatesBackends is issue 12's cross-principal attack: a read token reading a
 // write token's statement text in pg_stat_activity and terminating its session's backend. With
 // one database entry (one role) for both it works, which is why check-config warns; with the
-// README's layout (a database entry and role per token) PostgreSQL refuses both.
+// docs/identity.md's layout (a database entry and role per token) PostgreSQL refuses both.
 func TestRolePerTokenIsolatesBackends(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)

@@ -47,7 +47,7 @@ const (
 // DefaultJWTScopes is JWTConfig.DefaultScopes when unset: a token without scope or scp may read.
 var DefaultJWTScopes = []string{"read"}
 
-// JWTConfig accepts JSON Web Tokens from one issuer as bearer tokens (DESIGN §11). Exactly one key
+// JWTConfig accepts JSON Web Tokens from one issuer as bearer tokens (docs/design.md §11). Exactly one key
 // source is set: Secret (HS256), JWKSFile or JWKSURL (RS256 and ES256). A token's claims must
 // name the issuer, the audience, a subject and an expiry; its role claim must be in Roles.
 type JWTConfig struct {

@@ -80,7 +80,7 @@ func newMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, in
 }
 
 // newMCPServerWith serves every tool of reg for calls, but tools/list shows only the ones p can
-// use (Registry.ToolsFor, DESIGN §12): a hidden tool called anyway still answers with the
+// use (Registry.ToolsFor, docs/design.md §12): a hidden tool called anyway still answers with the
 // registry's not_allowed result and its suggestion, as on the HTTP API, rather than the SDK's
 // bare "unknown tool" protocol error.
 func newMCPServerWith(reg *tools.Registry, p tools.Principal, log zerolog.Logger, inv *Invoker, opts MCPOptions) *mcp.Server {

@@ -11,7 +11,7 @@ import (
 	"github.com/pgtools/pgtools/runner/apitest"
 )
 
-// catalogTokenBudget is DESIGN §12's budget for the whole catalog of the built-in tools as an MCP
+// catalogTokenBudget is docs/design.md §12's budget for the whole catalog of the built-in tools as an MCP
 // client receives it from tools/list, in OpenAI's o200k encoding: 5,322 tokens at first; 4,487
 // once the served schemas lost their header and second description; 2,390 with the descriptions
 // rewritten and the validation-only keywords (pattern, minLength) no longer served.
@@ -63,7 +63,7 @@ func o200k(t testing.TB, b []byte) int {
 }
 
 // TestMCPCatalogTokens counts what the whole catalog of the eight built-in tools costs a model
-// (DESIGN §12), printing the figure, and fails above the ceiling. The outputSchema is counted
+// (docs/design.md §12), printing the figure, and fails above the ceiling. The outputSchema is counted
 // apart: it is for the client to validate structuredContent with, and clients hand their model
 // the name, description and input schema (the function-calling form has no output schema).
 func TestMCPCatalogTokens(t *testing.T) {

@@ -8,12 +8,12 @@ import (
 	"testing"
 )
 
-// TestReadmeMCPConfigs checks the MCP client configurations in the README (blocks marked
+// TestReadmeMCPConfigs checks the MCP client configurations in docs/mcp.md (blocks marked
 // "json mcp-config"): each is valid JSON whose every server starts "pgtools mcp" (directly or
 // through a bridge) or connects to /mcp, and the stdio and HTTP forms of four clients are there.
 func TestReadmeMCPConfigs(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/mcp.md")
 	if err != nil {
 		t.Fatal(err)
 	}

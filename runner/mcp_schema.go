@@ -5,7 +5,7 @@ import (
 )
 
 // mcpOutputSchema is the outputSchema of one tool on MCP: the JSON object every call of it
-// answers in structuredContent, success or failure (DESIGN §4), so a client can validate results
+// answers in structuredContent, success or failure (docs/design.md §4), so a client can validate results
 // before its model reads them. Fields a future version adds are allowed (additionalProperties),
 // the ones a model relies on are typed, and the two shapes are told apart by "success".
 //

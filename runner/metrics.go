@@ -197,7 +197,7 @@ func (m *Metrics) setDatabaseUp(name string, up bool) {
 }
 
 // poolCollector reports pgxpool statistics of every database's stateless pool at scrape time.
-// Session connections are not in these pools (DESIGN §5) and are counted by pgtools_sessions_open.
+// Session connections are not in these pools (docs/design.md §5) and are counted by pgtools_sessions_open.
 type poolCollector struct {
 	dbs []*tools.Database
 }

@@ -14,31 +14,36 @@ import (
 	"github.com/pgtools/pgtools/schemas"
 )
 
-// readmeSection returns the README's text from heading to the next heading of the same level.
-func readmeSection(t *testing.T, heading string) string {
+// docsSection returns the text of the docs/ page from heading to the next heading of the same
+// level; heading "" returns the page's text before its first "## " heading.
+func docsSection(t *testing.T, page, heading string) string {
 	t.Helper()
-	raw, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile("../docs/" + page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(raw)
-	i := strings.Index(s, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("README has no %q section", heading)
+	level := "## "
+	if heading != "" {
+		i := strings.Index(s, "\n"+heading+"\n")
+		if i < 0 {
+			t.Fatalf("docs/%s has no %q section", page, heading)
+		}
+		s = s[i+len(heading)+2:]
+		level = heading[:strings.IndexByte(heading, ' ')+1]
 	}
-	s = s[i+len(heading)+2:]
-	level := heading[:strings.IndexByte(heading, ' ')+1]
 	if j := strings.Index(s, "\n"+level); j >= 0 {
 		s = s[:j]
 	}
 	return s
 }
 
-// TestREADMEDocumentsEveryConfigKey keeps the README's configuration table in step with
-// schemas/config.schema.json: every key, at every level, has a row.
-func TestREADMEDocumentsEveryConfigKey(t *testing.T) {
+// TestDocsDocumentEveryConfigKey keeps the configuration table of docs/configuration.md in step
+// with schemas/config.schema.json: every key, at every level, has a row, and every key a row
+// names is in the schema.
+func TestDocsDocumentEveryConfigKey(t *testing.T) {
 	t.Parallel()
-	section := readmeSection(t, "### Configuration")
+	section := docsSection(t, "configuration.md", "")
 	var schema map[string]any
 	if err := json.Unmarshal(schemas.Config(), &schema); err != nil {
 		t.Fatal(err)
@@ -60,7 +65,7 @@ func TestREADMEDocumentsEveryConfigKey(t *testing.T) {
 			if name != "$schema" && !seen[name] {
 				seen[name] = true
 				if !documented(section, name) {
-					t.Errorf("README's configuration table lacks the key %q", name)
+					t.Errorf("docs/configuration.md's table lacks the key %q", name)
 				}
 			}
 			walk(sub.(map[string]any))
@@ -69,6 +74,30 @@ func TestREADMEDocumentsEveryConfigKey(t *testing.T) {
 	walk(schema)
 	if len(seen) < 30 {
 		t.Fatalf("walked only %d keys", len(seen))
+	}
+	// The other way round: a row naming a key the schema does not have documents a setting that
+	// pgtools would refuse as an unknown key.
+	rows := 0
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		rows++
+		cell := strings.SplitN(line, "|", 3)[1]
+		for i, part := range strings.Split(cell, "`") {
+			if i%2 == 0 {
+				continue
+			}
+			for _, name := range strings.Split(part, ".") {
+				name = strings.TrimSuffix(name, "[]")
+				if name != "<name>" && !seen[name] {
+					t.Errorf("docs/configuration.md's table names %q (in %s), which schemas/config.schema.json does not have", name, part)
+				}
+			}
+		}
+	}
+	if rows < 30 {
+		t.Fatalf("read only %d rows of docs/configuration.md's table", rows)
 	}
 }
 
@@ -85,11 +114,11 @@ func documented(section, name string) bool {
 	return strings.Contains(section, "/ `"+name+"`")
 }
 
-// TestREADMETroubleshootsEveryErrorType keeps the troubleshooting table in step with the error
-// types of package tools.
-func TestREADMETroubleshootsEveryErrorType(t *testing.T) {
+// TestDocsTroubleshootEveryErrorType keeps the table of docs/troubleshooting.md in step with the
+// error types of package tools.
+func TestDocsTroubleshootEveryErrorType(t *testing.T) {
 	t.Parallel()
-	section := readmeSection(t, "## Troubleshooting")
+	section := docsSection(t, "troubleshooting.md", "")
 	file, err := parser.ParseFile(token.NewFileSet(), "../tools/pgerr/pgerr.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +145,7 @@ func TestREADMETroubleshootsEveryErrorType(t *testing.T) {
 	}
 	for _, et := range types {
 		if !strings.Contains(section, "| `"+et+"` |") {
-			t.Errorf("README's troubleshooting table has no row for %s", et)
+			t.Errorf("docs/troubleshooting.md's table has no row for %s", et)
 		}
 	}
 }

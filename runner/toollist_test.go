@@ -13,7 +13,7 @@ import (
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
-// TestToolListsPerCaller checks DESIGN §12 on every listing transport: GET /v1/tools, MCP
+// TestToolListsPerCaller checks docs/design.md §12 on every listing transport: GET /v1/tools, MCP
 // tools/list (go-sdk client) and /openapi.json show each token only the tools it can use, and a
 // hidden tool called anyway is refused with not_allowed as before.
 func TestToolListsPerCaller(t *testing.T) {

@@ -50,7 +50,7 @@ func Meta(name string) (ToolMeta, bool) {
 }
 
 // unserved are the top-level members of a tool schema file that Tool leaves out: the metadata,
-// and what a model does not need but pays for on every turn (DESIGN §12). "$schema", "$id" and
+// and what a model does not need but pays for on every turn (docs/design.md §12). "$schema", "$id" and
 // "title" identify the file (the tool's name already names it; the dialect is 2020-12, which the
 // runner's validator assumes), and "description" is the tool's description, which clients
 // receive beside the schema (Description).

@@ -13,7 +13,7 @@ import (
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
-// CustomTool is an operator-defined tool (DESIGN §13): one parameterized statement published
+// CustomTool is an operator-defined tool (docs/design.md §13): one parameterized statement published
 // under a name of its own, served on every transport like a built-in tool and under the same
 // rules — reads in READ ONLY transactions with the row and byte caps; writes with stated intent,
 // max_affected_rows, dry_run and the audit log; scopes, roles and claims.

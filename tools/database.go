@@ -56,7 +56,7 @@ type Policy struct {
 	// ShowErrorValues keeps values PostgreSQL echoes in error details (default false: masked).
 	ShowErrorValues bool
 	// DefaultFormat is the row format of calls that give none: "objects" (default), "columns" or
-	// "csv" (DESIGN §12).
+	// "csv" (docs/design.md §12).
 	DefaultFormat string
 	// DescribeExec parses every read statement on each call as PostgreSQL's unnamed statement
 	// (pgx's describe-exec mode), still in one round trip, instead of preparing it once per
@@ -193,7 +193,7 @@ type Principal struct {
 	MaxResponseBytes int
 	// Role is the PostgreSQL role every transaction of this principal's calls runs as
 	// (SET LOCAL ROLE, asserted again before every statement of a session or batch); "" runs as
-	// the runner's login role. The login role must be a member of it (DESIGN §11).
+	// the runner's login role. The login role must be a member of it (docs/design.md §11).
 	Role string
 	// DefaultFormat is the row format of this principal's calls that give none, before the
 	// database's ("" for the database's).

@@ -37,7 +37,7 @@ type DefinerFunction struct {
 
 // DefinerFunctions lists what a statement of role could call on db to change the role or the
 // claims it runs with, or to read rows its policies hide. pgtools checks role and claims after
-// every statement and refuses the call when they changed (DESIGN §14), but a function that
+// every statement and refuses the call when they changed (docs/design.md §14), but a function that
 // changes them and another that restores them within one statement, or one that returns rows
 // it read past RLS, is beyond that check: the start-up check and check-config name them as
 // warnings, with the REVOKE that removes them from the role.

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestResultEncoding pins the JSON form of every type family (DESIGN §4): numbers that a
+// TestResultEncoding pins the JSON form of every type family (docs/design.md §4): numbers that a
 // float64 reader keeps exactly are numbers, everything else that could lose precision is a
 // string, json is nested JSON, arrays are arrays, bytea is base64. Values are decoded with
 // UseNumber, so a number's text is compared exactly.

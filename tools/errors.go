@@ -14,7 +14,7 @@ type Error = pgerr.Error
 // ErrorType is the category of a failed call (pgerr.ErrorType).
 type ErrorType = pgerr.ErrorType
 
-// The error categories of DESIGN §4, as pgerr defines them.
+// The error categories of docs/design.md §4, as pgerr defines them.
 const (
 	ErrAuthentication       = pgerr.ErrAuthentication
 	ErrCommitOutcomeUnknown = pgerr.ErrCommitOutcomeUnknown

@@ -11,7 +11,7 @@ import (
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
-// knownErrorTypes are the categories a call may answer with (DESIGN §4).
+// knownErrorTypes are the categories a call may answer with (docs/design.md §4).
 var knownErrorTypes = []ErrorType{ErrConnection, ErrAuthentication, ErrInvalidTable, ErrInvalidColumn, ErrSyntax,
 	ErrConstraint, ErrPermissionDenied, ErrTimeout, ErrInvalidArguments, ErrWriteIntentRequired, ErrSessionNotFound,
 	ErrSessionExpired, ErrSessionLimitReached, ErrReadOnlyViolation, ErrNotAllowed, ErrConfirmationRequired,

@@ -24,7 +24,7 @@ const (
 func (p Policy) TableListsAreGrants() bool { return p.TableLists != TableListsAdvisory }
 
 // GrantProblem is one way a database lets a role past what the configuration promises, with
-// the SQL that closes it (DESIGN §14: table rules are grants).
+// the SQL that closes it (docs/design.md §14: table rules are grants).
 type GrantProblem struct {
 	// Role is the role checked, as PostgreSQL names it (the login role's name when the caller
 	// runs as the login role).

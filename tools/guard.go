@@ -69,7 +69,7 @@ func checkFreeSQL(sql string, read, inSession bool) *Error {
 
 // changesIdentity reports SET/RESET of the role, the session authorization or a request.* setting
 // (request.jwt.claims), and RESET ALL, which would return to the login role: a caller acting as a
-// role must not leave it (DESIGN §11), and nobody may forge claims.
+// role must not leave it (docs/design.md §11), and nobody may forge claims.
 func changesIdentity(sql string) bool {
 	w := leadingWords(sql, 3)
 	if len(w) < 2 || (w[0] != "SET" && w[0] != "RESET") {

@@ -11,7 +11,7 @@ import (
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
-// identity is who a transaction acts as (DESIGN §11): a PostgreSQL role, and the claims that
+// identity is who a transaction acts as (docs/design.md §11): a PostgreSQL role, and the claims that
 // row-level security policies read from request.jwt.claims. The zero value is the runner's login
 // role with no claims.
 type identity struct {
@@ -33,7 +33,7 @@ func identityOf(p Principal) identity {
 func (id identity) none() bool { return id.role == "" && id.claims == nil }
 
 // The statements that put a transaction in an identity. The claims are set first, while the
-// transaction still runs as the login role: the database setup the README prescribes revokes
+// transaction still runs as the login role: the database setup docs/identity.md prescribes revokes
 // set_config from agent roles, so that their SQL cannot forge claims or switch roles. Asserting
 // again (sessions, batches) first returns to the login role for the rest of the transaction.
 // For the read pipeline, claims and role travel as one statement (one Bind and Execute, and one
@@ -272,7 +272,7 @@ func (v *roleView) usableRel(r *relation) bool {
 	return v.usable[relKey(r.schema, r.name)]
 }
 
-// CheckRole tells whether role can serve as an agent's role on db without a way out (DESIGN §11):
+// CheckRole tells whether role can serve as an agent's role on db without a way out (docs/design.md §11):
 // the runner's login role must be a member of it; it must not be a superuser or bypass RLS; it
 // must not execute set_config (which changes role and claims from within a query), use a
 // procedural language (DO blocks and functions could change them out of sight), create objects in

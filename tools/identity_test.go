@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// identityBundle is a database set up as DESIGN §11 prescribes: the pool logs in as an
+// identityBundle is a database set up as docs/design.md §11 prescribes: the pool logs in as an
 // authenticator that is a member of the agent role tenant; set_config is revoked from PUBLIC and
 // granted back to the authenticator; no procedural language for PUBLIC; table docs has a
 // row-level security policy on request.jwt.claims' tenant, and table secret is not granted to

@@ -6,7 +6,7 @@ import (
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
-// Result is a successful tool call's answer (DESIGN §4): a *RowsResult, *WriteResult,
+// Result is a successful tool call's answer (docs/design.md §4): a *RowsResult, *WriteResult,
 // *SchemaResult, *TxResult or *BatchResult. Each type declares the answer's keys in the order the
 // answer sends them; MarshalJSON writes "success": true first, then every field that applies.
 // Only this package makes results.

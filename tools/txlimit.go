@@ -8,7 +8,7 @@ import (
 )
 
 // TxLimiter bounds the connections pg_transaction opens. Each call opens a fresh connection
-// outside the stateless pools (DESIGN §3), so without a bound one caller sending many calls at
+// outside the stateless pools (docs/design.md §3), so without a bound one caller sending many calls at
 // once opens as many backends as it likes. The limiter caps them in total, per quota owner
 // (Principal.QuotaOwner: a token with every end user it acts for, a JWT issuer with all its
 // subjects) and per subject within its owner's share: a call over its subject's or owner's share

@@ -2,7 +2,7 @@ package tools
 
 import "slices"
 
-// ToolsFor lists the tools p can use, in the order of Tools (DESIGN §12): a caller is shown only
+// ToolsFor lists the tools p can use, in the order of Tools (docs/design.md §12): a caller is shown only
 // what it may call, so its model spends no tokens on tools that would answer not_allowed. A tool
 // is listed when p holds its scope, p's allow-list (Principal.Tools) names it or is empty, and
 // at least one database p may use runs it: the tool's own database for an operator-defined tool,

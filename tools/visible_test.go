@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestToolsFor checks what each caller is shown (DESIGN §12): scopes, databases, the databases'
+// TestToolsFor checks what each caller is shown (docs/design.md §12): scopes, databases, the databases'
 // disabled_tools and read-only policy, and the token's allow-list.
 func TestToolsFor(t *testing.T) {
 	t.Parallel()

@@ -84,7 +84,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	if err := adminExec(ctx, dbAdmin, "GRANT SELECT ON events_small TO "+role); err != nil {
 		return err
 	}
-	// The tenant role of the identity row: set up as the README prescribes (set_config and plpgsql
+	// The tenant role of the identity row: set up as docs/identity.md prescribes (set_config and plpgsql
 	// taken from PUBLIC), allowed to read customers.
 	if err := demodata.CreateTenantRole(ctx, dbAdmin, role); err != nil {
 		return err

@@ -69,8 +69,8 @@ func TestComposeN8nPackage(t *testing.T) {
 	// The documented command puts the tarball into the build context, which git ignores.
 	rel, _ := filepath.Rel("../..", ctxDir)
 	packCmd := "npm pack --pack-destination " + filepath.ToSlash(rel)
-	readme, _ := os.ReadFile("../../README.md")
-	for name, text := range map[string]string{"the Dockerfile": df, "docker-compose.yml": raw, "README.md": string(readme)} {
+	install := readDoc(t, "docs/quick-start.md")
+	for name, text := range map[string]string{"the Dockerfile": df, "docker-compose.yml": raw, "docs/quick-start.md": install} {
 		if !strings.Contains(text, packCmd) {
 			t.Errorf("%s does not say %q", name, packCmd)
 		}
@@ -90,8 +90,7 @@ func TestComposeHealthcheckIsLiveness(t *testing.T) {
 	if hc == nil || len(hc.Test) < 3 || hc.Test[2] != "healthcheck" || strings.Contains(strings.Join(hc.Test, " "), "--ready") {
 		t.Errorf("pgtools healthcheck %v: want liveness, pgtools healthcheck without --ready", hc)
 	}
-	readme, _ := os.ReadFile("../../README.md")
-	if !strings.Contains(string(readme), "the health check must probe `/healthz` (liveness), not\n  `/readyz`") {
-		t.Errorf("README Troubleshooting no longer says how a container is probed; keep it and this test in step")
+	if !strings.Contains(readDoc(t, "docs/troubleshooting.md"), "the health check must probe `/healthz` (liveness), not\n  `/readyz`") {
+		t.Errorf("docs/troubleshooting.md no longer says how a container is probed; keep it and this test in step")
 	}
 }

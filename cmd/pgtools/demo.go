@@ -131,7 +131,7 @@ Flags:
 }
 
 // demoConfig is the demo's configuration. With tenantToken set (the demo made its own roles) each
-// token runs as a role of its own, as the README advises: "demo" as demodata.AgentRole,
+// token runs as a role of its own, as docs/identity.md advises: "demo" as demodata.AgentRole,
 // "tenants" for end users as demodata.TenantRole; without, "demo" runs as the login role of the
 // caller's --database-url.
 func demoConfig(listen, dsn, token, tenantToken string) *runner.Config {

@@ -36,7 +36,7 @@ func TestDemoPortTaken(t *testing.T) {
 	}
 }
 
-// TestDemoConfigRolePerToken: the demo follows the README's advice: when it makes its own roles,
+// TestDemoConfigRolePerToken: the demo follows docs/identity.md's advice: when it makes its own roles,
 // every token runs as a role of its own, so check-config has no note on its configuration.
 func TestDemoConfigRolePerToken(t *testing.T) {
 	t.Parallel()

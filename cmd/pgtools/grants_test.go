@@ -68,7 +68,7 @@ func grantsDB(t *testing.T) (db *pgtest.DB, login, dsn string) {
 	return db, db.RoleName("app"), dsn
 }
 
-// agentSetup is the README's database setup for agent roles: role agent NOLOGIN, a member of
+// agentSetup is docs/identity.md's database setup for agent roles: role agent NOLOGIN, a member of
 // the login role's, set_config and plpgsql taken from PUBLIC.
 func agentSetup(t *testing.T, db *pgtest.DB, login string) string {
 	t.Helper()

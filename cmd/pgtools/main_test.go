@@ -122,7 +122,7 @@ func TestDemo(t *testing.T) {
 	if code != 1 || !strings.Contains(out.String(), "permission_denied") {
 		t.Fatalf("pg_read_file as the demo role: exit %d, %s", code, out.String())
 	}
-	// The README's example script runs as written against the demo.
+	// The quick start's example script (docs/quick-start.md) runs as written against the demo.
 	script := exec.Command("bash", "../../examples/curl/read.sh")
 	script.Env = append(os.Environ(), "PGTOOLS_URL="+url, "PGTOOLS_TOKEN="+token)
 	sout, err := script.CombinedOutput()

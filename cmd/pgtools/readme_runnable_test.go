@@ -24,10 +24,11 @@ type runnableBlock struct {
 	code  string
 }
 
-// runnableBlocks returns the runnable blocks of README.md and of every README.md under examples/.
+// runnableBlocks returns the runnable blocks of README.md, of every page under docs/ and of every
+// README.md under examples/.
 func runnableBlocks(t *testing.T) []runnableBlock {
 	t.Helper()
-	files := []string{"../../README.md"}
+	files := docFiles(t)
 	filepath.WalkDir(examplesDir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && d.Name() == "README.md" {
 			files = append(files, path)
@@ -63,7 +64,8 @@ func runnableBlocks(t *testing.T) []runnableBlock {
 
 // TestReadmeRunnableBlocks runs the documentation as a new user would: it builds bin/pgtools,
 // starts ./bin/pgtools demo from a directory laid out like a clone, and runs with bash, as
-// written, every command the demo prints and every README block marked runnable. It also checks
+// written, every command the demo prints and every block marked runnable in README.md, docs/ and
+// examples/. It also checks
 // the MCP client configuration the demo prints.
 func TestReadmeRunnableBlocks(t *testing.T) {
 	if os.Getenv("PG_TEST_DSN") != "" {
@@ -71,13 +73,13 @@ func TestReadmeRunnableBlocks(t *testing.T) {
 	}
 	if _, err := exec.LookPath("curl"); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatal("curl is needed to run the README's examples")
+			t.Fatal("curl is needed to run the documentation's examples")
 		}
 		t.Skip("SKIPPED, curl not installed")
 	}
 	blocks := runnableBlocks(t)
 	if len(blocks) < 5 {
-		t.Fatalf("found %d runnable blocks in the READMEs; the marker (```sh runnable) must have been lost", len(blocks))
+		t.Fatalf("found %d runnable blocks in the docs; the marker (```sh runnable) must have been lost", len(blocks))
 	}
 
 	// A clone's layout: bin/pgtools built now, examples/ from this checkout.
@@ -189,7 +191,7 @@ func TestReadmeRunnableBlocks(t *testing.T) {
 	for _, b := range blocks {
 		t.Run(b.where, func(t *testing.T) { bash(t, b.code, env) })
 	}
-	// write.sh ran in the demo's examples and again in a README block; it exits 1 on any answer
+	// write.sh ran in the demo's examples and again in a docs block; it exits 1 on any answer
 	// other than the one it shows, so a second run that failed on its unique email would fail here.
 	stop()
 	if !strings.Contains(stdout.String(), "stopping PostgreSQL") {
@@ -197,19 +199,26 @@ func TestReadmeRunnableBlocks(t *testing.T) {
 	}
 }
 
-// TestReadmeGoVersion: the Go version the README asks for is go.mod's, wherever it names one.
+// TestReadmeGoVersion: the Go version README.md and docs/ ask for is go.mod's, wherever they name
+// one.
 func TestReadmeGoVersion(t *testing.T) {
 	t.Parallel()
 	gomod, _ := os.ReadFile("../../go.mod")
 	want := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(gomod)
-	readme, _ := os.ReadFile("../../README.md")
-	found := regexp.MustCompile(`Go (1\.\d+(?:\.\d+)?)`).FindAllSubmatch(readme, -1)
+	version := regexp.MustCompile(`Go (1\.\d+(?:\.\d+)?)`)
+	var found [][]string
+	for _, file := range docFiles(t) {
+		text, _ := os.ReadFile(file)
+		for _, m := range version.FindAllStringSubmatch(string(text), -1) {
+			found = append(found, []string{strings.TrimPrefix(file, "../../"), m[1]})
+		}
+	}
 	if want == nil || len(found) == 0 {
-		t.Fatalf("go.mod's go line %q, README mentions %q", want, found)
+		t.Fatalf("go.mod's go line %q, the docs mention %q", want, found)
 	}
 	for _, m := range found {
-		if string(m[1]) != string(want[1]) {
-			t.Errorf("README says Go %s; go.mod needs %s", m[1], want[1])
+		if m[1] != string(want[1]) {
+			t.Errorf("%s says Go %s; go.mod needs %s", m[0], m[1], want[1])
 		}
 	}
 }

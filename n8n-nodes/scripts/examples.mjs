@@ -107,7 +107,7 @@ export const examples = [
 		id: 'pgtoolsExTaskRun',
 		name: 'pgtools: through the n8n task runner (no credential)',
 		prompt: 'Add a customer named Alan Turing with the e-mail alan@example.com, then show me his row.',
-		// Needs pgtools serve --n8n-broker beside n8n (README: "n8n task runner").
+		// Needs pgtools serve --n8n-broker beside n8n (docs/n8n.md: "n8n task runner").
 		connection: 'taskRunner',
 	},
 	{
@@ -115,7 +115,7 @@ export const examples = [
 		id: 'pgtoolsExActAs01',
 		name: 'pgtools: act as the end user (row-level security)',
 		prompt: 'Show my notes, then mark all of them done.',
-		// Every tool node acts as the user the "End user" node names (README "Multi-tenant agents");
+		// Every tool node acts as the user the "End user" node names (docs/n8n.md "Multi-tenant agents");
 		// with a Chat Trigger that would be its sessionId. Needs a token with act_as and a role.
 		actAs: { userId: 'alice' },
 	},

@@ -1,4 +1,4 @@
-// "Act as User": the end user a node's calls are for, set by the workflow's builder (DESIGN §11).
+// "Act as User": the end user a node's calls are for, set by the workflow's builder (docs/design.md §11).
 // The runner then runs the call as "<token>:<user>" with the token's role and the claims
 // {"sub": user, "via": token}, so PostgreSQL's row-level security decides what the model's calls
 // may touch. The value comes from the workflow (an expression over the trigger's item, such as

@@ -148,7 +148,7 @@ export function psql(demo, db, sql) {
 	}).trim();
 }
 
-// actAsSetup is README's "Database setup for agent roles" with a table whose row-level
+// actAsSetup is docs/identity.md's "Database setup for agent roles" with a table whose row-level
 // security reads the claims' sub: authenticator n8n_auth (the runner's login), agent role
 // n8n_tenant, database actas, notes of alice (two) and bob (one). nullif: once a pooled
 // connection has run a call with claims, the setting reads '' (not NULL) in a call without,

@@ -251,10 +251,10 @@ SELECT setval(pg_get_serial_sequence('products', 'id'), (SELECT max(id) FROM pro
 SELECT setval(pg_get_serial_sequence('orders', 'id'), (SELECT max(id) FROM orders));
 SELECT setval(pg_get_serial_sequence('events', 'id'), (SELECT max(id) FROM events))`
 
-// TenantRole is the NOLOGIN role the demo's act-as token runs as (DESIGN §11).
+// TenantRole is the NOLOGIN role the demo's act-as token runs as (docs/design.md §11).
 const TenantRole = "pgtools_demo_tenant"
 
-// CreateTenantRole sets the demo database up for identity as the README prescribes: table
+// CreateTenantRole sets the demo database up for identity as docs/identity.md prescribes: table
 // tenant_notes under a row-level security policy on the caller's claims (sub), the NOLOGIN role
 // TenantRole that may use it, granted to appRole (the runner's login role), and set_config and
 // plpgsql taken away from PUBLIC (set_config given back to appRole) so that an agent acting as
@@ -311,7 +311,7 @@ func CreateTenantRole(ctx context.Context, adminDSN, appRole string) error {
 // tokens neither share a role's statement statistics nor need the login role's grants.
 const AgentRole = "pgtools_demo_agent"
 
-// CreateAgentRole creates AgentRole as the README's database setup prescribes for agent roles:
+// CreateAgentRole creates AgentRole as docs/identity.md's database setup prescribes for agent roles:
 // NOLOGIN, granted to appRole (the runner's login role), with USAGE on schema public,
 // SELECT/INSERT/UPDATE/DELETE on the tables of Tables and USAGE/SELECT on their sequences;
 // nothing else. Call it after CreateTenantRole, which takes set_config and plpgsql from PUBLIC.

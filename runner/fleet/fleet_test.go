@@ -361,7 +361,7 @@ func TestFleetBehindNGINX(t *testing.T) {
 
 // TestFleetHashAlone measures what `hash $http_x_pgtools_session consistent` alone does with
 // sessions: the begin carries no id, so it lands by round-robin, and the id's hash then picks
-// a replica unrelated to the one holding it. The test pins that this misroutes (so the README's
+// a replica unrelated to the one holding it. The test pins that this misroutes (so docs/scaling.md's
 // advice to map on the id's replica prefix stays necessary) and that the misrouted calls get
 // session_not_found naming the holder's tag.
 func TestFleetHashAlone(t *testing.T) {

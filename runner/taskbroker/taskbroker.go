@@ -54,7 +54,7 @@ type Options struct {
 	// Principal is who every task runs as: its scopes, databases and the sessions it owns.
 	// Whoever holds AuthToken can make the broker send tasks, so this is their principal.
 	Principal tools.Principal
-	// ActAs, when set, lets tasks name an end user in the "subject" setting (DESIGN §11); nil
+	// ActAs, when set, lets tasks name an end user in the "subject" setting (docs/design.md §11); nil
 	// refuses such tasks with not_allowed.
 	ActAs *runner.ActAs
 	// Log receives connection events and one line per task (no argument values).

@@ -29,7 +29,7 @@ var ErrPoolWait = errors.New("timed out waiting for a free connection")
 // transports map it to a status (HTTP) or an isError result (MCP).
 type ErrorType string
 
-// The error categories of DESIGN §4.
+// The error categories of docs/design.md §4.
 const (
 	ErrConnection           ErrorType = "connection_error"
 	ErrAuthentication       ErrorType = "authentication_error"

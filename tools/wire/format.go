@@ -1,6 +1,6 @@
 package wire
 
-// Format is how a RowSet writes its rows (DESIGN §12). Every format carries the same values;
+// Format is how a RowSet writes its rows (docs/design.md §12). Every format carries the same values;
 // they differ in what the model pays for them.
 type Format uint8
 

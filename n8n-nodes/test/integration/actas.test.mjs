@@ -1,4 +1,4 @@
-// Act as User against a real runner: a database set up as README's "Database setup for agent
+// Act as User against a real runner: a database set up as docs/identity.md's "Database setup for agent
 // roles" prescribes (an authenticator login role, a NOLOGIN agent role, set_config and plpgsql
 // taken from PUBLIC, and a table under row-level security keyed on the claims' sub), served by
 // `pgtools serve` with a token that has act_as and that role, and one without act_as
