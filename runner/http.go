@@ -50,7 +50,7 @@ type HandlerOptions struct {
 	Limits Limits
 	// Metrics, when set, counts authentication failures and rate-limited calls, and is served at
 	// /metrics unless MetricsElsewhere is set. Tool calls are counted by the registry's observer
-	// (reg.SetObserver).
+	// (tools.Options.Observer).
 	Metrics *Metrics
 	// MetricsElsewhere leaves /metrics to another listener (metrics_listen).
 	MetricsElsewhere bool

@@ -10,8 +10,9 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
-// Reload makes cfg (validated) the config of new calls, or refuses it and keeps the current
-// one. It builds a registry and handler from cfg over the pools opened at Build and runs the
+// Reload reads the configuration again with load (which validates it, as at start) and makes it
+// the config of new calls, or refuses it and keeps the current one, logging one error line that
+// names the problem. It builds a registry and handler from cfg over the pools opened at Build and runs the
 // start-up checks on them (BuildOptions.Check); only when all pass does it publish them as the
 // next generation, in one atomic step. Calls already running finish under their generation.
 //
@@ -26,7 +27,7 @@ import (
 // The session manager is shared: an open pg_tx session keeps its connection, role and claims,
 // and its next calls pass the new generation's scopes and policy. A session whose token was
 // removed has no caller left; it is rolled back when its TTL expires.
-func (rt *Runtime) Reload(ctx context.Context, cfg *Config) (err error) {
+func (rt *Runtime) Reload(ctx context.Context, load func() (*Config, error)) (err error) {
 	rt.reloadMu.Lock()
 	defer rt.reloadMu.Unlock()
 	defer func() {
@@ -35,6 +36,10 @@ func (rt *Runtime) Reload(ctx context.Context, cfg *Config) (err error) {
 			rt.log.Error().Str("error", err.Error()).Msg("configuration reload refused; the previous configuration stays")
 		}
 	}()
+	cfg, err := load()
+	if err != nil {
+		return err
+	}
 	cur := rt.gen.Load()
 	if added, removed := diffKeys(rt.opened.Databases, cfg.Databases); len(added)+len(removed) > 0 {
 		return fmt.Errorf("databases added (%s) or removed (%s): that needs a restart", describe(added), describe(removed))
@@ -131,4 +136,3 @@ func describe(names []string) string {
 
 // loadedAt formats a generation's load time as /readyz shows it.
 func loadedAt(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
