@@ -202,6 +202,9 @@ func TestReloadAppliesToNewCallsOnly(t *testing.T) {
 	if out := httpCall(t, s.base, "insert_data", `{"table":"notes","row":{"id":2,"body":"after"}}`); out["errorType"] != "not_allowed" {
 		t.Fatalf("write of a token made read-only: %v, want not_allowed", out)
 	}
+	if out := httpCall(t, s.base, "insert_data", fmt.Sprintf(`{"table":"notes","row":{"id":4,"body":"more"},"session_id":%q}`, id)); out["errorType"] != "not_allowed" {
+		t.Fatalf("write in the session after its token was made read-only: %v, want not_allowed", out)
+	}
 	if out := httpCall(t, s.base, "pg_tx", fmt.Sprintf(`{"action":"commit","session_id":%q}`, id)); out["success"] != true {
 		t.Fatalf("commit of the session begun before the reload: %v", out)
 	}
