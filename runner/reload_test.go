@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +73,51 @@ func TestReloadPolicyPoolsAndDatabaseSet(t *testing.T) {
 	}
 	if e := insert("3"); e == nil || e.Type != tools.ErrNotAllowed {
 		t.Errorf("the refused config's policy took effect: %v", e)
+	}
+}
+
+// TestPoolChangesCoverWhatThePoolCarries walks every field of tools.Policy and DatabaseConfig:
+// each one that changes the pool configuration tools.PoolConfig builds must be named by
+// poolChanges, or a reload would apply it to a policy whose pool still runs the old value.
+func TestPoolChangesCoverWhatThePoolCarries(t *testing.T) {
+	t.Parallel()
+	const dsn = "postgres://u@127.0.0.1:1/d"
+	carried := func(d DatabaseConfig) string {
+		c, err := tools.PoolConfig(d.URL, d.Policy, d.MaxConns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(c.ConnConfig.RuntimeParams, c.ConnConfig.DefaultQueryExecMode, c.MaxConns, c.ConnConfig.Host)
+	}
+	base := DatabaseConfig{URL: dsn}
+	set := func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			v.SetInt(int64(3 * time.Second))
+			if v.Type() != reflect.TypeOf(time.Duration(0)) {
+				v.SetInt(7)
+			}
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Slice:
+			v.Set(reflect.ValueOf([]string{"x"}))
+		default:
+			t.Fatalf("field of kind %s: teach this test to set it", v.Kind())
+		}
+	}
+	pt := reflect.TypeOf(tools.Policy{})
+	for i := 0; i < pt.NumField(); i++ {
+		d := base
+		set(reflect.ValueOf(&d.Policy).Elem().Field(i))
+		if carried(d) != carried(base) && len(poolChanges(base, d)) == 0 {
+			t.Errorf("Policy.%s changes the pool, but poolChanges does not name it", pt.Field(i).Name)
+		}
+	}
+	d := base
+	d.URL, d.Password, d.MaxConns = "postgres://u@127.0.0.2:1/d", "p", 9
+	if got := poolChanges(base, d); strings.Join(got, ",") != "url,password,max_conns" {
+		t.Errorf("poolChanges(url, password, max_conns) = %v", got)
 	}
 }
