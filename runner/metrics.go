@@ -44,7 +44,6 @@ type Metrics struct {
 	rows, truncated *prometheus.CounterVec
 	generation      prometheus.Gauge
 	reloads         *prometheus.CounterVec
-	dbNames         []string // "" first
 }
 
 var _ tools.Observer = (*Metrics)(nil)
@@ -139,13 +138,13 @@ func newMetricsFor(dbList []*tools.Database, names []string, sessions SessionSta
 	m.reloads.WithLabelValues("refused")
 	r.MustRegister(m.generation, m.reloads)
 
-	m.dbNames = []string{""}
+	dbNames := []string{""}
 	for _, db := range dbList {
-		m.dbNames = append(m.dbNames, db.Name)
+		dbNames = append(dbNames, db.Name)
 		m.databaseUp.WithLabelValues(db.Name).Set(0)
 	}
 	for _, t := range append([]string{""}, names...) {
-		for _, d := range m.dbNames {
+		for _, d := range dbNames {
 			m.byCall[callKey{t, d}] = m.children(t, d)
 		}
 	}
