@@ -56,7 +56,7 @@ func (madeUpCategory) Call(context.Context, tools.Principal, string, []byte) (to
 // answered 500 and logged at error level as a category without metadata, not passed silently.
 func TestUnknownCategoryIsAnInternalError(t *testing.T) {
 	t.Parallel()
-	reg, err := tools.NewRegistry(nil)
+	reg, err := tools.NewRegistry(t.Context(), tools.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ type Config struct {
 	Tracer TracerProvider
 	// CustomTools are the operator-defined tools (docs/design.md §13), in config order. Validate fills
 	// their defaults (database "default", mode "read") and checks their structure; their
-	// statements are checked on their databases when the registry is built (AddCustomTools).
+	// statements are checked on their databases when the registry is built (tools.Options.CustomTools).
 	CustomTools []tools.CustomTool
 	// File is the config file the settings came from, "" for none (for messages).
 	File string

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,7 +100,7 @@ func customToolDefaults(list []tools.CustomTool) []tools.CustomTool {
 // customToolProblems checks what the schema cannot: unique names that are not a built-in tool's,
 // a configured database that allows the tool's mode, parameter keys that fit the parameter's
 // type, and defaults and enums a call could pass. The statements themselves are checked against
-// their databases when the registry is built (AddCustomTools).
+// their databases when the registry is built (tools.Options.CustomTools).
 func (c *Config) customToolProblems() []string {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -225,18 +224,6 @@ func valueProblem(p tools.CustomParam, v any) string {
 	}
 	walk(ve)
 	return strings.Join(leaves, "; ")
-}
-
-// AddCustomTools checks the configured custom tools against their databases and adds them to
-// reg (tools.Registry.AddCustomTools). Call it after the registry is built and before it serves;
-// the error names the tool, its place in the config and what to fix.
-func AddCustomTools(ctx context.Context, cfg *Config, reg *tools.Registry) error {
-	for i, t := range cfg.CustomTools {
-		if err := reg.AddCustomTools(ctx, []tools.CustomTool{t}); err != nil {
-			return fmt.Errorf("custom_tools[%d]: %w", i, err)
-		}
-	}
-	return nil
 }
 
 // customToolJSON is a custom tool as check-config prints it: the config's keys with their

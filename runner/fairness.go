@@ -4,11 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/rs/zerolog"
-
-	"github.com/pgtools/pgtools/tools"
-	"github.com/pgtools/pgtools/tools/session"
 )
 
 // ConnLimits bound the connections pgtools opens outside the stateless pools: pg_tx sessions and
@@ -75,18 +70,6 @@ func share(total, principals int) int {
 		return total
 	}
 	return max(1, total/2)
-}
-
-// AttachConnLimits builds the session manager for cfg's limits and gives reg it and the bound on
-// pg_transaction connections: the wiring pgtools serve and pgtools mcp share. The caller runs the
-// manager's Run and Close.
-func AttachConnLimits(cfg *Config, reg *tools.Registry, log zerolog.Logger) *session.Manager {
-	l := cfg.ConnLimits()
-	sessions := session.New(session.Config{MaxSessions: l.MaxSessions, MaxPerPrincipal: l.MaxSessionsPerPrincipal, MaxPerSubject: l.MaxSessionsPerSubject,
-		TTL: cfg.SessionTTL, Log: log, ReplicaID: cfg.ReplicaID})
-	reg.SetSessions(sessions)
-	reg.SetTxLimiter(tools.NewTxLimiter(l.MaxTransactions, l.MaxTransactionsPerPrincipal, l.MaxTransactionsPerSubject))
-	return sessions
 }
 
 // SharedRoleNotes names every database entry that tokens with different scopes share. They then

@@ -22,6 +22,7 @@ type Health struct {
 	log      zerolog.Logger
 	metrics  *Metrics
 	draining atomic.Bool
+	gen      atomic.Pointer[genInfo] // nil: no Runtime behind it (tests of the handler alone)
 
 	mu      sync.Mutex // serializes checks; guards the fields below
 	checked time.Time
@@ -32,6 +33,16 @@ type Health struct {
 // NewHealth returns the readiness state of reg's databases. metrics may be nil.
 func NewHealth(reg *tools.Registry, log zerolog.Logger, m *Metrics) *Health {
 	return &Health{reg: reg, log: log, metrics: m, up: map[string]bool{}}
+}
+
+// genInfo is the configuration generation /readyz reports.
+type genInfo struct {
+	N      int64  `json:"config_generation"`
+	Loaded string `json:"config_loaded_at"`
+}
+
+func (h *Health) setGeneration(n int64, loaded time.Time) {
+	h.gen.Store(&genInfo{N: n, Loaded: loadedAt(loaded)})
 }
 
 // SetDraining marks the runner as shutting down: /readyz answers 503 from now on.

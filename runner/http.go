@@ -50,7 +50,7 @@ type HandlerOptions struct {
 	Limits Limits
 	// Metrics, when set, counts authentication failures and rate-limited calls, and is served at
 	// /metrics unless MetricsElsewhere is set. Tool calls are counted by the registry's observer
-	// (reg.SetObserver).
+	// (tools.Options.Observer).
 	Metrics *Metrics
 	// MetricsElsewhere leaves /metrics to another listener (metrics_listen).
 	MetricsElsewhere bool
@@ -281,12 +281,19 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"status":"draining","reason":"shutting down"}`))
 		return
 	}
+	type ready struct {
+		Status string `json:"status"`
+		Reason string `json:"reason,omitempty"`
+		*genInfo
+	}
+	g := h.health.gen.Load()
 	if down := h.health.Check(r.Context()); len(down) > 0 {
-		out, _ := json.Marshal(map[string]string{"status": "unavailable", "reason": readyReason(down, len(h.reg.Databases()))})
+		out, _ := json.Marshal(ready{Status: "unavailable", Reason: readyReason(down, len(h.health.reg.Databases())), genInfo: g})
 		writeJSON(w, http.StatusServiceUnavailable, out)
 		return
 	}
-	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+	out, _ := json.Marshal(ready{Status: "ready", genInfo: g})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -184,7 +184,7 @@ func TestRolePerTokenIsolatesBackends(t *testing.T) {
 	})
 }
 
-// TestServerSharesConnectionsBetweenTokens: serve's wiring (AttachConnLimits) gives each of two
+// TestServerSharesConnectionsBetweenTokens: serve's wiring (Build) gives each of two
 // tokens half of max_sessions and of max_transactions by default, answered with 429.
 func TestServerSharesConnectionsBetweenTokens(t *testing.T) {
 	t.Parallel()

@@ -30,13 +30,10 @@ func newMetaAPI(t *testing.T, tokens []Token, opts HandlerOptions) *apiFixture {
 	t.Helper()
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
-	reg := toolstest.Registry(t, db.RoleDSN(t, "meta"), tools.Policy{}, 4)
-	err := reg.AddCustomTools(t.Context(), []tools.CustomTool{{Name: metaCustomTool, Description: "Counts the paid orders.",
-		Database: "default", Mode: "read", SQL: "SELECT count(*) AS n FROM orders WHERE status = $1",
-		Parameters: []tools.CustomParam{{Name: "status", Type: "string", Required: true, Description: "Order status."}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := toolstest.RegistryWith(t, db.RoleDSN(t, "meta"), tools.Policy{}, 4, tools.Options{
+		CustomTools: []tools.CustomTool{{Name: metaCustomTool, Description: "Counts the paid orders.",
+			Database: "default", Mode: "read", SQL: "SELECT count(*) AS n FROM orders WHERE status = $1",
+			Parameters: []tools.CustomParam{{Name: "status", Type: "string", Required: true, Description: "Order status."}}}}})
 	logs := &syncBuffer{}
 	opts.Tokens, opts.Log = tokens, zerolog.New(logs)
 	srv := httptest.NewServer(NewHandlerWith(reg, opts))
@@ -228,9 +225,14 @@ func TestOpenAPIPublicConfig(t *testing.T) {
 		if cfg.OpenAPIPublic != c.want || eff["openapi_public"] != c.want {
 			t.Errorf("%q: Config.OpenAPIPublic %v, check-config shows %v, want %v", c.key, cfg.OpenAPIPublic, eff["openapi_public"], c.want)
 		}
-		srv := httptest.NewServer(NewServer(cfg, toolstest.Registry(t, db.DSN, tools.Policy{}, 2), nil, zerolog.Nop()).Handler())
+		rt, err := Build(t.Context(), cfg, zerolog.Nop(), BuildOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(rt.Handler())
 		status, _, _ := apitest.Call(t, http.MethodGet, srv.URL+"/openapi.json", "", "")
 		srv.Close()
+		rt.Close()
 		if want := map[bool]int{false: http.StatusUnauthorized, true: http.StatusOK}[c.want]; status != want {
 			t.Errorf("%q: /openapi.json without a token: %d, want %d", c.key, status, want)
 		}

@@ -3,11 +3,13 @@ package runner
 import (
 	"net/http"
 	"runtime"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -35,6 +37,13 @@ type Metrics struct {
 	rateLimited  *prometheus.CounterVec
 	databaseUp   *prometheus.GaugeVec
 	byCall       map[callKey]*callMetrics // read-only after NewMetrics
+	// later holds the children of tools a configuration reload added (custom tools), made on
+	// their first call.
+	later           sync.Map // callKey → *callMetrics
+	duration        *prometheus.HistogramVec
+	rows, truncated *prometheus.CounterVec
+	generation      prometheus.Gauge
+	reloads         *prometheus.CounterVec
 }
 
 var _ tools.Observer = (*Metrics)(nil)
@@ -57,8 +66,26 @@ const (
 )
 
 // NewMetrics builds the metrics of reg's tools and databases. sessions may be nil (no session
-// metrics). Wire it with reg.SetObserver(m) so calls are counted.
+// metrics). It counts the calls of a registry built with it as tools.Options.Observer.
 func NewMetrics(reg *tools.Registry, sessions SessionStats) *Metrics {
+	var dbs []*tools.Database
+	for _, name := range reg.Databases() {
+		db, _ := reg.Database(name)
+		dbs = append(dbs, db)
+	}
+	var names []string
+	for _, t := range reg.Tools() {
+		names = append(names, t.Name)
+	}
+	return newMetricsFor(dbs, names, sessions)
+}
+
+// newMetrics builds the metrics of the built-in tools over dbs (Build's, before any registry).
+func newMetrics(dbs []*tools.Database, sessions SessionStats) *Metrics {
+	return newMetricsFor(dbs, schemas.ToolNames(), sessions)
+}
+
+func newMetricsFor(dbList []*tools.Database, names []string, sessions SessionStats) *Metrics {
 	r := prometheus.NewRegistry()
 	m := &Metrics{registry: r, byCall: map[callKey]*callMetrics{}}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -98,34 +125,30 @@ func NewMetrics(reg *tools.Registry, sessions SessionStats) *Metrics {
 	r.MustRegister(m.calls, duration, rows, truncated, m.authFailures, m.rateLimited, m.databaseUp, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	toolNames := []string{""}
-	for _, t := range reg.Tools() {
-		toolNames = append(toolNames, t.Name)
+	m.duration, m.rows, m.truncated = duration, rows, truncated
+	m.generation = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pgtools_config_generation",
+		Help: "The generation of the configuration serving new calls: 1 at start, one more per accepted reload (SIGHUP).",
+	})
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pgtools_config_reload_total",
+		Help: `Configuration reloads (SIGHUP) by result: "ok" (the new configuration serves new calls) or "refused" (it failed a check; the previous one stays).`,
+	}, []string{"result"})
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("refused")
+	r.MustRegister(m.generation, m.reloads)
+
+	dbNames := []string{""}
+	for _, db := range dbList {
+		dbNames = append(dbNames, db.Name)
+		m.databaseUp.WithLabelValues(db.Name).Set(0)
 	}
-	dbNames := append([]string{""}, reg.Databases()...)
-	var dbs []*tools.Database
-	for _, name := range reg.Databases() {
-		db, _ := reg.Database(name)
-		dbs = append(dbs, db)
-		m.databaseUp.WithLabelValues(name).Set(0)
-	}
-	for _, t := range toolNames {
+	for _, t := range append([]string{""}, names...) {
 		for _, d := range dbNames {
-			tl, dl := t, d
-			if tl == "" {
-				tl = unknownToolLabel
-			}
-			if dl == "" {
-				dl = noDatabaseLabel
-			}
-			m.byCall[callKey{t, d}] = &callMetrics{toolLabel: tl, dbLabel: dl,
-				success:   m.calls.WithLabelValues(tl, dl, "success"),
-				duration:  duration.WithLabelValues(tl, dl),
-				rows:      rows.WithLabelValues(tl, dl),
-				truncated: truncated.WithLabelValues(tl, dl)}
+			m.byCall[callKey{t, d}] = m.children(t, d)
 		}
 	}
-	r.MustRegister(&poolCollector{dbs: dbs})
+	r.MustRegister(&poolCollector{dbs: dbList})
 	if sessions != nil {
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "pgtools_sessions_open",
@@ -139,12 +162,32 @@ func NewMetrics(reg *tools.Registry, sessions SessionStats) *Metrics {
 	return m
 }
 
+// children resolves the label children of the pair (tool, database); "" stands for an unknown
+// tool or no database.
+func (m *Metrics) children(tool, database string) *callMetrics {
+	tl, dl := tool, database
+	if tl == "" {
+		tl = unknownToolLabel
+	}
+	if dl == "" {
+		dl = noDatabaseLabel
+	}
+	return &callMetrics{toolLabel: tl, dbLabel: dl,
+		success:   m.calls.WithLabelValues(tl, dl, "success"),
+		duration:  m.duration.WithLabelValues(tl, dl),
+		rows:      m.rows.WithLabelValues(tl, dl),
+		truncated: m.truncated.WithLabelValues(tl, dl)}
+}
+
 // ObserveCall implements tools.Observer.
 func (m *Metrics) ObserveCall(ev tools.CallEvent) {
-	cm := m.byCall[callKey{ev.Tool, ev.Database}]
+	key := callKey{ev.Tool, ev.Database}
+	cm := m.byCall[key]
 	if cm == nil {
-		// Not reached: Tool and Database are always registered names or "".
-		return
+		// A tool a reload added: Tool is still a registered name (never caller input), so the
+		// labels stay bounded by the configuration.
+		v, _ := m.later.LoadOrStore(key, m.children(ev.Tool, ev.Database))
+		cm = v.(*callMetrics)
 	}
 	if ev.ErrorType == "" {
 		cm.success.Inc()
@@ -242,5 +285,17 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolWaitSeconds, prometheus.CounterValue, s.EmptyAcquireWaitTime().Seconds(), n)
 		ch <- prometheus.MustNewConstMetric(poolCanceled, prometheus.CounterValue, float64(s.CanceledAcquireCount()), n)
 		ch <- prometheus.MustNewConstMetric(poolNew, prometheus.CounterValue, float64(s.NewConnsCount()), n)
+	}
+}
+
+// setGeneration exports the generation of the configuration serving new calls.
+func (m *Metrics) setGeneration(n int64) { m.generation.Set(float64(n)) }
+
+// reloaded counts one configuration reload, accepted (ok) or refused.
+func (m *Metrics) reloaded(ok bool) {
+	if ok {
+		m.reloads.WithLabelValues("ok").Inc()
+	} else {
+		m.reloads.WithLabelValues("refused").Inc()
 	}
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 
 func benchRegistry(b *testing.B) *tools.Registry {
 	b.Helper()
-	reg, err := tools.NewRegistry([]*tools.Database{tools.NewDatabase("default", nil, tools.Policy{}), tools.NewDatabase("reports", nil, tools.Policy{})})
+	reg, err := tools.NewRegistry(context.Background(), tools.Options{Databases: []*tools.Database{tools.NewDatabase("default", nil, tools.Policy{}), tools.NewDatabase("reports", nil, tools.Policy{})}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -59,21 +59,18 @@ func newRoutedFixture(t *testing.T) *routedFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.NewRegistry([]*tools.Database{
+	mgr := session.New(session.Config{})
+	t.Cleanup(func() { mgr.Close(context.Background()) })
+	audit := &syncBuffer{}
+	reg, err := tools.NewRegistry(t.Context(), tools.Options{Databases: []*tools.Database{
 		toolstest.Database(t, main.RoleDSN(t, "routed"), tools.Policy{}, 2),
-		tools.NewDatabase("reports", pgtest.OpenPool(t, cfg), policy)})
+		tools.NewDatabase("reports", pgtest.OpenPool(t, cfg), policy)},
+		Sessions: mgr, Auditor: NewAuditLog(audit),
+		CustomTools: []tools.CustomTool{{Name: "purge_big", Description: "Delete the rows of big above min.",
+			Database: "reports", Mode: "write", SQL: "DELETE FROM big WHERE id > $1", Parameters: []tools.CustomParam{{Name: "min", Type: "integer"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := session.New(session.Config{})
-	t.Cleanup(func() { mgr.Close(context.Background()) })
-	reg.SetSessions(mgr)
-	if err := reg.AddCustomTools(t.Context(), []tools.CustomTool{{Name: "purge_big", Description: "Delete the rows of big above min.",
-		Database: "reports", Mode: "write", SQL: "DELETE FROM big WHERE id > $1", Parameters: []tools.CustomParam{{Name: "min", Type: "integer"}}}}); err != nil {
-		t.Fatal(err)
-	}
-	audit := &syncBuffer{}
-	reg.SetAuditor(NewAuditLog(audit))
 	return &routedFixture{reports: reports, reg: reg, audit: audit}
 }
 

@@ -48,26 +48,14 @@ func OpenDatabases(ctx context.Context, cfg *Config) (dbs []*tools.Database, clo
 }
 
 // Server is the network side of pgtools serve: the HTTP API and MCP endpoint, metrics,
-// readiness and graceful shutdown, over a registry whose databases and sessions the caller owns.
+// readiness and graceful shutdown, over a Runtime (Runtime.Server), which owns the databases
+// and sessions.
 type Server struct {
 	cfg     *Config
 	log     zerolog.Logger
 	health  *Health
 	metrics *Metrics
 	api     http.Handler
-}
-
-// NewServer wires the HTTP API for cfg (validated) over reg: metrics (registered as reg's
-// observer), readiness and the per-token limits. sessions feeds the session metrics and may be
-// nil.
-func NewServer(cfg *Config, reg *tools.Registry, sessions SessionStats, log zerolog.Logger) *Server {
-	m := NewMetrics(reg, sessions)
-	reg.SetObserver(m)
-	health := NewHealth(reg, log, m)
-	api := NewHandlerWith(reg, HandlerOptions{Tokens: cfg.Tokens, Log: log, MaxBodyBytes: cfg.MaxBodyBytes,
-		Limits: cfg.Limits, Metrics: m, MetricsElsewhere: cfg.MetricsListen != "", Health: health, JWT: cfg.JWT, MCPOAuth: cfg.MCPOAuth,
-		Tracer: cfg.Tracer, MCP: MCPOptions{StructuredContent: cfg.MCPStructuredContent}, OpenAPIPublic: cfg.OpenAPIPublic})
-	return &Server{cfg: cfg, log: log, health: health, metrics: m, api: api}
 }
 
 // Handler is the HTTP API (what Run serves on the main listener).

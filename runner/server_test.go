@@ -51,24 +51,12 @@ func buildServer(t *testing.T, cfg *Config) (s *Server, sessions *session.Manage
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	dbs, closeDBs, err := OpenDatabases(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(dbs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs = &syncBuffer{}
-	log := zerolog.New(logs)
-	sessions = AttachConnLimits(cfg, reg, log)
-	closeAll = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		sessions.Close(ctx)
-		closeDBs()
+	rt, err := Build(context.Background(), cfg, zerolog.New(logs), BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return NewServer(cfg, reg, sessions, log), sessions, logs, closeAll
+	return rt.Server(), rt.Sessions(), logs, rt.Close
 }
 
 // call posts a tool call and returns the status, the decoded body and the headers.

@@ -26,7 +26,7 @@ var answerMasks = []pgtest.Mask{
 func TestAnswerGolden(t *testing.T) {
 	t.Parallel()
 	b, _ := newWriteBundle(t, Policy{})
-	if err := b.reg.AddCustomTools(context.Background(), []CustomTool{
+	if err := b.reg.addCustomTools(context.Background(), []CustomTool{
 		{Name: "order_status", Description: "One order's status.", SQL: "SELECT id, status FROM orders WHERE id = $1",
 			Parameters: []CustomParam{{Name: "order_id", Type: "integer", Required: true}}},
 		{Name: "set_qty", Description: "Set the quantity of item A-1.", Mode: "write", SQL: "UPDATE items SET qty = $1 WHERE sku = 'A-1' RETURNING sku, qty",

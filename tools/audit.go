@@ -24,8 +24,8 @@ type Auditor interface {
 	Audit(ev AuditEvent)
 }
 
-// SetAuditor sets where write attempts are reported (nil: nowhere). Call it before serving.
-func (r *Registry) SetAuditor(a Auditor) { r.auditor = a }
+// setAuditor sets where write attempts are reported, for tests that build a registry first.
+func (r *Registry) setAuditor(a Auditor) { r.auditor = a }
 
 // audit reports a write attempt where route sent it (out); a call refused before it was
 // routed names the database its arguments ask for, or the tool's own.

@@ -171,7 +171,7 @@ func TestCallDeadlineBackstop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := NewRegistry([]*Database{NewDatabase("default", pgtest.OpenPool(t, cfg), Policy{StatementTimeout: time.Second})})
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{NewDatabase("default", pgtest.OpenPool(t, cfg), Policy{StatementTimeout: time.Second})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,84 +135,104 @@ func jsonTypeFits(jt string, category byte, isArray bool) bool {
 	return false
 }
 
-// AddCustomTools checks and registers operator-defined tools. Each statement is prepared on its
+// addCustomTools checks and registers operator-defined tools (Options.CustomTools). Each statement is prepared on its
 // database (as the login role), which proves it is one valid statement there; its parameter count
 // and the types PostgreSQL infers must fit the declared parameters. The error names the tool
-// and the parameter to fix. It is not safe to call while the registry serves calls.
-func (r *Registry) AddCustomTools(ctx context.Context, list []CustomTool) error {
+// and the parameter to fix. NewRegistry calls it before the registry serves.
+func (r *Registry) addCustomTools(ctx context.Context, list []CustomTool) error {
 	c := jsonschema.NewCompiler()
-	for _, t := range list {
-		if t.Mode == "" {
-			t.Mode = "read"
+	for i, t := range list {
+		if err := r.addCustomTool(ctx, c, t); err != nil {
+			return &CustomToolError{Index: i, Err: err}
 		}
-		if t.Database == "" {
-			t.Database = "default"
-		}
-		where := fmt.Sprintf("custom tool %q", t.Name)
-		switch {
-		case !customName.MatchString(t.Name):
-			return fmt.Errorf("%s: the name must be lower-case letters, digits and underscores, starting with a letter (at most 64)", where)
-		case r.tools[t.Name] != nil:
-			return fmt.Errorf("%s: the name is taken by another tool; choose another", where)
-		case t.Mode != "read" && t.Mode != "write":
-			return fmt.Errorf("%s: mode must be read or write, not %q", where, t.Mode)
-		case strings.TrimSpace(t.Description) == "":
-			return fmt.Errorf("%s: give a description: it is what the model reads", where)
-		}
-		db, ok := r.dbs[t.Database]
-		if !ok {
-			return fmt.Errorf("%s: database %q is not configured (databases: %s)", where, t.Database, describeList(r.Databases()))
-		}
-		seen := map[string]bool{}
-		for i, p := range t.Parameters {
-			pw := fmt.Sprintf("%s parameter %d (%q)", where, i+1, p.Name)
-			switch {
-			case !customName.MatchString(p.Name):
-				return fmt.Errorf("%s: the name must be lower-case letters, digits and underscores", pw)
-			case seen[p.Name] || slices.Contains(reservedArgs, p.Name):
-				return fmt.Errorf("%s: the name is used twice or reserved (%s)", pw, strings.Join(reservedArgs, ", "))
-			case !slices.Contains([]string{"string", "integer", "number", "boolean", "array", "object"}, p.Type):
-				return fmt.Errorf("%s: type must be string, integer, number, boolean, array or object, not %q", pw, p.Type)
-			}
-			seen[p.Name] = true
-		}
-		if err := checkStatement(ctx, db, t); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		raw := t.Schema()
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-		if err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		url := "mem://custom/" + t.Name + ".json"
-		if err := c.AddResource(url, doc); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		sch, err := c.Compile(url)
-		if err != nil {
-			return fmt.Errorf("%s: the parameters do not make a valid schema: %w", where, err)
-		}
-		write := t.Mode == "write"
-		// An operator-defined tool is its own kind, with a gate built here rather than in the
-		// tool table, checked the same way.
-		g := gate{access: readsOnly, session: always, readOnlyFix: noWritesFix}
-		scope := "read"
-		var pv previewer
-		if write {
-			g.access, g.intent, scope, pv = writesAlways, true, "write", previewCustom
-		}
-		if err := g.check(); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		tool := t
-		r.tools[t.Name] = &toolEntry{
-			info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
-			operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, preview: pv,
-			decode: func(map[string]any) (any, error) { return nil, nil },
-			run:    func(ctx context.Context, req *request) (Result, *Error) { return runCustom(ctx, req, tool) },
-		}
-		r.order = append(r.order, t.Name)
 	}
+	return nil
+}
+
+// CustomToolError is why NewRegistry refused the operator-defined tool at Index of
+// Options.CustomTools; Err names the tool and what to fix.
+type CustomToolError struct {
+	Index int
+	Err   error
+}
+
+func (e *CustomToolError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *CustomToolError) Unwrap() error { return e.Err }
+
+func (r *Registry) addCustomTool(ctx context.Context, c *jsonschema.Compiler, t CustomTool) error {
+	if t.Mode == "" {
+		t.Mode = "read"
+	}
+	if t.Database == "" {
+		t.Database = "default"
+	}
+	where := fmt.Sprintf("custom tool %q", t.Name)
+	switch {
+	case !customName.MatchString(t.Name):
+		return fmt.Errorf("%s: the name must be lower-case letters, digits and underscores, starting with a letter (at most 64)", where)
+	case r.tools[t.Name] != nil:
+		return fmt.Errorf("%s: the name is taken by another tool; choose another", where)
+	case t.Mode != "read" && t.Mode != "write":
+		return fmt.Errorf("%s: mode must be read or write, not %q", where, t.Mode)
+	case strings.TrimSpace(t.Description) == "":
+		return fmt.Errorf("%s: give a description: it is what the model reads", where)
+	}
+	db, ok := r.dbs[t.Database]
+	if !ok {
+		return fmt.Errorf("%s: database %q is not configured (databases: %s)", where, t.Database, describeList(r.Databases()))
+	}
+	seen := map[string]bool{}
+	for i, p := range t.Parameters {
+		pw := fmt.Sprintf("%s parameter %d (%q)", where, i+1, p.Name)
+		switch {
+		case !customName.MatchString(p.Name):
+			return fmt.Errorf("%s: the name must be lower-case letters, digits and underscores", pw)
+		case seen[p.Name] || slices.Contains(reservedArgs, p.Name):
+			return fmt.Errorf("%s: the name is used twice or reserved (%s)", pw, strings.Join(reservedArgs, ", "))
+		case !slices.Contains([]string{"string", "integer", "number", "boolean", "array", "object"}, p.Type):
+			return fmt.Errorf("%s: type must be string, integer, number, boolean, array or object, not %q", pw, p.Type)
+		}
+		seen[p.Name] = true
+	}
+	if err := checkStatement(ctx, db, t); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	raw := t.Schema()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	url := "mem://custom/" + t.Name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return fmt.Errorf("%s: the parameters do not make a valid schema: %w", where, err)
+	}
+	write := t.Mode == "write"
+	// An operator-defined tool is its own kind, with a gate built here rather than in the
+	// tool table, checked the same way.
+	g := gate{access: readsOnly, session: always, readOnlyFix: noWritesFix}
+	scope := "read"
+	var pv previewer
+	if write {
+		g.access, g.intent, scope, pv = writesAlways, true, "write", previewCustom
+	}
+	if err := g.check(); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	tool := t
+	r.tools[t.Name] = &toolEntry{
+		info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
+		operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, preview: pv,
+		decode: func(map[string]any) (any, error) { return nil, nil },
+		run:    func(ctx context.Context, req *request) (Result, *Error) { return runCustom(ctx, req, tool) },
+	}
+
+	r.order = append(r.order, t.Name)
 	return nil
 }
 

@@ -14,7 +14,7 @@ func ptr(f float64) *float64 { return &f }
 func TestCustomTools(t *testing.T) {
 	t.Parallel()
 	b, rec := newWriteBundle(t, Policy{MaxAffectedRows: 50})
-	err := b.reg.AddCustomTools(context.Background(), []CustomTool{
+	err := b.reg.addCustomTools(context.Background(), []CustomTool{
 		{Name: "orders_of_customer", Description: "The orders of one customer, newest first.",
 			SQL: "SELECT id, status, total FROM orders WHERE customer_id = $1 AND status = ANY($2) ORDER BY id DESC",
 			Parameters: []CustomParam{{Name: "customer_id", Type: "integer", Required: true, Minimum: ptr(1)},
@@ -115,7 +115,7 @@ func TestCustomToolsRefusedAtStart(t *testing.T) {
 		{CustomTool{Name: "t6", Description: "x", SQL: "DO $$ BEGIN END $$"}, "refused"},
 		{CustomTool{Name: "t7", Description: "x", SQL: "select $1::int", Parameters: []CustomParam{{Name: "autocommit", Type: "integer"}}}, "reserved"},
 	} {
-		err := b.reg.AddCustomTools(context.Background(), []CustomTool{c.tool})
+		err := b.reg.addCustomTools(context.Background(), []CustomTool{c.tool})
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.tool.Name) {
 			t.Errorf("%s: %v, want an error containing %q", c.tool.Name, err, c.want)
 		}

@@ -19,7 +19,7 @@ func TestDeferredConstraintFailsAtCommit(t *testing.T) {
 		GRANT SELECT, INSERT ON d TO `+quoteIdent(b.db.RoleName("agent")))
 	mgr := session.New(session.Config{})
 	t.Cleanup(func() { mgr.Close(context.Background()) })
-	b.reg.SetSessions(mgr)
+	b.reg.setSessions(mgr)
 
 	e := b.mustFail(t, ErrConstraint, "execute_sql", `{"sql":"INSERT INTO d VALUES (1), (1)","mode":"write","autocommit":true}`)
 	if e.SQLState != "23505" {
@@ -51,7 +51,7 @@ func TestSessionCommitOnEndedBackendIsLost(t *testing.T) {
 	b := newBundleConns(t, Policy{}, 1)
 	mgr := session.New(session.Config{})
 	t.Cleanup(func() { mgr.Close(context.Background()) })
-	b.reg.SetSessions(mgr)
+	b.reg.setSessions(mgr)
 	id := b.mustCall(t, "pg_tx", `{"action":"begin"}`)["session_id"].(string)
 	if n := b.db.QueryInt(t, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pgtools-session'"); n != 1 {
 		t.Fatalf("terminated %d session backends, want 1", n)

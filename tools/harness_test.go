@@ -54,7 +54,7 @@ func registryOver(t testing.TB, dsn string, policy Policy, maxConns int32) (*Reg
 		t.Fatal(err)
 	}
 	tdb := NewDatabase("default", pgtest.OpenPool(t, cfg), policy)
-	reg, err := NewRegistry([]*Database{tdb})
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{tdb}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,9 +26,6 @@ type Observer interface {
 	ObserveCall(ev CallEvent)
 }
 
-// SetObserver sets who sees every call (nil: nobody). Call it before serving.
-func (r *Registry) SetObserver(o Observer) { r.observer = o }
-
 func (r *Registry) observe(tool string, db *Database, routed bool, res Result, err *Error, started time.Time) {
 	if r.observer == nil {
 		return

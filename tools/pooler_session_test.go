@@ -22,7 +22,7 @@ func TestSessionThroughPoolerNamesPreparedStatementsFix(t *testing.T) {
 	reg, _ := registryOver(t, bouncer, Policy{}, 1)
 	mgr := session.New(session.Config{})
 	t.Cleanup(func() { mgr.Close(context.Background()) })
-	reg.SetSessions(mgr)
+	reg.setSessions(mgr)
 
 	read := []byte(`{"table":"customers","columns":"id","where":"id = $1","params":[1]}`)
 	// The stateless read prepares the first statement name on the server connection and loads

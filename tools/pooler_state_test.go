@@ -66,7 +66,7 @@ func newPoolerFixture(t *testing.T, dsn func(b *bundle) string) *poolerFixture {
 	clock := &fakeNow{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	mgr := session.New(session.Config{TTL: time.Minute, Clock: clock.Now})
 	t.Cleanup(func() { mgr.Close(context.Background()) })
-	writer.SetSessions(mgr)
+	writer.setSessions(mgr)
 	return &poolerFixture{bundle: b, writer: writer, reader: reader, mgr: mgr, clock: clock}
 }
 

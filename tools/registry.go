@@ -86,9 +86,45 @@ type Registry struct {
 	txLimit  *TxLimiter
 }
 
-// NewRegistry compiles every tool schema and registers the tools over dbs (keyed by name; one
-// should be "default").
-func NewRegistry(dbs []*Database) (*Registry, error) {
+// Options is everything a Registry is built from. Only Databases is needed for stateless calls;
+// every other field is optional and its zero value switches its feature off.
+type Options struct {
+	// Databases are the configured databases, keyed by Name; one should be "default".
+	Databases []*Database
+	// Sessions holds pg_tx sessions. nil: session_id answers session_not_found and pg_tx begin
+	// is refused. One store may serve several registries (a configuration reload builds a new
+	// registry over the same sessions).
+	Sessions SessionStore
+	// TxLimiter bounds pg_transaction connections. nil: no bound.
+	TxLimiter *TxLimiter
+	// Auditor receives every write attempt. nil: nobody.
+	Auditor Auditor
+	// Observer receives every call. nil: nobody.
+	Observer Observer
+	// CustomTools are the operator-defined tools, each prepared on its database while the
+	// registry is built (so NewRegistry needs ctx): one that does not fit fails NewRegistry,
+	// naming it.
+	CustomTools []CustomTool
+}
+
+// NewRegistry compiles every tool schema and registers the built-in tools and o.CustomTools over
+// o.Databases. The registry is complete when it returns: nothing is set on it afterwards, so it
+// is safe for concurrent use at once.
+func NewRegistry(ctx context.Context, o Options) (*Registry, error) {
+	r, err := newBuiltinRegistry(o.Databases)
+	if err != nil {
+		return nil, err
+	}
+	r.sessions, r.txLimit, r.auditor, r.observer = o.Sessions, o.TxLimiter, o.Auditor, o.Observer
+	if len(o.CustomTools) > 0 {
+		if err := r.addCustomTools(ctx, o.CustomTools); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func newBuiltinRegistry(dbs []*Database) (*Registry, error) {
 	r := &Registry{dbs: map[string]*Database{}, tools: map[string]*toolEntry{}}
 	for _, db := range dbs {
 		r.dbs[db.Name] = db

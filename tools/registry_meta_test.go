@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/pgtools/pgtools/schemas"
@@ -13,7 +14,7 @@ import (
 // none of it.
 func TestRegistryToolMeta(t *testing.T) {
 	t.Parallel()
-	reg, err := NewRegistry(nil)
+	reg, err := NewRegistry(context.Background(), Options{Databases: nil})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ func TestScopesAndDatabases(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{})
 	secret := NewDatabase("payroll_secret", b.tdb.Pool, Policy{})
-	reg, err := NewRegistry([]*Database{b.tdb, secret})
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{b.tdb, secret}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,8 +52,8 @@ type SessionStore interface {
 
 var _ SessionStore = (*session.Manager)(nil)
 
-// SetSessions gives the registry its session manager (nil: session_id answers session_not_found).
-func (r *Registry) SetSessions(s SessionStore) { r.sessions = s }
+// setSessions gives the registry its session store, for tests that build a registry first.
+func (r *Registry) setSessions(s SessionStore) { r.sessions = s }
 
 // errSessionLost marks a session whose transaction the database ended.
 var errSessionLost = errors.New("session lost")

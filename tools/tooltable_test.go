@@ -94,7 +94,7 @@ func TestUnsetGateFailsClosed(t *testing.T) {
 func TestEveryRegisteredToolHasAGate(t *testing.T) {
 	t.Parallel()
 	b, _ := newWriteBundle(t, Policy{})
-	if err := b.reg.AddCustomTools(context.Background(), []CustomTool{
+	if err := b.reg.addCustomTools(context.Background(), []CustomTool{
 		{Name: "one_order", Description: "One order.", SQL: "SELECT id FROM orders WHERE id = $1",
 			Parameters: []CustomParam{{Name: "id", Type: "integer", Required: true}}},
 		{Name: "pay_order", Description: "Mark one order paid.", Mode: "write", SQL: "UPDATE orders SET status = 'paid' WHERE id = $1",

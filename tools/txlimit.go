@@ -44,9 +44,9 @@ func NewTxLimiter(total, perPrincipal, perSubject int) *TxLimiter {
 		per: map[string]int{}, subj: map[string]int{}}
 }
 
-// SetTxLimiter gives the registry the bound on pg_transaction connections (nil: no bound). Call
-// it before serving.
-func (r *Registry) SetTxLimiter(l *TxLimiter) { r.txLimit = l }
+// setTxLimiter sets the bound on pg_transaction connections, for tests that build a registry
+// first.
+func (r *Registry) setTxLimiter(l *TxLimiter) { r.txLimit = l }
 
 // acquire admits one pg_transaction call of p on db, or says why not. The caller runs release
 // once the call's connection is closed. A wait for a free connection is bounded by db's

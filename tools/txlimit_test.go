@@ -81,7 +81,7 @@ func burst(t *testing.T, b *bundle, principals []string, args string) []txOutcom
 func TestTxLimiterCapsConnections(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{})
-	b.reg.SetTxLimiter(NewTxLimiter(10, 5, 0))
+	b.reg.setTxLimiter(NewTxLimiter(10, 5, 0))
 	var principals []string
 	for i := 0; i < 40; i++ {
 		principals = append(principals, fmt.Sprintf("p%d", i%4))
@@ -122,7 +122,7 @@ func TestTxLimiterCapsConnections(t *testing.T) {
 func TestTxLimiterShareLeavesRoomForOthers(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{})
-	b.reg.SetTxLimiter(NewTxLimiter(4, 2, 0))
+	b.reg.setTxLimiter(NewTxLimiter(4, 2, 0))
 	var refused atomic.Int32
 	done := make(chan struct{})
 	go func() {
@@ -156,7 +156,7 @@ func TestTxLimiterShareLeavesRoomForOthers(t *testing.T) {
 func TestTxLimiterWaitIsBounded(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{PoolWait: 200 * time.Millisecond})
-	b.reg.SetTxLimiter(NewTxLimiter(2, 2, 0))
+	b.reg.setTxLimiter(NewTxLimiter(2, 2, 0))
 	done := make(chan []txOutcome)
 	go func() { done <- burst(t, b, []string{"busy", "busy"}, sleepTx(1500*time.Millisecond)) }()
 	deadline := time.Now().Add(5 * time.Second)
@@ -179,7 +179,7 @@ func TestTxLimiterWaitIsBounded(t *testing.T) {
 		}
 	}
 	// Over one's own share the refusal comes at once, and says so.
-	b.reg.SetTxLimiter(NewTxLimiter(2, 1, 0))
+	b.reg.setTxLimiter(NewTxLimiter(2, 1, 0))
 	outcomes := burst(t, b, []string{"busy", "busy"}, sleepTx(300*time.Millisecond))
 	var share *Error
 	for _, o := range outcomes {
@@ -220,7 +220,7 @@ func checkErrorGolden(t *testing.T, name string, e *Error) {
 func TestTxLimiterSharesPerOwnerAndSubject(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{PoolWait: 200 * time.Millisecond})
-	b.reg.SetTxLimiter(NewTxLimiter(6, 3, 1))
+	b.reg.setTxLimiter(NewTxLimiter(6, 3, 1))
 	subject := func(i int) Principal {
 		return Principal{Name: fmt.Sprintf("hub:s%d", i), Quota: "hub", Scopes: []string{"read", "write"}}
 	}

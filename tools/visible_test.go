@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"slices"
 	"testing"
 )
@@ -9,10 +10,10 @@ import (
 // disabled_tools and read-only policy, and the token's allow-list.
 func TestToolsFor(t *testing.T) {
 	t.Parallel()
-	reg, err := NewRegistry([]*Database{
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{
 		NewDatabase("default", nil, Policy{DisabledTools: []string{"execute_sql"}}),
 		NewDatabase("reports", nil, Policy{ReadOnly: true, DisabledTools: []string{"execute_sql", "pg_tx"}}),
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestToolsFor(t *testing.T) {
 		}
 	}
 	// Without a policy that hides anything, a principal with every scope sees every tool.
-	open, err := NewRegistry([]*Database{NewDatabase("default", nil, Policy{})})
+	open, err := NewRegistry(context.Background(), Options{Databases: []*Database{NewDatabase("default", nil, Policy{})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func newWriteBundle(t *testing.T, policy Policy) (*bundle, *recorder) {
 		price numeric(20,2), tags text[], attrs jsonb, seen_at timestamptz, customer_id bigint REFERENCES customers(id))`)
 	b.db.Exec(t, "GRANT SELECT, INSERT, UPDATE, DELETE ON items TO "+role+"; GRANT USAGE ON SEQUENCE items_id_seq TO "+role)
 	rec := &recorder{}
-	b.reg.SetAuditor(rec)
+	b.reg.setAuditor(rec)
 	return b, rec
 }
 

@@ -28,7 +28,6 @@ import (
 
 	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/runner/demodata"
-	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest/localpg"
 )
 
@@ -104,24 +103,21 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	dbs, closeDBs, err := runner.OpenDatabases(ctx, cfg)
+	// Built as pgtools serve builds it: sessions, the pg_transaction bound, custom tools and
+	// metrics observing every call; the access log is written (to nowhere).
+	rt, err := runner.Build(ctx, cfg, zerolog.New(io.Discard).Level(zerolog.InfoLevel), runner.BuildOptions{})
 	if err != nil {
 		return err
 	}
-	defer closeDBs()
-	reg, err := tools.NewRegistry(dbs)
-	if err != nil {
-		return err
-	}
+	defer rt.Close()
+	reg := rt.Registry()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	sctx, stopServer := context.WithCancel(ctx)
 	defer stopServer()
-	// As pgtools serve runs it: metrics observe every call, the access log is written (to nowhere).
-	srv := runner.NewServer(cfg, reg, nil, zerolog.New(io.Discard).Level(zerolog.InfoLevel))
-	go srv.Run(sctx, ln, nil)
+	go rt.Run(sctx, ln, nil)
 	base := "http://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
 	// httpCallAtAs posts body to url with bearer tok and, when actAs is set, the end user the call

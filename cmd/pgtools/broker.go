@@ -99,10 +99,10 @@ func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
 // startBrokers runs one task-broker client per URL beside the HTTP API until ctx ends. stop
 // ends them and returns once all have stopped; each lets its tasks in flight finish for up to
 // grace, then cancels them. Call stop before the registry closes.
-func startBrokers(ctx context.Context, bc brokerConfig, reg *tools.Registry, maxArgs int64, grace time.Duration, tracer trace.TracerProvider, log zerolog.Logger) (stop func(), err error) {
+func startBrokers(ctx context.Context, bc brokerConfig, caller runner.Caller, maxArgs int64, grace time.Duration, tracer trace.TracerProvider, log zerolog.Logger) (stop func(), err error) {
 	var clients []*taskbroker.Client
 	for _, u := range bc.urls {
-		c, err := taskbroker.New(taskbroker.Options{URL: u, AuthToken: bc.token, Caller: reg, Principal: bc.principal, ActAs: bc.actAs,
+		c, err := taskbroker.New(taskbroker.Options{URL: u, AuthToken: bc.token, Caller: caller, Principal: bc.principal, ActAs: bc.actAs,
 			Log: log, MaxArgsBytes: maxArgs, Grace: grace, Tracer: tracer})
 		if err != nil {
 			return nil, err

@@ -66,17 +66,16 @@ Flags:
 	// every session and pg_transaction slot.
 	cfg.Tokens, cfg.ExtraPrincipals = nil, 0
 	log := newLogger(stderr, cfg.LogLevel)
-	reg, _, closeReg, err := openRegistry(ctx, cfg, log)
+	// The client runs as the login role, so the table lists must hold for it.
+	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *runner.Config, reg *tools.Registry) error {
+		return checkGrants(ctx, cfg, cfg.LoginRoleUses("the MCP client ("+stdioPrincipal+")"), reg, log)
+	}})
 	if err != nil {
 		log.Error().Err(err).Msg("mcp failed")
 		return 1
 	}
-	defer closeReg()
-	// The client runs as the login role, so the table lists must hold for it.
-	if err := checkGrants(ctx, cfg, cfg.LoginRoleUses("the MCP client ("+stdioPrincipal+")"), reg, log); err != nil {
-		log.Error().Err(err).Msg("mcp failed")
-		return 1
-	}
+	defer rt.Close()
+	reg := rt.Registry()
 	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes}
 	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
 		Str("version", runner.Version).Msg("pgtools mcp serving")

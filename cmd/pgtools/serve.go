@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,7 +18,6 @@ import (
 	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
-	"github.com/pgtools/pgtools/tools/session"
 )
 
 // multiFlag collects a repeatable string flag.
@@ -299,50 +300,69 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		cfg.Tracer = tp
 		log.Info().Msg("OpenTelemetry tracing on (OTLP/HTTP)")
 	}
-	if err := serve(ctx, cfg, brokers, log, nil); err != nil {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	trigger := make(chan struct{}, 1)
+	go func() {
+		for range hup {
+			select {
+			case trigger <- struct{}{}:
+			default: // a reload is already pending: it reads the newest file
+			}
+		}
+	}()
+	reload := reloader{trigger: trigger, load: func() (*runner.Config, error) {
+		c, err := f.config()
+		if err != nil {
+			return nil, err
+		}
+		c.Tracer = cfg.Tracer
+		return c, nil
+	}}
+	if err := serve(ctx, cfg, brokers, log, nil, reload); err != nil {
 		log.Error().Err(err).Msg("serve failed")
 		return 1
 	}
 	return 0
 }
 
+// reloader is where serve reloads its configuration from: a trigger (SIGHUP in cmdServe, a
+// channel in tests, so no test signals its own process) and how to read the configuration
+// again, the way the start read it (file, environment, flags). The zero reloader never fires.
+type reloader struct {
+	trigger <-chan struct{}
+	load    func() (*runner.Config, error)
+}
+
 // serve opens the databases and runs the HTTP API, and beside it a task-runner client per n8n
 // broker, until ctx ends. When ready is set, it receives the bound address once the listener is
-// up.
+// up. Each trigger of reload re-reads the configuration and applies it to new calls, or refuses
+// it (runner.Runtime.Reload).
 //
 // The databases need not be up: pools connect on first use, /readyz answers 503 until every
 // database answers, and calls meanwhile fail with connection_error.
-func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log zerolog.Logger, ready chan<- string) error {
-	cfg.ExtraPrincipals = 0
-	if len(brokers.urls) > 0 {
-		cfg.ExtraPrincipals = 1 // the broker principal shares the session and transaction limits
+func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log zerolog.Logger, ready chan<- string, reload reloader) error {
+	prepare := func(cfg *runner.Config) {
+		cfg.ExtraPrincipals = 0
+		if len(brokers.urls) > 0 {
+			cfg.ExtraPrincipals = 1 // the broker principal shares the session and transaction limits
+		}
+		for _, note := range cfg.SharedRoleNotes() {
+			log.Warn().Msg(note)
+		}
 	}
-	for _, note := range cfg.SharedRoleNotes() {
-		log.Warn().Msg(note)
-	}
-	reg, sessions, closeReg, err := openRegistry(ctx, cfg, log)
+	prepare(cfg)
+	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *runner.Config, reg *tools.Registry) error {
+		return serveChecks(ctx, cfg, brokers, reg, log)
+	}})
 	if err != nil {
 		return err
 	}
-	defer closeReg()
-	// A mapped role that could change its role or claims voids row-level security: refuse to serve.
-	if err := runner.CheckRoles(ctx, cfg, reg.Database); err != nil {
-		return err
-	}
-	if role := brokers.principal.Role; role != "" && len(brokers.urls) > 0 {
-		for _, name := range reg.Databases() {
-			if db, ok := reg.Database(name); ok {
-				if err := tools.CheckRole(ctx, db, role); err != nil {
-					return fmt.Errorf("--n8n-role: database %q: %w", name, err)
-				}
-			}
-		}
-	}
-	if err := checkGrants(ctx, cfg, cfg.ActingRoles(brokers.callers()...), reg, log); err != nil {
-		return err
-	}
-	// Deferred after closeReg, so it runs first: broker tasks finish before sessions and pools close.
-	stopBrokers, err := startBrokers(ctx, brokers, reg, cfg.MaxBodyBytes, 10*time.Second, cfg.Tracer, log)
+	defer rt.Close()
+	// Deferred after rt.Close, so it runs first: broker tasks finish before sessions and pools
+	// close. The brokers call the runtime, so they follow reloads too.
+	stopBrokers, err := startBrokers(ctx, brokers, rt, cfg.MaxBodyBytes, 10*time.Second, cfg.Tracer, log)
 	if err != nil {
 		return err
 	}
@@ -358,8 +378,8 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 			return fmt.Errorf("listening on %s (metrics_listen): %w", cfg.MetricsListen, err)
 		}
 	}
-	ev := log.Info().Str("listen", ln.Addr().String()).Strs("databases", reg.Databases()).Int("tokens", len(cfg.Tokens)).
-		Str("version", runner.Version).Str("replica", cfg.ReplicaID).Str("session_prefix", sessions.Tag())
+	ev := log.Info().Str("listen", ln.Addr().String()).Strs("databases", rt.Registry().Databases()).Int("tokens", len(cfg.Tokens)).
+		Str("version", runner.Version).Str("replica", cfg.ReplicaID).Str("session_prefix", rt.Sessions().Tag())
 	if metricsLn != nil {
 		ev = ev.Str("metrics_listen", metricsLn.Addr().String())
 	}
@@ -367,7 +387,45 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	return runner.NewServer(cfg, reg, sessions, log).Run(ctx, ln, metricsLn)
+	if reload.trigger != nil {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-reload.trigger:
+					log.Info().Msg("reloading the configuration")
+					_ = rt.Reload(ctx, func() (*runner.Config, error) {
+						cfg, err := reload.load()
+						if err == nil {
+							prepare(cfg)
+						}
+						return cfg, err
+					}) // Reload logs and counts the outcome
+				}
+			}
+		}()
+	}
+	return rt.Run(ctx, ln, metricsLn)
+}
+
+// serveChecks are the checks serve runs on a registry before it serves, at start and at each
+// reload: a mapped role that could change its role or claims voids row-level security, the
+// broker's role must be usable, and the table lists must hold as grants.
+func serveChecks(ctx context.Context, cfg *runner.Config, brokers brokerConfig, reg *tools.Registry, log zerolog.Logger) error {
+	if err := runner.CheckRoles(ctx, cfg, reg.Database); err != nil {
+		return err
+	}
+	if role := brokers.principal.Role; role != "" && len(brokers.urls) > 0 {
+		for _, name := range reg.Databases() {
+			if db, ok := reg.Database(name); ok {
+				if err := tools.CheckRole(ctx, db, role); err != nil {
+					return fmt.Errorf("--n8n-role: database %q: %w", name, err)
+				}
+			}
+		}
+	}
+	return checkGrants(ctx, cfg, cfg.ActingRoles(brokers.callers()...), reg, log)
 }
 
 // callers are the broker principal's roles for the start-up check of grants: none without a
@@ -395,48 +453,6 @@ func checkGrants(ctx context.Context, cfg *runner.Config, uses map[string][]runn
 		log.Warn().Msg(line)
 	}
 	return rep.Err()
-}
-
-// openRegistry opens the configured databases, the session manager and the audit log and builds
-// the registry over them. closeAll rolls back every open session, then releases the rest, the
-// pools last.
-func openRegistry(ctx context.Context, cfg *runner.Config, log zerolog.Logger) (reg *tools.Registry, sessions *session.Manager, closeAll func(), err error) {
-	dbs, closeDBs, err := runner.OpenDatabases(ctx, cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	reg, err = tools.NewRegistry(dbs)
-	if err == nil {
-		// Each custom statement is prepared on its database now: a tool that does not fit stops
-		// the start, naming it, rather than failing every call later.
-		err = runner.AddCustomTools(ctx, cfg, reg)
-	}
-	if err != nil {
-		closeDBs()
-		return nil, nil, nil, err
-	}
-	audit, closeAudit, err := runner.OpenAuditLog(cfg.AuditLog)
-	if err != nil {
-		closeDBs()
-		return nil, nil, nil, err
-	}
-	if audit != nil {
-		reg.SetAuditor(audit)
-	}
-	sessions = runner.AttachConnLimits(cfg, reg, log)
-	sweepCtx, stopSweep := context.WithCancel(context.Background())
-	go sessions.Run(sweepCtx, 0)
-	return reg, sessions, func() {
-		stopSweep()
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if n := sessions.Open(); n > 0 {
-			log.Info().Int("sessions", n).Msg("rolling back open sessions")
-		}
-		sessions.Close(cctx)
-		_ = closeAudit()
-		closeDBs()
-	}, nil
 }
 
 func flagExit(err error) int {

@@ -50,7 +50,7 @@ func Check(t *testing.T, cs *mcp.ClientSession) {
 		if err != nil {
 			t.Fatalf("tools/list: %v", err)
 		}
-		reg, err := tools.NewRegistry(nil)
+		reg, err := tools.NewRegistry(ctx, tools.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

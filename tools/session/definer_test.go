@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/session"
+	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
 // TestClaimsChangedByDefinerFunction: an ordinary application helper, SECURITY DEFINER and
@@ -37,11 +38,11 @@ func TestClaimsChangedByDefinerFunction(t *testing.T) {
 		REVOKE EXECUTE ON FUNCTION set_tenant(int) FROM PUBLIC;
 		GRANT EXECUTE ON FUNCTION set_tenant(int) TO %[1]q`, role, f.role))
 	t.Cleanup(func() { f.db.Exec(t, fmt.Sprintf("DROP OWNED BY %q", role)) })
-	if err := f.reg.AddCustomTools(context.Background(), []tools.CustomTool{{Name: "notes_by_id",
-		Description: "Notes from an id on.", SQL: "SELECT id, tenant, body FROM notes WHERE id >= $1 AND set_tenant(2) IS NOT NULL ORDER BY id",
-		Parameters: []tools.CustomParam{{Name: "from", Type: "integer", Required: true}}}}); err != nil {
-		t.Fatal(err)
-	}
+	// The same registry as the fixture's, plus the custom tool, over the same sessions.
+	f.reg = toolstest.RegistryWith(t, f.db.RoleDSN(t, "sess"), tools.Policy{}, 4, tools.Options{Sessions: f.mgr,
+		CustomTools: []tools.CustomTool{{Name: "notes_by_id",
+			Description: "Notes from an id on.", SQL: "SELECT id, tenant, body FROM notes WHERE id >= $1 AND set_tenant(2) IS NOT NULL ORDER BY id",
+			Parameters: []tools.CustomParam{{Name: "from", Type: "integer", Required: true}}}}})
 	alice := tools.Principal{Name: "app:alice", Scopes: []string{"read", "write"}, Role: role, Claims: []byte(`{"sub":"alice","tenant":1}`)}
 	before := f.notes(t)
 	readOnly := f.begin(t, alice, `,"read_only":true`)

@@ -48,8 +48,7 @@ func TestForeignReplicaSession(t *testing.T) {
 	f := newFixture(t, session.Config{ReplicaID: "replica-a"}, tools.Policy{})
 	other := session.New(session.Config{ReplicaID: "replica-b"})
 	t.Cleanup(func() { other.Close(context.Background()) })
-	regB := toolstest.Registry(t, f.db.RoleDSN(t, "sess"), tools.Policy{}, 2)
-	regB.SetSessions(other)
+	regB := toolstest.RegistryWith(t, f.db.RoleDSN(t, "sess"), tools.Policy{}, 2, tools.Options{Sessions: other})
 
 	id := f.begin(t, alice, "")
 	_, _, e := regB.Call(context.Background(), alice, "select_query", []byte(fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id)))

@@ -22,11 +22,10 @@ func TestPolicyOfTheSessionsDatabase(t *testing.T) {
 	open := toolstest.Database(t, dsn, tools.Policy{}, 2)
 	strict := toolstest.Database(t, dsn, tools.Policy{DisabledTools: []string{"execute_sql", "delete_data"}}, 2)
 	strict.Name = "reports"
-	reg, err := tools.NewRegistry([]*tools.Database{open, strict})
+	reg, err := tools.NewRegistry(context.Background(), tools.Options{Databases: []*tools.Database{open, strict}, Sessions: f.mgr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.SetSessions(f.mgr)
 	call := func(p tools.Principal, tool, args string) *tools.Error {
 		_, _, e := reg.Call(context.Background(), p, tool, []byte(args))
 		return e
@@ -95,11 +94,10 @@ func TestOutcomeAndPreviewNameTheRoute(t *testing.T) {
 	dsn := f.db.RoleDSN(t, "sess")
 	reports := toolstest.Database(t, dsn, tools.Policy{}, 2)
 	reports.Name = "reports"
-	reg, err := tools.NewRegistry([]*tools.Database{toolstest.Database(t, dsn, tools.Policy{}, 2), reports})
+	reg, err := tools.NewRegistry(context.Background(), tools.Options{Databases: []*tools.Database{toolstest.Database(t, dsn, tools.Policy{}, 2), reports}, Sessions: f.mgr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.SetSessions(f.mgr)
 	ctx := context.Background()
 	res, out, e := reg.Call(ctx, alice, "pg_tx", []byte(`{"action":"begin","database":"reports"}`))
 	if e != nil {

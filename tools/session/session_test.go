@@ -52,12 +52,11 @@ func newFixture(t *testing.T, cfg session.Config, policy tools.Policy) *fixture 
 	dsn := db.RoleDSN(t, "sess")
 	role := db.RoleName("sess")
 	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON accounts TO "`+role+`"`)
-	reg := toolstest.Registry(t, dsn, policy, 4)
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	cfg.Clock = clock.Now
 	mgr := session.New(cfg)
 	t.Cleanup(func() { mgr.Close(context.Background()) })
-	reg.SetSessions(mgr)
+	reg := toolstest.RegistryWith(t, dsn, policy, 4, tools.Options{Sessions: mgr})
 	return &fixture{db: db, reg: reg, mgr: mgr, clock: clock, role: role}
 }
 

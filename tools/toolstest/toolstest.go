@@ -25,7 +25,15 @@ func Database(t testing.TB, dsn string, policy tools.Policy, maxConns int32) *to
 // Registry is a registry over Database(t, dsn, policy, maxConns).
 func Registry(t testing.TB, dsn string, policy tools.Policy, maxConns int32) *tools.Registry {
 	t.Helper()
-	reg, err := tools.NewRegistry([]*tools.Database{Database(t, dsn, policy, maxConns)})
+	return RegistryWith(t, dsn, policy, maxConns, tools.Options{})
+}
+
+// RegistryWith is a registry built from o over Database(t, dsn, policy, maxConns) as the
+// "default" database followed by o.Databases.
+func RegistryWith(t testing.TB, dsn string, policy tools.Policy, maxConns int32, o tools.Options) *tools.Registry {
+	t.Helper()
+	o.Databases = append([]*tools.Database{Database(t, dsn, policy, maxConns)}, o.Databases...)
+	reg, err := tools.NewRegistry(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

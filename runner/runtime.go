@@ -1,0 +1,217 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/session"
+)
+
+// BuildOptions are what a Runtime needs beyond its Config.
+type BuildOptions struct {
+	// Check runs the start-up checks that need the databases (roles, grants, …) over a
+	// registry built from cfg, before it serves: at Build and at every Reload. An error stops
+	// the start, or refuses the reload. nil: none.
+	Check func(ctx context.Context, cfg *Config, reg *tools.Registry) error
+	// NoSessions leaves pg_tx sessions off (no session manager): for a runner that only
+	// measures stateless calls.
+	NoSessions bool
+}
+
+// Runtime is pgtools assembled from one Config: the database pools, the session manager and
+// the pg_transaction bound, the audit log, metrics and readiness, which live as long as the
+// process, and a generation (registry and HTTP handler) that Reload replaces atomically. It is
+// the one place every command (serve, mcp, demo, the benchmark) builds pgtools from. It is safe
+// for concurrent use.
+type Runtime struct {
+	log        zerolog.Logger
+	opts       BuildOptions
+	sessions   *session.Manager // nil with NoSessions
+	txLimit    *tools.TxLimiter
+	auditor    tools.Auditor
+	metrics    *Metrics
+	health     *Health
+	opened     *Config                    // the config the pools were opened with
+	dbs        map[string]*tools.Database // as opened: their pools serve every generation
+	closeDBs   func()
+	closeAudit func() error
+	stopSweep  context.CancelFunc
+
+	reloadMu sync.Mutex // one reload at a time
+	gen      atomic.Pointer[generation]
+}
+
+// generation is what one successfully loaded config serves: calls started under it finish
+// under it, new calls take the newest.
+type generation struct {
+	n      int64
+	loaded time.Time
+	cfg    *Config
+	reg    *tools.Registry
+	api    http.Handler
+}
+
+// Build opens cfg's databases (validated: defaults filled), starts the session manager and
+// builds the first generation, checked with opts.Check. Close releases everything.
+func Build(ctx context.Context, cfg *Config, log zerolog.Logger, opts BuildOptions) (rt *Runtime, err error) {
+	rt = &Runtime{log: log, opts: opts, opened: cfg, dbs: map[string]*tools.Database{}}
+	dbs, closeDBs, err := OpenDatabases(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rt.closeDBs = closeDBs
+	defer func() {
+		if err != nil {
+			rt.Close()
+		}
+	}()
+	for _, db := range dbs {
+		rt.dbs[db.Name] = db
+	}
+	audit, closeAudit, err := OpenAuditLog(cfg.AuditLog)
+	if err != nil {
+		return rt, err
+	}
+	rt.closeAudit = closeAudit
+	if audit != nil {
+		rt.auditor = audit // a nil *AuditLog in the interface would not read as "none"
+	}
+	l := cfg.ConnLimits()
+	rt.txLimit = tools.NewTxLimiter(l.MaxTransactions, l.MaxTransactionsPerPrincipal, l.MaxTransactionsPerSubject)
+	var stats SessionStats
+	if !opts.NoSessions {
+		rt.sessions = session.New(session.Config{MaxSessions: l.MaxSessions, MaxPerPrincipal: l.MaxSessionsPerPrincipal,
+			MaxPerSubject: l.MaxSessionsPerSubject, TTL: cfg.SessionTTL, Log: log, ReplicaID: cfg.ReplicaID})
+		sweepCtx, stop := context.WithCancel(context.Background())
+		rt.stopSweep = stop
+		go rt.sessions.Run(sweepCtx, 0)
+		stats = rt.sessions
+	}
+	rt.metrics = newMetrics(dbs, stats)
+	g, err := rt.newGeneration(ctx, cfg, dbs, 1)
+	if err != nil {
+		return rt, err
+	}
+	rt.health = NewHealth(g.reg, log, rt.metrics)
+	g.api = rt.handler(g)
+	rt.publish(g)
+	return rt, nil
+}
+
+// newGeneration builds and checks the registry of cfg over dbs; its handler is left to the
+// caller.
+func (rt *Runtime) newGeneration(ctx context.Context, cfg *Config, dbs []*tools.Database, n int64) (*generation, error) {
+	o := tools.Options{Databases: dbs, TxLimiter: rt.txLimit, Auditor: rt.auditor, Observer: rt.metrics,
+		CustomTools: cfg.CustomTools}
+	if rt.sessions != nil {
+		o.Sessions = rt.sessions
+	}
+	reg, err := tools.NewRegistry(ctx, o)
+	if err != nil {
+		if ce := (*tools.CustomToolError)(nil); errors.As(err, &ce) {
+			return nil, fmt.Errorf("custom_tools[%d]: %w", ce.Index, ce.Err)
+		}
+		return nil, err
+	}
+	if rt.opts.Check != nil {
+		if err := rt.opts.Check(ctx, cfg, reg); err != nil {
+			return nil, err
+		}
+	}
+	return &generation{n: n, loaded: time.Now().UTC(), cfg: cfg, reg: reg}, nil
+}
+
+func (rt *Runtime) handler(g *generation) http.Handler {
+	cfg := g.cfg
+	return NewHandlerWith(g.reg, HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.MaxBodyBytes,
+		Limits: cfg.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
+		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: MCPOptions{StructuredContent: cfg.MCPStructuredContent},
+		OpenAPIPublic: cfg.OpenAPIPublic})
+}
+
+func (rt *Runtime) publish(g *generation) {
+	rt.gen.Store(g)
+	rt.health.setGeneration(g.n, g.loaded)
+	rt.metrics.setGeneration(g.n)
+}
+
+// Registry is the current generation's registry.
+func (rt *Runtime) Registry() *tools.Registry { return rt.gen.Load().reg }
+
+// Config is the current generation's config. Callers must not change it.
+func (rt *Runtime) Config() *Config { return rt.gen.Load().cfg }
+
+// Generation is the current generation's number (1 at Build, one more per accepted reload) and
+// when it was loaded.
+func (rt *Runtime) Generation() (n int64, loaded time.Time) {
+	g := rt.gen.Load()
+	return g.n, g.loaded
+}
+
+// Sessions is the session manager every generation shares (nil with NoSessions).
+func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
+
+// Metrics are the runtime's metrics, shared by every generation.
+func (rt *Runtime) Metrics() *Metrics { return rt.metrics }
+
+// Health is the runtime's readiness state.
+func (rt *Runtime) Health() *Health { return rt.health }
+
+// Handler is the HTTP API of the current generation, looked up per request: a request keeps
+// the generation it started under.
+func (rt *Runtime) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.gen.Load().api.ServeHTTP(w, r) })
+}
+
+// Call runs a tool call on the current generation's registry (for transports that hold the
+// runtime rather than a registry: the n8n broker).
+func (rt *Runtime) Call(ctx context.Context, p tools.Principal, tool string, args []byte) (tools.Result, tools.Outcome, *tools.Error) {
+	return rt.Registry().Call(ctx, p, tool, args)
+}
+
+// Preview runs a preview on the current generation's registry.
+func (rt *Runtime) Preview(ctx context.Context, p tools.Principal, tool string, args []byte) (tools.Preview, *tools.Error) {
+	return rt.Registry().Preview(ctx, p, tool, args)
+}
+
+// Server is the network side of the runtime: its Handler (always the current generation's),
+// metrics, readiness and graceful shutdown.
+func (rt *Runtime) Server() *Server {
+	return &Server{cfg: rt.opened, log: rt.log, health: rt.health, metrics: rt.metrics, api: rt.Handler()}
+}
+
+// Run serves the runtime on ln (and the probes and metrics on metricsLn, when set) until ctx
+// ends: Server.Run.
+func (rt *Runtime) Run(ctx context.Context, ln, metricsLn net.Listener) error {
+	return rt.Server().Run(ctx, ln, metricsLn)
+}
+
+// Close rolls back every open session, then closes the audit log and the pools, last.
+func (rt *Runtime) Close() {
+	if rt.stopSweep != nil {
+		rt.stopSweep()
+	}
+	if rt.sessions != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if n := rt.sessions.Open(); n > 0 {
+			rt.log.Info().Int("sessions", n).Msg("rolling back open sessions")
+		}
+		rt.sessions.Close(cctx)
+		cancel()
+	}
+	if rt.closeAudit != nil {
+		_ = rt.closeAudit()
+	}
+	if rt.closeDBs != nil {
+		rt.closeDBs()
+	}
+}
