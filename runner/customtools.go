@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,8 +92,8 @@ func decodeNumbers(raw json.RawMessage) (any, error) {
 func customToolDefaults(list []tools.CustomTool) []tools.CustomTool {
 	out := slices.Clone(list)
 	for i := range out {
-		out[i].Database = orDefault(out[i].Database, "default")
-		out[i].Mode = orDefault(out[i].Mode, "read")
+		out[i].Database = cmp.Or(out[i].Database, "default")
+		out[i].Mode = cmp.Or(out[i].Mode, "read")
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 )
@@ -116,7 +117,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		if len(dbs) == 0 {
 			dbs = sortedKeys(c.Databases)
 		}
-		tok := token{Name: t.Name, Token: redacted, Scopes: t.Scopes, Databases: dbs, Source: orDefault(t.Origin, "config")}
+		tok := token{Name: t.Name, Token: redacted, Scopes: t.Scopes, Databases: dbs, Source: cmp.Or(t.Origin, "config")}
 		if t.MaxResponseBytes > 0 {
 			tok.MaxResponseBytes = ptr(t.MaxResponseBytes)
 		}
@@ -127,7 +128,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 			tok.Role = ptr(t.Role)
 		}
 		if tok.ActAs = t.ActAs; t.ActAs {
-			tok.ActAsRole, tok.ActAsClaims = ptr(orDefault(t.ActAsRole, t.Role)), t.ActAsClaims
+			tok.ActAsRole, tok.ActAsClaims = ptr(cmp.Or(t.ActAsRole, t.Role)), t.ActAsClaims
 		}
 		e.Tokens = append(e.Tokens, tok)
 	}
@@ -152,22 +153,15 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 			return nil, err
 		}
 		p := d.Policy
-		e.Databases[name] = database{URL: redacted, Connection: summary, Source: orDefault(d.Origin, "config"), MaxConns: d.MaxConns,
+		e.Databases[name] = database{URL: redacted, Connection: summary, Source: cmp.Or(d.Origin, "config"), MaxConns: d.MaxConns,
 			Policy: policyFile{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: orEmpty(p.AllowedSchemas),
 				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), TableLists: p.TableLists, DefaultLimit: p.DefaultLimit,
-				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: orDefault(p.DefaultFormat, "objects"), StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
+				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: cmp.Or(p.DefaultFormat, "objects"), StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
 				LockTimeoutMS: p.LockTimeout.Milliseconds(), TransactionTimeoutMS: p.TransactionTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds(), MaxAffectedRows: p.MaxAffectedRows,
 				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: ptr(!p.ShowErrorValues),
 				PreparedStatements: ptr(!p.DescribeExec)}}
 	}
 	return json.MarshalIndent(e, "", "  ")
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func orEmpty(s []string) []string {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ func (c *Config) ActingRoles(extra ...ExtraCaller) map[string][]RoleUse {
 	for _, t := range c.Tokens {
 		add(t.Role, t.Databases, false, "token "+t.Name)
 		if t.ActAs {
-			add(orDefault(t.ActAsRole, t.Role), t.Databases, true, "token "+t.Name+" (act_as)")
+			add(cmp.Or(t.ActAsRole, t.Role), t.Databases, true, "token "+t.Name+" (act_as)")
 		}
 	}
 	if c.JWT != nil {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -162,7 +163,7 @@ func (j *JWTConfig) validate(c *Config) []string {
 	}
 	if len(j.JWKS) > 0 {
 		if _, err := keyfunc.NewJWKSetJSON(j.JWKS); err != nil {
-			add("jwt.jwks_file: %s is not a JSON Web Key Set ({\"keys\": [...]}): %v", orDefault(j.JWKSFile, "the key set"), err)
+			add("jwt.jwks_file: %s is not a JSON Web Key Set ({\"keys\": [...]}): %v", cmp.Or(j.JWKSFile, "the key set"), err)
 		}
 	}
 	if j.Issuer == "" {

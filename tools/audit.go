@@ -1,6 +1,9 @@
 package tools
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // AuditEvent is one write attempt as the audit log records it. It never holds values, SQL text or
 // secrets: who, which tool, where, how many rows, and how it ended.
@@ -36,7 +39,7 @@ func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Out
 	ev := AuditEvent{Time: started.UTC(), Principal: p.Name, Tool: t.info.Name, Duration: time.Since(started),
 		Database: out.Database, SessionID: out.Session}
 	if ev.Database == "" {
-		ev.Database = firstNonEmpty(t.database, strArg(args, "database"), "default")
+		ev.Database = cmp.Or(t.database, strArg(args, "database"), "default")
 		ev.SessionID = strArg(args, "session_id")
 	}
 	switch {
@@ -55,13 +58,4 @@ func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Out
 		}
 	}
 	r.auditor.Audit(ev)
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -74,7 +75,7 @@ func (t CustomTool) Schema() json.RawMessage {
 			s["description"] = p.Description
 		}
 		if p.Type == "array" {
-			s["items"] = map[string]any{"type": cmp(p.Items, "string")}
+			s["items"] = map[string]any{"type": cmp.Or(p.Items, "string")}
 		}
 		if len(p.Enum) > 0 {
 			s["enum"] = p.Enum
@@ -108,13 +109,6 @@ func (t CustomTool) Schema() json.RawMessage {
 	}
 	raw, _ := wire.Marshal(doc)
 	return raw
-}
-
-func cmp(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // jsonTypeFits tells whether a JSON value of type jt binds to a parameter of PostgreSQL type oid

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -18,7 +19,7 @@ import (
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("url", firstNonEmpty(getenv("PGTOOLS_URL"), "http://"+runner.DefaultListen), "runner URL; env PGTOOLS_URL")
+	url := fs.String("url", cmp.Or(getenv("PGTOOLS_URL"), "http://"+runner.DefaultListen), "runner URL; env PGTOOLS_URL")
 	token := fs.String("token", "", "API token; env PGTOOLS_TOKEN")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the answer")
 	fs.Usage = func() {
@@ -60,7 +61,7 @@ Flags:
 		fmt.Fprintln(stderr, "pgtools call: the arguments are not valid JSON; quote them for the shell, e.g. '{\"table\":\"orders\"}'")
 		return 2
 	}
-	tok := firstNonEmpty(*token, getenv("PGTOOLS_TOKEN"))
+	tok := cmp.Or(*token, getenv("PGTOOLS_TOKEN"))
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*url, "/")+"/v1/tools/"+tool, bytes.NewReader(body))

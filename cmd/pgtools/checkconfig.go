@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -166,7 +167,7 @@ Flags:
 	}
 	target := *addr
 	if target == "" {
-		target = localAddr(firstNonEmpty(getenv("PGTOOLS_LISTEN"), runner.DefaultListen))
+		target = localAddr(cmp.Or(getenv("PGTOOLS_LISTEN"), runner.DefaultListen))
 	}
 	path := "/healthz"
 	if *ready {

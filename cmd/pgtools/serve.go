@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -167,10 +168,10 @@ func (f *dbFlags) load() (*runner.Config, error) {
 		d.URL, d.Origin = url, origin
 		cfg.Databases["default"] = d
 	}
-	if lvl := firstNonEmpty(f.logLevel, f.getenv("PGTOOLS_LOG_LEVEL")); lvl != "" {
+	if lvl := cmp.Or(f.logLevel, f.getenv("PGTOOLS_LOG_LEVEL")); lvl != "" {
 		cfg.LogLevel = lvl
 	}
-	if a := firstNonEmpty(f.auditLog, f.getenv("PGTOOLS_AUDIT_LOG")); a != "" {
+	if a := cmp.Or(f.auditLog, f.getenv("PGTOOLS_AUDIT_LOG")); a != "" {
 		cfg.AuditLog = a
 	}
 	if f.fs != nil {
@@ -207,13 +208,13 @@ func (f *serveFlags) config() (*runner.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l := firstNonEmpty(f.listen, f.getenv("PGTOOLS_LISTEN")); l != "" {
+	if l := cmp.Or(f.listen, f.getenv("PGTOOLS_LISTEN")); l != "" {
 		cfg.Listen = l
 	}
-	if l := firstNonEmpty(f.metricsListen, f.getenv("PGTOOLS_METRICS_LISTEN")); l != "" {
+	if l := cmp.Or(f.metricsListen, f.getenv("PGTOOLS_METRICS_LISTEN")); l != "" {
 		cfg.MetricsListen = l
 	}
-	if id := firstNonEmpty(f.replicaID, f.getenv("PGTOOLS_REPLICA_ID")); id != "" {
+	if id := cmp.Or(f.replicaID, f.getenv("PGTOOLS_REPLICA_ID")); id != "" {
 		cfg.ReplicaID = id
 	}
 	sources := []struct{ origin, spec string }{}
@@ -243,15 +244,6 @@ func (f *serveFlags) config() (*runner.Config, error) {
 		cfg.Tokens = append(cfg.Tokens, toks...)
 	}
 	return cfg, cfg.Validate()
-}
-
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func newLogger(w io.Writer, level string) zerolog.Logger {
