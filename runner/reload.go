@@ -75,14 +75,19 @@ func (rt *Runtime) Reload(ctx context.Context, load func() (*Config, error)) (er
 	return nil
 }
 
+// changeList collects the names of the settings that changed.
+type changeList []string
+
+func (c *changeList) add(changed bool, name string) {
+	if changed {
+		*c = append(*c, name)
+	}
+}
+
 // poolChanges names the settings of a database entry that its open pool carries.
 func poolChanges(was, now DatabaseConfig) []string {
-	var out []string
-	add := func(changed bool, name string) {
-		if changed {
-			out = append(out, name)
-		}
-	}
+	var out changeList
+	add := out.add
 	add(was.URL != now.URL, "url")
 	add(was.Password != now.Password, "password")
 	add(was.MaxConns != now.MaxConns, "max_conns")
@@ -94,12 +99,8 @@ func poolChanges(was, now DatabaseConfig) []string {
 
 // processChanges names the process-wide settings that changed between was and now.
 func processChanges(was, now *Config) []string {
-	var out []string
-	add := func(changed bool, name string) {
-		if changed {
-			out = append(out, name)
-		}
-	}
+	var out changeList
+	add := out.add
 	add(was.Listen != now.Listen, "listen")
 	add(was.MetricsListen != now.MetricsListen, "metrics_listen")
 	add(was.ReplicaID != now.ReplicaID, "replica_id")
