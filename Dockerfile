@@ -19,7 +19,7 @@ COPY schemas ./schemas
 COPY tools ./tools
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X github.com/pgtools/pgtools/runner.Version=${VERSION}" \
+      -ldflags "-s -w -X github.com/pgtools/pgtools/runner/version.Version=${VERSION}" \
       -o /out/pgtools ./cmd/pgtools
 
 FROM gcr.io/distroless/static-debian12:nonroot

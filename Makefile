@@ -1,7 +1,7 @@
 # pgtools — developer entry points. `make help` lists them.
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/pgtools/pgtools/runner.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/pgtools/pgtools/runner/version.Version=$(VERSION)
 
 .PHONY: help deps deps-demo deps-test build install demo test test-fleet test-short fuzz bench vet fmt clean
 
@@ -42,7 +42,7 @@ FUZZTIME ?= 20s
 fuzz: ## fuzz argument decoding and validation, and /mcp's fast-path reader, for FUZZTIME (20s) per target
 	$(GO) test -run '^$$' -fuzz '^FuzzCall$$' -fuzztime $(FUZZTIME) ./tools
 	$(GO) test -run '^$$' -fuzz '^FuzzParamList$$' -fuzztime $(FUZZTIME) ./tools
-	$(GO) test -run '^$$' -fuzz '^FuzzParseFastCall$$' -fuzztime $(FUZZTIME) ./runner
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFastCall$$' -fuzztime $(FUZZTIME) ./runner/mcpapi
 
 bench: deps-demo ## pgtools vs raw pgx on the same database: latency, throughput, capped reads
 	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || echo "(wrk not installed: HTTP load will come from an in-process Go client)"

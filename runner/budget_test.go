@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -25,14 +26,14 @@ func TestHTTPMaxResponseBytesHeader(t *testing.T) {
 		INSERT INTO wide SELECT i, repeat('x', 90) FROM generate_series(1, 200) i`)
 	dsn := db.RoleDSN(t, "api")
 	reg := toolstest.Registry(t, dsn, tools.Policy{MaxResponseBytes: 8192}, 4)
-	srv := httptest.NewServer(NewHandler(reg, tokens(), zerolog.Nop(), 4096))
+	srv := httptest.NewServer(httpapi.NewHandler(reg, tokens(), zerolog.Nop(), 4096))
 	t.Cleanup(srv.Close)
 
 	call := func(t *testing.T, header string) (int, map[string]any) {
 		t.Helper()
 		req := apitest.Request(http.MethodPost, srv.URL+"/v1/tools/select_query", readToken, `{"table":"wide","order_by":"id"}`)
 		if header != "" {
-			req.Header.Set(MaxResponseBytesHeader, header)
+			req.Header.Set(httpapi.MaxResponseBytesHeader, header)
 		}
 		status, body, _ := apitest.Do(t, req)
 		return status, body
@@ -64,7 +65,7 @@ func TestHTTPMaxResponseBytesHeader(t *testing.T) {
 			if status != 400 || body["errorType"] != "invalid_arguments" {
 				t.Fatalf("status %d: %v", status, body)
 			}
-			if msg, _ := body["error"].(string); !strings.Contains(msg, MaxResponseBytesHeader) || strings.Contains(msg, bad) {
+			if msg, _ := body["error"].(string); !strings.Contains(msg, httpapi.MaxResponseBytesHeader) || strings.Contains(msg, bad) {
 				t.Fatalf("the error must name the header and not echo the value: %q", msg)
 			}
 			if body["suggestion"] == "" {

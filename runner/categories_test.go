@@ -10,6 +10,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/internal/httpx"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -36,11 +38,11 @@ func TestStatusForEveryCategory(t *testing.T) {
 		if !ok {
 			t.Errorf("%s: no status pinned here", et)
 		}
-		if got := StatusFor(et); got != w {
-			t.Errorf("StatusFor(%s) = %d, want %d", et, got, w)
+		if got := httpx.StatusFor(et); got != w {
+			t.Errorf("httpx.StatusFor(%s) = %d, want %d", et, got, w)
 		}
 	}
-	if got := StatusFor("made_up_category"); got != http.StatusInternalServerError {
+	if got := httpx.StatusFor("made_up_category"); got != http.StatusInternalServerError {
 		t.Errorf("StatusFor of an unknown category = %d, want 500", got)
 	}
 }
@@ -61,7 +63,7 @@ func TestUnknownCategoryIsAnInternalError(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	srv := httptest.NewServer(NewHandlerWith(reg, HandlerOptions{Log: zerolog.New(logs), Caller: madeUpCategory{reg}}))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.New(logs), Caller: madeUpCategory{reg}}))
 	t.Cleanup(srv.Close)
 	status, _, _ := apitest.Call(t, http.MethodPost, srv.URL+"/v1/tools/select_query", "", `{"table":"t"}`)
 	if status != http.StatusInternalServerError {

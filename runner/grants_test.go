@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
 )
 
 // TestActingRoles: every role a caller can act as is checked at start, on the databases it may
@@ -13,15 +16,15 @@ import (
 // as shared by many subjects.
 func TestActingRoles(t *testing.T) {
 	t.Parallel()
-	dbs := map[string]DatabaseConfig{"default": {URL: "postgres://x@h/a"}, "reports": {URL: "postgres://x@h/r"}}
-	c := &Config{Databases: dbs, Tokens: []Token{
+	dbs := map[string]config.DatabaseConfig{"default": {URL: "postgres://x@h/a"}, "reports": {URL: "postgres://x@h/r"}}
+	c := &config.Config{Databases: dbs, Tokens: []auth.Token{
 		{Name: "plain", Databases: []string{"default"}},
 		{Name: "reader", Role: "r1", Databases: []string{"reports"}},
 		{Name: "hub", ActAs: true, Databases: []string{"default"}},
 		{Name: "crm", Role: "r1", ActAs: true, ActAsRole: "r2"},
-	}, JWT: &JWTConfig{Roles: []string{"r3"}, Databases: []string{"reports"}}}
-	got := c.ActingRoles(ExtraCaller{Name: "broker", Role: "r4"})
-	want := map[string][]RoleUse{
+	}, JWT: &auth.JWTConfig{Roles: []string{"r3"}, Databases: []string{"reports"}}}
+	got := c.ActingRoles(config.ExtraCaller{Name: "broker", Role: "r4"})
+	want := map[string][]config.RoleUse{
 		"default": {{Role: "", Shared: true, By: []string{"token plain", "token hub", "token hub (act_as)"}},
 			{Role: "r1", By: []string{"token crm"}}, {Role: "r2", Shared: true, By: []string{"token crm (act_as)"}},
 			{Role: "r4", By: []string{"broker"}}},
@@ -31,7 +34,7 @@ func TestActingRoles(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ActingRoles:\n got %+v\nwant %+v", got, want)
 	}
-	open := &Config{Databases: dbs}
+	open := &config.Config{Databases: dbs}
 	if got := open.ActingRoles(); len(got["default"]) != 1 || got["default"][0].Role != "" || got["reports"][0].Role != "" {
 		t.Fatalf("open access: %+v", got)
 	}
@@ -47,7 +50,7 @@ func TestTableListsSetting(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pgtools.json")
 	os.WriteFile(file, []byte(`{"databases": {"a": {"url": "postgres://x@h/a", "policy": {"deny_tables": ["k"], "table_lists": "advisory"}},
 		"b": {"url": "postgres://x@h/b"}}}`), 0o600)
-	cfg, err := LoadConfigFile(file)
+	cfg, err := config.LoadConfigFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

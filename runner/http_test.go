@@ -10,6 +10,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -31,11 +34,11 @@ type apiFixture struct {
 	db  *pgtest.DB
 }
 
-func newAPI(t *testing.T, dsn string, tokens []Token) *apiFixture {
+func newAPI(t *testing.T, dsn string, tokens []auth.Token) *apiFixture {
 	t.Helper()
 	reg := toolstest.Registry(t, dsn, tools.Policy{}, 4)
 	logs := &syncBuffer{}
-	srv := httptest.NewServer(NewHandler(reg, tokens, zerolog.New(logs), 4096))
+	srv := httptest.NewServer(httpapi.NewHandler(reg, tokens, zerolog.New(logs), 4096))
 	t.Cleanup(srv.Close)
 	return &apiFixture{srv: srv, log: logs}
 }
@@ -45,8 +48,8 @@ func (a *apiFixture) post(t *testing.T, path, token, body string) (int, map[stri
 	return apitest.Call(t, http.MethodPost, a.srv.URL+path, token, body)
 }
 
-func tokens() []Token {
-	return []Token{
+func tokens() []auth.Token {
+	return []auth.Token{
 		{Secret: readToken, Name: "reader", Scopes: []string{"read"}},
 		{Secret: writeToken, Name: "writer", Scopes: []string{"write"}},
 	}
@@ -184,10 +187,10 @@ func TestHTTPReadyzWhenDatabaseIsDown(t *testing.T) {
 
 func TestConfigRefusesOpenNonLoopback(t *testing.T) {
 	t.Parallel()
-	dbs := map[string]DatabaseConfig{"default": {URL: "postgres://x@127.0.0.1/x"}}
+	dbs := map[string]config.DatabaseConfig{"default": {URL: "postgres://x@127.0.0.1/x"}}
 	cases := []struct {
 		listen string
-		tokens []Token
+		tokens []auth.Token
 		ok     bool
 	}{
 		{"127.0.0.1:8080", nil, true},
@@ -196,10 +199,10 @@ func TestConfigRefusesOpenNonLoopback(t *testing.T) {
 		{"0.0.0.0:8080", nil, false},
 		{":8080", nil, false},
 		{"192.168.1.10:8080", nil, false},
-		{"0.0.0.0:8080", []Token{{Secret: readToken, Name: "a", Scopes: []string{"read"}}}, true},
+		{"0.0.0.0:8080", []auth.Token{{Secret: readToken, Name: "a", Scopes: []string{"read"}}}, true},
 	}
 	for _, c := range cases {
-		cfg := &Config{Listen: c.listen, Tokens: c.tokens, Databases: dbs}
+		cfg := &config.Config{Listen: c.listen, Tokens: c.tokens, Databases: dbs}
 		err := cfg.Validate()
 		if (err == nil) != c.ok {
 			t.Errorf("listen %s with %d tokens: err=%v, want ok=%v", c.listen, len(c.tokens), err, c.ok)
@@ -209,12 +212,12 @@ func TestConfigRefusesOpenNonLoopback(t *testing.T) {
 
 func TestParseTokens(t *testing.T) {
 	t.Parallel()
-	toks, err := ParseTokens([]string{"aaaaaaaaaaaaaaaa:read,write;bbbbbbbbbbbbbbbb:read"}, 0)
+	toks, err := config.ParseTokens([]string{"aaaaaaaaaaaaaaaa:read,write;bbbbbbbbbbbbbbbb:read"}, 0)
 	if err != nil || len(toks) != 2 || toks[0].Name != "token-1" || len(toks[0].Scopes) != 2 || toks[1].Scopes[0] != "read" {
 		t.Fatalf("ParseTokens: %v %+v", err, toks)
 	}
 	for _, bad := range []string{"short:read", "aaaaaaaaaaaaaaaa:admin", "aaaaaaaaaaaaaaaa"} {
-		if _, err := ParseTokens([]string{bad}, 0); err == nil {
+		if _, err := config.ParseTokens([]string{bad}, 0); err == nil {
 			t.Errorf("ParseTokens(%q) accepted", bad)
 		} else if strings.Contains(err.Error(), "aaaaaaaaaaaaaaaa") {
 			t.Errorf("ParseTokens error echoes the secret: %v", err)

@@ -10,6 +10,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/auth/authtest"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -22,10 +25,10 @@ const (
 // identityFixture is the HTTP API over a database with a table under row-level security: rows
 // of a tenant are visible and writable only to calls whose request.jwt.claims name that tenant.
 // Tokens: "hub" may act for users (role agent, fixed claim app=crm), "plain" may not; JWTs of
-// iss are accepted with audience testAudience on the API and mcpResource on /mcp.
+// iss are accepted with audience authtest.Audience on the API and mcpResource on /mcp.
 type identityFixture struct {
 	jwtFixture
-	iss *issuer
+	iss *authtest.JWKSIssuer
 }
 
 func newIdentityFixture(t *testing.T) *identityFixture {
@@ -40,21 +43,21 @@ func newIdentityFixture(t *testing.T) *identityFixture {
 		CREATE POLICY by_tenant ON docs USING (tenant = current_setting('request.jwt.claims', true)::jsonb ->> 'tenant')
 			WITH CHECK (tenant = current_setting('request.jwt.claims', true)::jsonb ->> 'tenant');
 		GRANT SELECT, INSERT, UPDATE, DELETE ON docs TO `+role)
-	iss := newIssuer(t)
-	cfg := &Config{Databases: map[string]DatabaseConfig{"default": {URL: db.DSN}},
-		Tokens: []Token{
+	iss := authtest.NewIssuer(t)
+	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.DSN}},
+		Tokens: []auth.Token{
 			{Secret: actAsToken, Name: "hub", Scopes: []string{"read", "write"}, Role: role, ActAs: true, ActAsClaims: map[string]any{"app": "crm"}},
 			{Secret: plainToken, Name: "plain", Scopes: []string{"read", "write"}},
 		},
-		JWT:      &JWTConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: iss.url(), Roles: []string{role}},
-		MCPOAuth: &MCPOAuthConfig{Resource: mcpResource}}
+		JWT:      &auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL(), Roles: []string{role}},
+		MCPOAuth: &auth.MCPOAuthConfig{Resource: mcpResource}}
 	// As pgtools serve builds it: sessions, limits, metrics.
 	sf := newServerFixture(t, cfg)
 	return &identityFixture{jwtFixture: jwtFixture{srv: sf.http, log: sf.log, db: db, role: role}, iss: iss}
 }
 
 func (f *identityFixture) tenantToken(t *testing.T, sub, tenant string) string {
-	return sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.rsa, with(validClaims(sub, f.role), "tenant", tenant))
+	return authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.RSA, authtest.With(authtest.ValidClaims(sub, f.role), "tenant", tenant))
 }
 
 func rowsOf(t *testing.T, body map[string]any) []map[string]any {
@@ -123,7 +126,7 @@ func TestTwoTenantsSeeAndChangeOnlyTheirRows(t *testing.T) {
 	if n := f.db.QueryInt(t, `SELECT count(*) FROM docs WHERE id = 9`); n != 0 {
 		t.Error("the forged row landed")
 	}
-	if strings.Contains(f.log.String(), tenantSecret) {
+	if strings.Contains(f.log.String(), authtest.TenantSecret) {
 		t.Errorf("a claim value reached the log:\n%s", f.log.String())
 	}
 }
@@ -135,7 +138,7 @@ func TestActAs(t *testing.T) {
 	t.Parallel()
 	f := newIdentityFixture(t)
 	status, body, _ := f.post(t, "/v1/tools/execute_sql", actAsToken,
-		`{"sql": "SELECT current_user AS u, current_setting('request.jwt.claims', true) AS c"}`, ActAsHeader, "user-42")
+		`{"sql": "SELECT current_user AS u, current_setting('request.jwt.claims', true) AS c"}`, auth.ActAsHeader, "user-42")
 	if status != http.StatusOK {
 		t.Fatalf("act as: %d %v", status, body)
 	}
@@ -150,13 +153,13 @@ func TestActAs(t *testing.T) {
 	}
 
 	// Sessions are the subject's: another subject of the same token cannot use one.
-	status, body, _ = f.post(t, "/v1/tools/pg_tx", actAsToken, `{"action": "begin"}`, ActAsHeader, "alice")
+	status, body, _ = f.post(t, "/v1/tools/pg_tx", actAsToken, `{"action": "begin"}`, auth.ActAsHeader, "alice")
 	if status != http.StatusOK {
 		t.Fatalf("begin: %d %v", status, body)
 	}
 	sid, _ := body["session_id"].(string)
 	for _, other := range []string{"bob", ""} {
-		h := []string{ActAsHeader, other}
+		h := []string{auth.ActAsHeader, other}
 		if other == "" {
 			h = nil // the token itself, acting for nobody
 		}
@@ -165,17 +168,17 @@ func TestActAs(t *testing.T) {
 			t.Errorf("subject %q used alice's session: %d %v, want session_not_found", other, status, body)
 		}
 	}
-	if status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, ActAsHeader, "alice"); status != http.StatusOK {
+	if status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, auth.ActAsHeader, "alice"); status != http.StatusOK {
 		t.Errorf("alice cannot use her session: %d %v", status, body)
 	}
 
 	// A token without act_as: not_allowed, nothing run.
-	status, body, _ = f.post(t, "/v1/tools/execute_sql", plainToken, insertProbe, ActAsHeader, "user-42")
+	status, body, _ = f.post(t, "/v1/tools/execute_sql", plainToken, insertProbe, auth.ActAsHeader, "user-42")
 	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
 		t.Errorf("act-as without act_as: %d %v, want 403 not_allowed", status, body)
 	}
 	// A JWT principal may not act for others either.
-	status, body, _ = f.post(t, "/v1/tools/execute_sql", f.tenantToken(t, "alice", "a"), insertProbe, ActAsHeader, "user-42")
+	status, body, _ = f.post(t, "/v1/tools/execute_sql", f.tenantToken(t, "alice", "a"), insertProbe, auth.ActAsHeader, "user-42")
 	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
 		t.Errorf("act-as with a JWT: %d %v, want 403 not_allowed", status, body)
 	}
@@ -183,7 +186,7 @@ func TestActAs(t *testing.T) {
 		t.Errorf("%d rows landed through refused act-as calls", n)
 	}
 	// A subject with control characters is refused without being echoed.
-	status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe"}`, ActAsHeader, "a\tb")
+	status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe"}`, auth.ActAsHeader, "a\tb")
 	if status != http.StatusBadRequest || body["errorType"] != "invalid_arguments" {
 		t.Errorf("bad subject: %d %v", status, body)
 	}
@@ -205,7 +208,7 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &meta) != nil {
 			t.Fatalf("%s: %d %s", path, resp.StatusCode, raw)
 		}
-		if meta["resource"] != mcpResource || !strings.Contains(string(raw), `"authorization_servers":["`+testIssuer+`"]`) ||
+		if meta["resource"] != mcpResource || !strings.Contains(string(raw), `"authorization_servers":["`+authtest.Issuer+`"]`) ||
 			!strings.Contains(string(raw), `"bearer_methods_supported":["header"]`) || !strings.Contains(string(raw), `"scopes_supported":["read","write"]`) {
 			t.Errorf("%s: metadata %s", path, raw)
 		}
@@ -223,7 +226,7 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 	if status, body, _ := post(f.tenantToken(t, "alice", "a")); status != http.StatusUnauthorized || !strings.Contains(body, "another audience") {
 		t.Errorf("API-audience token on /mcp: %d %s", status, body)
 	}
-	access := sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.rsa, with(validClaims("alice", f.role), "aud", mcpResource+"/"))
+	access := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.RSA, authtest.With(authtest.ValidClaims("alice", f.role), "aud", mcpResource+"/"))
 	status, body, _ := post(access)
 	if status != http.StatusOK || !strings.Contains(body, `\"u\":\"`+f.role+`\"`) {
 		t.Errorf("access token on /mcp: %d %s", status, body)

@@ -13,6 +13,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -20,7 +23,7 @@ import (
 )
 
 // panicRegistry is a registry over mcptest.Fixture whose describe_schema panics.
-func panicRegistry(t *testing.T) (*tools.Registry, Caller) {
+func panicRegistry(t *testing.T) (*tools.Registry, invoke.Caller) {
 	t.Helper()
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
@@ -35,8 +38,8 @@ func TestPanicIsAnInternalErrorOverHTTP(t *testing.T) {
 	t.Parallel()
 	reg, caller := panicRegistry(t)
 	logs := &syncBuffer{}
-	srv := httptest.NewServer(NewHandlerWith(reg, HandlerOptions{Tokens: mcpTokens(), Log: zerolog.New(logs),
-		Caller: caller, Limits: Limits{MaxConcurrent: 1}}))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.New(logs),
+		Caller: caller, Limits: invoke.Limits{MaxConcurrent: 1}}))
 	t.Cleanup(srv.Close)
 	client := srv.Client()
 	reused := 0
@@ -120,7 +123,7 @@ func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 	t.Run("streamable HTTP", func(t *testing.T) {
 		t.Parallel()
 		reg, caller := panicRegistry(t)
-		srv := httptest.NewServer(NewHandlerWith(reg, HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), Caller: caller}))
+		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), Caller: caller}))
 		t.Cleanup(srv.Close)
 		cs, err := apitest.ConnectMCP(t, srv.URL, agentToken)
 		if err != nil {
@@ -138,7 +141,7 @@ func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 		reg, caller := panicRegistry(t)
 		p := tools.Principal{Name: "stdio", Scopes: []string{"read"}}
 		ct, st := mcp.NewInMemoryTransports()
-		ss, err := newMCPServer(reg, p, zerolog.Nop(), NewInvoker(caller, zerolog.Nop())).Connect(t.Context(), st, nil)
+		ss, err := mcpapi.NewMCPServerWith(reg, p, zerolog.Nop(), invoke.NewInvoker(caller, zerolog.Nop()), mcpapi.MCPOptions{}).Connect(t.Context(), st, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -17,10 +20,13 @@ func TestTokenMaxResponseBytesCutsReads(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text); INSERT INTO notes SELECT i, repeat('x', 200) FROM generate_series(1, 100) i`)
 	const small, big = "small-cap-token-0123456789", "no-cap-token-0123456789ab"
-	cfg := loadConfig(t, fmt.Sprintf(`{"tokens": [
+	cfg, err := config.LoadConfigFile(apitest.WriteFile(t, t.TempDir(), "pgtools.json", fmt.Sprintf(`{"tokens": [
 	    {"name": "small", "token": %q, "scopes": ["read"], "max_response_bytes": 4096},
 	    {"name": "big", "token": %q, "scopes": ["read"]}],
-	  "databases": {"default": {"url": %q}}}`, small, big, db.RoleDSN(t, "cap")))
+	  "databases": {"default": {"url": %q}}}`, small, big, db.RoleDSN(t, "cap"))))
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := newServerFixture(t, cfg)
 	status, body, _ := f.call(t, small, "select_query", `{"table":"notes","order_by":"id"}`)
 	n, _ := body["rowCount"].(float64)
@@ -61,8 +67,8 @@ func TestOwnConnectionsCarryFixedApplicationName(t *testing.T) {
 	dsn = withParam(t, dsn, "application_name", "dsn-app-name")
 	dsn = withParam(t, dsn, "options", "-c application_name=dsn-options-name")
 	const secret = "alice-secret-token-0123456789"
-	cfg := &Config{Tokens: []Token{{Secret: secret, Name: "alice-principal", Scopes: []string{"read", "write"}}},
-		Databases: map[string]DatabaseConfig{"default": {URL: dsn}}}
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: secret, Name: "alice-principal", Scopes: []string{"read", "write"}}},
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}}
 	f := newServerFixture(t, cfg)
 	if status, body, _ := f.call(t, secret, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("begin: %d %v", status, body)
@@ -127,7 +133,7 @@ func TestRolePerTokenIsolatesBackends(t *testing.T) {
 	// attack opens B's session, runs a slow statement with a literal in it, and while it runs
 	// lets A read pg_stat_activity and try to terminate the session's backend. It returns what A
 	// read, A's terminate answer and B's statement answer.
-	attack := func(t *testing.T, cfg *Config, dbA, dbB string) (seen string, killStatus int, kill, victim map[string]any) {
+	attack := func(t *testing.T, cfg *config.Config, dbA, dbB string) (seen string, killStatus int, kill, victim map[string]any) {
 		f := newServerFixture(t, cfg)
 		status, body, _ := f.call(t, tokB, "pg_tx", fmt.Sprintf(`{"action":"begin","database":%q}`, dbB))
 		if status != 200 {
@@ -154,8 +160,8 @@ func TestRolePerTokenIsolatesBackends(t *testing.T) {
 	}
 
 	t.Run("one shared role", func(t *testing.T) {
-		cfg := &Config{Databases: map[string]DatabaseConfig{"default": {URL: dsnB}},
-			Tokens: []Token{{Secret: tokA, Name: "a", Scopes: []string{"read"}}, {Secret: tokB, Name: "b", Scopes: []string{"read", "write"}}}}
+		cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: dsnB}},
+			Tokens: []auth.Token{{Secret: tokA, Name: "a", Scopes: []string{"read"}}, {Secret: tokB, Name: "b", Scopes: []string{"read", "write"}}}}
 		if len(cfg.SharedRoleNotes()) != 1 {
 			t.Errorf("no note for tokens sharing a role: %q", cfg.SharedRoleNotes())
 		}
@@ -165,8 +171,8 @@ func TestRolePerTokenIsolatesBackends(t *testing.T) {
 		}
 	})
 	t.Run("a role per token", func(t *testing.T) {
-		cfg := &Config{Databases: map[string]DatabaseConfig{"a": {URL: dsnA}, "b": {URL: dsnB}},
-			Tokens: []Token{{Secret: tokA, Name: "a", Scopes: []string{"read"}, Databases: []string{"a"}},
+		cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"a": {URL: dsnA}, "b": {URL: dsnB}},
+			Tokens: []auth.Token{{Secret: tokA, Name: "a", Scopes: []string{"read"}, Databases: []string{"a"}},
 				{Secret: tokB, Name: "b", Scopes: []string{"read", "write"}, Databases: []string{"b"}}}}
 		if notes := cfg.SharedRoleNotes(); len(notes) != 0 {
 			t.Errorf("notes for the recommended layout: %q", notes)
@@ -190,8 +196,8 @@ func TestServerSharesConnectionsBetweenTokens(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	const tokA, tokB = "token-a-share-0123456789", "token-b-share-0123456789"
-	cfg := &Config{Databases: map[string]DatabaseConfig{"default": {URL: db.RoleDSN(t, "share")}}, MaxSessions: 2, MaxTransactions: 2,
-		Tokens: []Token{{Secret: tokA, Name: "a", Scopes: []string{"read", "write"}}, {Secret: tokB, Name: "b", Scopes: []string{"read", "write"}}}}
+	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.RoleDSN(t, "share")}}, MaxSessions: 2, MaxTransactions: 2,
+		Tokens: []auth.Token{{Secret: tokA, Name: "a", Scopes: []string{"read", "write"}}, {Secret: tokB, Name: "b", Scopes: []string{"read", "write"}}}}
 	f := newServerFixture(t, cfg)
 	if status, body, _ := f.call(t, tokA, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("A's first session: %d %v", status, body)

@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -12,108 +10,21 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/auth/authtest"
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
-
-const (
-	testIssuer   = "https://auth.test.invalid/"
-	testAudience = "pgtools-test"
-	// tenantSecret is a claim value that must never reach a log line or an error.
-	tenantSecret = "tenant-value-7f3a9c-never-logged"
-)
-
-// issuer is a test JWT issuer: an RSA and an EC key, published as a JWKS by an httptest server
-// on 127.0.0.1. extra keys can be published later (rotation).
-type issuer struct {
-	rsa   *rsa.PrivateKey
-	ec    *ecdsa.PrivateKey
-	srv   *httptest.Server
-	mu    sync.Mutex
-	extra []jwkset.JWK
-	hits  int
-}
-
-func newIssuer(t *testing.T) *issuer {
-	t.Helper()
-	rk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iss := &issuer{rsa: rk, ec: ek}
-	iss.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		iss.mu.Lock()
-		defer iss.mu.Unlock()
-		iss.hits++
-		keys := []jwkset.JWK{publicJWK(t, &rk.PublicKey, "rsa-1", jwkset.AlgRS256), publicJWK(t, &ek.PublicKey, "ec-1", jwkset.AlgES256)}
-		keys = append(keys, iss.extra...)
-		var set jwkset.JWKSMarshal
-		for _, k := range keys {
-			set.Keys = append(set.Keys, k.Marshal())
-		}
-		_ = json.NewEncoder(w).Encode(set)
-	}))
-	t.Cleanup(iss.srv.Close)
-	return iss
-}
-
-func publicJWK(t *testing.T, key any, kid string, alg jwkset.ALG) jwkset.JWK {
-	t.Helper()
-	j, err := jwkset.NewJWKFromKey(key, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: alg, USE: jwkset.UseSig}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
-}
-
-func (iss *issuer) url() string { return iss.srv.URL + "/jwks.json" }
-
-// claims are valid claims for subject sub with role and the secret tenant claim.
-func validClaims(sub, role string) jwt.MapClaims {
-	now := time.Now()
-	return jwt.MapClaims{"iss": testIssuer, "aud": testAudience, "sub": sub, "role": role, "tenant": tenantSecret,
-		"scope": "read write openid", "exp": now.Add(5 * time.Minute).Unix(), "nbf": now.Add(-time.Minute).Unix()}
-}
-
-func sign(t *testing.T, method jwt.SigningMethod, kid string, key any, claims jwt.MapClaims) string {
-	t.Helper()
-	tok := jwt.NewWithClaims(method, claims)
-	if kid != "" {
-		tok.Header["kid"] = kid
-	}
-	s, err := tok.SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func with(c jwt.MapClaims, k string, v any) jwt.MapClaims {
-	out := jwt.MapClaims{}
-	for kk, vv := range c {
-		out[kk] = vv
-	}
-	if v == nil {
-		delete(out, k)
-	} else {
-		out[k] = v
-	}
-	return out
-}
 
 // jwtFixture is the HTTP API over a fresh database, accepting JWTs of iss (JWKS URL) as role.
 type jwtFixture struct {
@@ -123,20 +34,20 @@ type jwtFixture struct {
 	role string
 }
 
-func newJWTFixture(t *testing.T, jc JWTConfig) *jwtFixture {
+func newJWTFixture(t *testing.T, jc auth.JWTConfig) *jwtFixture {
 	t.Helper()
 	db := pgtest.New(t)
 	role := db.RoleName("agent")
 	db.Exec(t, `CREATE ROLE `+role+` NOLOGIN`)
 	db.Exec(t, `CREATE TABLE probe (id int PRIMARY KEY, tenant text); GRANT SELECT, INSERT ON probe TO `+role)
 	jc.Roles = append(jc.Roles, role)
-	cfg := &Config{Databases: map[string]DatabaseConfig{"default": {URL: db.DSN}}, JWT: &jc}
+	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.DSN}}, JWT: &jc}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	reg := toolstest.Registry(t, db.DSN, tools.Policy{}, 4)
 	logs := &syncBuffer{}
-	srv := httptest.NewServer(NewHandlerWith(reg, HandlerOptions{Log: zerolog.New(logs), JWT: cfg.JWT, MCPOAuth: cfg.MCPOAuth}))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.New(logs), JWT: cfg.JWT, MCPOAuth: cfg.MCPOAuth}))
 	t.Cleanup(srv.Close)
 	return &jwtFixture{srv: srv, log: logs, db: db, role: role}
 }
@@ -157,34 +68,34 @@ const insertProbe = `{"sql": "INSERT INTO probe VALUES (1, 'x')", "mode": "write
 // authentication_error with the pgtools error shape, and its call never runs.
 func TestJWTBadTokensAreRefused(t *testing.T) {
 	t.Parallel()
-	iss := newIssuer(t)
-	f := newJWTFixture(t, JWTConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: iss.url()})
-	good := validClaims("alice", f.role)
-	pubDER, err := x509.MarshalPKIXPublicKey(&iss.rsa.PublicKey)
+	iss := authtest.NewIssuer(t)
+	f := newJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
+	good := authtest.ValidClaims("alice", f.role)
+	pubDER, err := x509.MarshalPKIXPublicKey(&iss.RSA.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
 	other, _ := rsa.GenerateKey(rand.Reader, 2048)
-	valid := sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, good)
+	valid := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, good)
 	parts := strings.Split(valid, ".")
-	tamperedClaims, _ := json.Marshal(with(good, "tenant", "someone-else"))
+	tamperedClaims, _ := json.Marshal(authtest.With(good, "tenant", "someone-else"))
 	tampered := parts[0] + "." + base64.RawURLEncoding.EncodeToString(tamperedClaims) + "." + parts[2]
 
 	cases := []struct{ name, token, want string }{
-		{"expired", sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, with(good, "exp", time.Now().Add(-2*time.Minute).Unix())), "expired"},
-		{"not yet valid", sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, with(good, "nbf", time.Now().Add(2*time.Minute).Unix())), "not valid yet"},
-		{"no exp", sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, with(good, "exp", nil)), "lacks a required claim"},
-		{"wrong audience", sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, with(good, "aud", "another-service")), "another audience"},
-		{"wrong issuer", sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, with(good, "iss", "https://evil.test.invalid/")), "another issuer"},
-		{"alg none", sign(t, jwt.SigningMethodNone, "rsa-1", jwt.UnsafeAllowNoneSignatureType, good), "invalid signature or a disallowed algorithm"},
-		{"HS256 signed with the RSA public key", sign(t, jwt.SigningMethodHS256, "rsa-1", pubPEM, good), "invalid signature or a disallowed algorithm"},
-		{"HS256 signed with the DER public key", sign(t, jwt.SigningMethodHS256, "rsa-1", pubDER, good), "invalid signature or a disallowed algorithm"},
-		{"unknown kid", sign(t, jwt.SigningMethodRS256, "rsa-unknown", other, good), "unknown kid"},
-		{"signed by another key with a known kid", sign(t, jwt.SigningMethodRS256, "rsa-1", other, good), "invalid signature"},
-		{"role not in the allow-list", sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, with(good, "role", "postgres")), "does not allow"},
-		{"no role claim", sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, with(good, "role", nil)), `no "role" claim`},
-		{"no sub", sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, with(good, "sub", nil)), "no usable sub"},
+		{"expired", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(good, "exp", time.Now().Add(-2*time.Minute).Unix())), "expired"},
+		{"not yet valid", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(good, "nbf", time.Now().Add(2*time.Minute).Unix())), "not valid yet"},
+		{"no exp", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(good, "exp", nil)), "lacks a required claim"},
+		{"wrong audience", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(good, "aud", "another-service")), "another audience"},
+		{"wrong issuer", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(good, "iss", "https://evil.test.invalid/")), "another issuer"},
+		{"alg none", authtest.Sign(t, jwt.SigningMethodNone, "rsa-1", jwt.UnsafeAllowNoneSignatureType, good), "invalid signature or a disallowed algorithm"},
+		{"HS256 signed with the RSA public key", authtest.Sign(t, jwt.SigningMethodHS256, "rsa-1", pubPEM, good), "invalid signature or a disallowed algorithm"},
+		{"HS256 signed with the DER public key", authtest.Sign(t, jwt.SigningMethodHS256, "rsa-1", pubDER, good), "invalid signature or a disallowed algorithm"},
+		{"unknown kid", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-unknown", other, good), "unknown kid"},
+		{"signed by another key with a known kid", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", other, good), "invalid signature"},
+		{"role not in the allow-list", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(good, "role", "postgres")), "does not allow"},
+		{"no role claim", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(good, "role", nil)), `no "role" claim`},
+		{"no sub", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(good, "sub", nil)), "no usable sub"},
 		{"tampered payload", tampered, "invalid signature"},
 		{"malformed", "eyJhbGciOiJSUzI1NiJ9.not-base64!.x", "malformed"},
 	}
@@ -200,7 +111,7 @@ func TestJWTBadTokensAreRefused(t *testing.T) {
 			if body["suggestion"] == "" || hdr.Get("WWW-Authenticate") == "" {
 				t.Errorf("no suggestion or challenge: %v %v", body, hdr)
 			}
-			if raw, _ := json.Marshal(body); strings.Contains(string(raw), tenantSecret) || strings.Contains(string(raw), "postgres\"") {
+			if raw, _ := json.Marshal(body); strings.Contains(string(raw), authtest.TenantSecret) || strings.Contains(string(raw), "postgres\"") {
 				t.Errorf("the error repeats a claim value: %s", raw)
 			}
 		})
@@ -213,7 +124,7 @@ func TestJWTBadTokensAreRefused(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("valid token: %d %v", status, body)
 	}
-	if strings.Contains(f.log.String(), tenantSecret) {
+	if strings.Contains(f.log.String(), authtest.TenantSecret) {
 		t.Errorf("a claim value reached the log:\n%s", f.log.String())
 	}
 	if !strings.Contains(f.log.String(), `"principal":"jwt:alice"`) || !strings.Contains(f.log.String(), `"role":"`+f.role+`"`) {
@@ -226,14 +137,14 @@ func TestJWTBadTokensAreRefused(t *testing.T) {
 // scopes of scope/scp.
 func TestJWTValidTokensRunAsTheirRole(t *testing.T) {
 	t.Parallel()
-	iss := newIssuer(t)
-	f := newJWTFixture(t, JWTConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: iss.url()})
+	iss := authtest.NewIssuer(t)
+	f := newJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
 	for _, tc := range []struct {
 		name  string
 		token string
 	}{
-		{"RS256", sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, validClaims("alice", f.role))},
-		{"ES256", sign(t, jwt.SigningMethodES256, "ec-1", iss.ec, validClaims("bob", f.role))},
+		{"RS256", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.ValidClaims("alice", f.role))},
+		{"ES256", authtest.Sign(t, jwt.SigningMethodES256, "ec-1", iss.EC, authtest.ValidClaims("bob", f.role))},
 	} {
 		status, body, _ := f.post(t, "/v1/tools/execute_sql", tc.token,
 			`{"sql": "SELECT current_user AS u, current_setting('request.jwt.claims', true)::jsonb ->> 'tenant' AS tenant"}`)
@@ -245,94 +156,13 @@ func TestJWTValidTokensRunAsTheirRole(t *testing.T) {
 			t.Fatalf("%s: rows %v", tc.name, body)
 		}
 		row, _ := rows[0].(map[string]any)
-		if row["u"] != f.role || row["tenant"] != tenantSecret {
+		if row["u"] != f.role || row["tenant"] != authtest.TenantSecret {
 			t.Errorf("%s: ran as %v with tenant %v, want %s and the token's claim", tc.name, row["u"], row["tenant"], f.role)
 		}
 	}
 	// scp as an array, read only: a write is refused by scope.
-	ro := sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, with(with(validClaims("carol", f.role), "scope", nil), "scp", []string{"read"}))
+	ro := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(authtest.With(authtest.ValidClaims("carol", f.role), "scope", nil), "scp", []string{"read"}))
 	if status, body, _ := f.post(t, "/v1/tools/execute_sql", ro, insertProbe); status == http.StatusOK {
 		t.Fatalf("a read-only token wrote: %v", body)
-	}
-}
-
-// TestJWTHS256Secret: with a secret only HS256 verifies; an RS256 token is refused.
-func TestJWTHS256Secret(t *testing.T) {
-	t.Parallel()
-	secret := []byte("hs256-secret-0123456789abcdef-0123456789")
-	v, err := newJWTVerifier(JWTConfig{Issuer: testIssuer, Audience: testAudience, Secret: secret, Roles: []string{"agent"}}, "", nil, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	p, terr := v.verify(ctx, sign(t, jwt.SigningMethodHS256, "", secret, validClaims("dave", "agent")), false)
-	if terr != nil {
-		t.Fatal(terr)
-	}
-	if p.Name != "jwt:dave" || p.Role != "agent" || strings.Join(p.Scopes, ",") != "read,write" || !strings.Contains(string(p.Claims), tenantSecret) {
-		t.Errorf("principal %+v", p)
-	}
-	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
-	if _, terr := v.verify(ctx, sign(t, jwt.SigningMethodRS256, "", rk, validClaims("dave", "agent")), false); terr == nil || terr.Type != tools.ErrAuthentication {
-		t.Errorf("RS256 token against an HS256 secret: %v", terr)
-	}
-	if _, terr := v.verify(ctx, sign(t, jwt.SigningMethodHS256, "", []byte("another-secret-0123456789abcdef0123"), validClaims("dave", "agent")), false); terr == nil {
-		t.Error("a token signed with another secret was accepted")
-	}
-}
-
-// TestJWKSRefreshOnUnknownKid: a key the issuer publishes after the first fetch is found by
-// fetching the JWKS again when a token names its kid.
-func TestJWKSRefreshOnUnknownKid(t *testing.T) {
-	t.Parallel()
-	iss := newIssuer(t)
-	v, err := newJWTVerifier(JWTConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: iss.url(), Roles: []string{"agent"}}, "", nil, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rk := v.keys.(*remoteKeys)
-	ctx := t.Context()
-	if _, terr := v.verify(ctx, sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, validClaims("erin", "agent")), false); terr != nil {
-		t.Fatal(terr)
-	}
-	rotated, _ := rsa.GenerateKey(rand.Reader, 2048)
-	iss.mu.Lock()
-	iss.extra = append(iss.extra, publicJWK(t, &rotated.PublicKey, "rsa-2", jwkset.AlgRS256))
-	iss.mu.Unlock()
-	token := sign(t, jwt.SigningMethodRS256, "rsa-2", rotated, validClaims("erin", "agent"))
-	// Within the refetch interval the unknown kid is refused without another fetch.
-	if _, terr := v.verify(ctx, token, false); terr == nil || !strings.Contains(terr.Message, "unknown kid") {
-		t.Fatalf("unknown kid within the refetch interval: %v", terr)
-	}
-	rk.mu.Lock()
-	rk.tried = time.Now().Add(-2 * jwksMinRefetch)
-	rk.mu.Unlock()
-	if _, terr := v.verify(ctx, token, false); terr != nil {
-		t.Fatalf("after rotation: %v", terr)
-	}
-	iss.mu.Lock()
-	hits := iss.hits
-	iss.mu.Unlock()
-	if hits != 2 {
-		t.Errorf("the JWKS was fetched %d times, want 2 (first use, one refresh)", hits)
-	}
-}
-
-func TestScopesOf(t *testing.T) {
-	t.Parallel()
-	def := []string{"read"}
-	for _, c := range []struct {
-		claims jwt.MapClaims
-		want   string
-	}{
-		{jwt.MapClaims{}, "read"},
-		{jwt.MapClaims{"scope": "openid write read"}, "write,read"},
-		{jwt.MapClaims{"scp": []any{"read", "ddl", "email"}}, "read,ddl"},
-		{jwt.MapClaims{"scp": "write"}, "write"},
-		{jwt.MapClaims{"scope": "openid"}, ""},
-	} {
-		if got := strings.Join(scopesOf(c.claims, def), ","); got != c.want {
-			t.Errorf("%v: scopes %q, want %q", c.claims, got, c.want)
-		}
 	}
 }

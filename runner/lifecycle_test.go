@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/pgtest/localpg"
 )
@@ -28,7 +30,7 @@ type running struct {
 
 // runServer starts cfg's server with Run on loopback listeners (and a metrics listener when
 // cfg.MetricsListen is set) and stops it at cleanup.
-func runServer(t *testing.T, cfg *Config) *running {
+func runServer(t *testing.T, cfg *config.Config) *running {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
 	srv, _, logs, closeAll := buildServer(t, cfg)
@@ -108,8 +110,8 @@ func TestDrainingAndMetricsListener(t *testing.T) {
 	db.Exec(t, `CREATE TABLE t (id int); INSERT INTO t VALUES (1)`)
 	dsn := db.RoleDSN(t, "drain")
 	role := db.RoleName("drain")
-	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases:     map[string]DatabaseConfig{"default": {URL: dsn}},
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+		Databases:     map[string]config.DatabaseConfig{"default": {URL: dsn}},
 		MetricsListen: "127.0.0.1:0", DrainDelay: 700 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond, ShutdownGraceSet: true}
 	r := runServer(t, cfg)
 
@@ -224,8 +226,8 @@ func TestDatabaseDownAtStart(t *testing.T) {
 	}
 	port := freePort(t)
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port)
-	r := runServer(t, &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]DatabaseConfig{"default": {URL: dsn}}})
+	r := runServer(t, &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}})
 
 	if res := get(r.base + "/healthz"); res.status != 200 {
 		t.Fatalf("/healthz with the database down: %+v", res)
@@ -257,8 +259,8 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	port := freePort(t)
 	first := startLocalPG(t, port)
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port)
-	r := runServer(t, &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]DatabaseConfig{"default": {URL: dsn, MaxConns: 4}}})
+	r := runServer(t, &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn, MaxConns: 4}}})
 
 	var mu sync.Mutex
 	var results []result

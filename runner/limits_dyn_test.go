@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -13,13 +16,13 @@ import (
 // principal the limiter did not know at start was not limited at all).
 func TestLimitsReachPrincipalsNotConfiguredAsTokens(t *testing.T) {
 	t.Parallel()
-	l := newLimiter(Limits{RatePerSecond: 0.001, Burst: 1}, []string{"hub"}, nil)
+	l := invoke.NewLimiter(invoke.Limits{RatePerSecond: 0.001, Burst: 1}, []string{"hub"}, nil)
 	admit := func(name string) bool {
 		// As ActAs.Principal and the JWT verifier build them: a subject names its owner.
 		quota, _, _ := strings.Cut(name, ":")
-		pl, _, terr := l.admit(tools.Principal{Name: name, Quota: quota})
+		pl, _, terr := l.Admit(tools.Principal{Name: name, Quota: quota})
 		if terr == nil {
-			l.done(pl)
+			l.Done(pl)
 		}
 		return terr == nil
 	}
@@ -34,7 +37,7 @@ func TestLimitsReachPrincipalsNotConfiguredAsTokens(t *testing.T) {
 	}
 	// An act_as token's end users share its session and transaction shares (tools.Principal.Quota),
 	// each within a subject share, so no one of them gets every slot even when the token does.
-	cfg := &Config{Tokens: []Token{{Name: "hub", ActAs: true}}}
+	cfg := &config.Config{Tokens: []auth.Token{{Name: "hub", ActAs: true}}}
 	if l := cfg.ConnLimits(); l.MaxSessionsPerSubject >= l.MaxSessions || l.MaxTransactionsPerSubject >= l.MaxTransactions {
 		t.Fatalf("an act_as token's end user may take every slot: %+v", l)
 	}
@@ -46,10 +49,10 @@ func TestLimitsReachPrincipalsNotConfiguredAsTokens(t *testing.T) {
 // subjects none of their own, so one end user could hold the token's whole limit.
 func TestConcurrencyPerOwnerAndSubject(t *testing.T) {
 	t.Parallel()
-	l := newLimiter(Limits{MaxConcurrent: 2}, []string{"hub", "other"}, nil)
-	var held []admission
+	l := invoke.NewLimiter(invoke.Limits{MaxConcurrent: 2}, []string{"hub", "other"}, nil)
+	var held []invoke.Admission
 	admit := func(name, quota string) *tools.Error {
-		a, _, terr := l.admit(tools.Principal{Name: name, Quota: quota})
+		a, _, terr := l.Admit(tools.Principal{Name: name, Quota: quota})
 		if terr == nil {
 			held = append(held, a)
 		}
@@ -76,7 +79,7 @@ func TestConcurrencyPerOwnerAndSubject(t *testing.T) {
 		t.Fatalf("another token, while both owners are full: %v", e)
 	}
 	for _, a := range held {
-		l.done(a)
+		l.Done(a)
 	}
 	held = nil
 	for _, name := range []string{"hub:c", "hub:d", "jwt:c", "jwt:d", "other", "other"} {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -26,8 +28,8 @@ func BenchmarkToolCall(b *testing.B) {
 	reg := toolstest.Registry(b, db.RoleDSN(b, "bench"), tools.Policy{}, 8)
 	// The act-as token's calls run for a subject named per request: a per-user principal, with
 	// claims, as JWT callers are too.
-	tokens := append(mcpTokens(), Token{Secret: actAsToken, Name: "hub", Scopes: []string{"read"}, ActAs: true})
-	h := NewHandler(reg, tokens, zerolog.New(io.Discard), 1<<20)
+	tokens := append(mcpTokens(), auth.Token{Secret: actAsToken, Name: "hub", Scopes: []string{"read"}, ActAs: true})
+	h := httpapi.NewHandler(reg, tokens, zerolog.New(io.Discard), 1<<20)
 	args := func(id int64) string {
 		return `{"table":"orders","where":"id = $1","params":[` + strconv.FormatInt(id%5+1, 10) + `]}`
 	}
@@ -70,10 +72,10 @@ func BenchmarkToolCall(b *testing.B) {
 	b.Run("mcp", func(b *testing.B) { run(b, mcpCall(agentToken)) })
 	// Four subjects in turn, as a few users of one agent would call.
 	b.Run("mcp-act-as", func(b *testing.B) {
-		subject := mcpCall(actAsToken, ActAsHeader, "")
+		subject := mcpCall(actAsToken, auth.ActAsHeader, "")
 		run(b, func(id int64) *http.Request {
 			r := subject(id)
-			r.Header.Set(ActAsHeader, "user-"+strconv.FormatInt(id%4, 10))
+			r.Header.Set(auth.ActAsHeader, "user-"+strconv.FormatInt(id%4, 10))
 			return r
 		})
 	})

@@ -15,6 +15,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -42,7 +46,7 @@ func newMCPFeatures(t *testing.T) *mcpFeatures {
 	db.Exec(t, `CREATE TABLE doomed (id int PRIMARY KEY); ALTER TABLE doomed OWNER TO `+role+`;
 		CREATE TABLE big (id int PRIMARY KEY, v text); INSERT INTO big SELECT i, 'x' FROM generate_series(1, 150) i; ALTER TABLE big OWNER TO `+role)
 	reg := toolstest.Registry(t, dsn, tools.Policy{AllowDDL: true}, 4)
-	srv := httptest.NewServer(NewHandler(reg, []Token{{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}}}, zerolog.Nop(), 1<<20))
+	srv := httptest.NewServer(httpapi.NewHandler(reg, []auth.Token{{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}}}, zerolog.Nop(), 1<<20))
 	t.Cleanup(srv.Close)
 	return &mcpFeatures{db: db, reg: reg, url: srv.URL}
 }
@@ -53,7 +57,7 @@ func (f *mcpFeatures) stdioLike(t *testing.T, opts *mcp.ClientOptions) *mcp.Clie
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	p := tools.Principal{Name: "stdio", Scopes: []string{"read", "write", "ddl"}}
-	ss, err := newMCPServerWith(f.reg, p, zerolog.Nop(), NewInvoker(f.reg, zerolog.Nop()), MCPOptions{}).Connect(t.Context(), st, nil)
+	ss, err := mcpapi.NewMCPServerWith(f.reg, p, zerolog.Nop(), invoke.NewInvoker(f.reg, zerolog.Nop()), mcpapi.MCPOptions{}).Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +193,8 @@ func TestMCPElicitation(t *testing.T) {
 func TestMCPOutputSchema(t *testing.T) {
 	t.Parallel()
 	f := newMCPFeatures(t)
-	srv := httptest.NewServer(NewHandlerWith(f.reg, HandlerOptions{Log: zerolog.Nop(), MCP: MCPOptions{StructuredContent: true},
-		Tokens: []Token{{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}}}}))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(f.reg, httpapi.HandlerOptions{Log: zerolog.Nop(), MCP: mcpapi.MCPOptions{StructuredContent: true},
+		Tokens: []auth.Token{{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}}}}))
 	t.Cleanup(srv.Close)
 	f.url = srv.URL
 	cs := f.overHTTP(t, nil)

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
 )
 
 // rowsFixture is a 100-row table of several types, the size issue 16 measures a result at.
@@ -28,8 +30,8 @@ func TestMCPRowsOnce(t *testing.T) {
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"items","order_by":"id"}}}`
 	tokens := map[bool]int{}
 	for _, structured := range []bool{false, true} {
-		cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-			Databases: map[string]DatabaseConfig{"default": {URL: dsn}}, MCPStructuredContent: structured}
+		cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+			Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, MCPStructuredContent: structured}
 		f := newServerFixture(t, cfg)
 
 		status, body, _ := apitest.MCPPost(t, f.http.URL, allToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
@@ -103,7 +105,7 @@ func TestMCPStructuredContentConfig(t *testing.T) {
 		doc  string
 		want bool
 	}{{`{` + db + `}`, false}, {`{"mcp": {"structured_content": true}, ` + db + `}`, true}} {
-		cfg, err := LoadConfigFile(write("ok.json", c.doc))
+		cfg, err := config.LoadConfigFile(write("ok.json", c.doc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +128,7 @@ func TestMCPStructuredContentConfig(t *testing.T) {
 			t.Errorf("%s: MCPStructuredContent %v, effective config %s", c.doc, cfg.MCPStructuredContent, raw)
 		}
 	}
-	_, err := LoadConfigFile(write("bad.json", `{"mcp": {"structured": true}, `+db+`}`))
+	_, err := config.LoadConfigFile(write("bad.json", `{"mcp": {"structured": true}, `+db+`}`))
 	if err == nil || !strings.Contains(err.Error(), "structured") {
 		t.Fatalf("a misspelled mcp key: %v", err)
 	}

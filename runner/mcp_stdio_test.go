@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -33,7 +34,7 @@ func TestMCPStdioPiped(t *testing.T) {
 	}, "\n") + "\n"
 	var out, logs syncBuffer
 	p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read"}}
-	if err := ServeMCPStdio(t.Context(), reg, p, io.NopCloser(strings.NewReader(in)), &out, zerolog.New(&logs), MCPOptions{}); err != nil {
+	if err := mcpapi.ServeMCPStdio(t.Context(), reg, p, io.NopCloser(strings.NewReader(in)), &out, zerolog.New(&logs), mcpapi.MCPOptions{}); err != nil {
 		t.Fatalf("ServeMCPStdio: %v", err)
 	}
 	answered := map[int]string{}

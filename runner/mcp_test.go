@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -25,8 +26,8 @@ const (
 	outputSchemaBudget = 6 << 10
 )
 
-func mcpTokens() []Token {
-	return []Token{
+func mcpTokens() []auth.Token {
+	return []auth.Token{
 		{Secret: agentToken, Name: "agent", Scopes: []string{"read", "write"}},
 		{Secret: readToken, Name: "reader", Scopes: []string{"read"}},
 		{Secret: writeToken, Name: "writer", Scopes: []string{"write"}},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
@@ -185,7 +186,7 @@ func testTypeScriptStdio(ctx context.Context, t *testing.T, dir, mode string) {
 	served := make(chan error, 1)
 	go func() {
 		p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read", "write", "ddl"}}
-		served <- ServeMCPStdio(ctx, f.reg, p, fromNode, toNode, zerolog.Nop(), MCPOptions{StructuredContent: true})
+		served <- mcpapi.ServeMCPStdio(ctx, f.reg, p, fromNode, toNode, zerolog.Nop(), mcpapi.MCPOptions{StructuredContent: true})
 	}()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("stdio-client.mjs: %v\n%s", err, stderr.String())

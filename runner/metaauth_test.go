@@ -13,6 +13,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
@@ -26,7 +29,7 @@ const metaCustomTool = "paid_order_count"
 
 // newMetaAPI serves mcptest.Fixture with tokens (none: open loopback mode), a custom read tool,
 // and opts over the defaults.
-func newMetaAPI(t *testing.T, tokens []Token, opts HandlerOptions) *apiFixture {
+func newMetaAPI(t *testing.T, tokens []auth.Token, opts httpapi.HandlerOptions) *apiFixture {
 	t.Helper()
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
@@ -36,7 +39,7 @@ func newMetaAPI(t *testing.T, tokens []Token, opts HandlerOptions) *apiFixture {
 			Parameters: []tools.CustomParam{{Name: "status", Type: "string", Required: true, Description: "Order status."}}}}})
 	logs := &syncBuffer{}
 	opts.Tokens, opts.Log = tokens, zerolog.New(logs)
-	srv := httptest.NewServer(NewHandlerWith(reg, opts))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, opts))
 	t.Cleanup(srv.Close)
 	return &apiFixture{srv: srv, log: logs, db: db}
 }
@@ -95,7 +98,7 @@ func refusedAs(t *testing.T, method, url, token, body string) refusal {
 // a token list only what that token may use. /mcp (tools/list) is refused the same way.
 func TestMetadataNeedsAToken(t *testing.T) {
 	t.Parallel()
-	api := newMetaAPI(t, mcpTokens(), HandlerOptions{})
+	api := newMetaAPI(t, mcpTokens(), httpapi.HandlerOptions{})
 	readTools := []string{"describe_schema", "execute_sql", metaCustomTool, "pg_tx", "select_query"}
 	for _, token := range []string{"", "wrong-token-0123456789abcdef", "eyJhbGciOiJIUzI1NiJ9.e30.x"} {
 		want := refusedAs(t, http.MethodPost, api.srv.URL+"/v1/tools/select_query", token, `{"table": "orders"}`)
@@ -137,7 +140,7 @@ func TestMetadataNeedsAToken(t *testing.T) {
 // /v1/tools and /mcp keep requiring a token.
 func TestOpenAPIPublic(t *testing.T) {
 	t.Parallel()
-	api := newMetaAPI(t, mcpTokens(), HandlerOptions{OpenAPIPublic: true})
+	api := newMetaAPI(t, mcpTokens(), httpapi.HandlerOptions{OpenAPIPublic: true})
 	builtins := slices.Sorted(slices.Values(schemas.ToolNames()))
 	status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "", "")
 	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, builtins) {
@@ -167,7 +170,7 @@ func TestOpenAPIPublicHidesDisabledBuiltins(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
 	reg := toolstest.Registry(t, db.RoleDSN(t, "meta"), tools.Policy{ReadOnly: true, DisabledTools: []string{"execute_sql"}}, 4)
-	srv := httptest.NewServer(NewHandlerWith(reg, HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), OpenAPIPublic: true}))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), OpenAPIPublic: true}))
 	t.Cleanup(srv.Close)
 	status, body, _ := apitest.Call(t, http.MethodGet, srv.URL+"/openapi.json", "", "")
 	want := []string{"describe_schema", "pg_tx", "select_query"}
@@ -180,7 +183,7 @@ func TestOpenAPIPublicHidesDisabledBuiltins(t *testing.T) {
 // so the listings need no token and show every tool, the operator's included.
 func TestOpenLoopbackMetadata(t *testing.T) {
 	t.Parallel()
-	api := newMetaAPI(t, nil, HandlerOptions{})
+	api := newMetaAPI(t, nil, httpapi.HandlerOptions{})
 	all := slices.Sorted(slices.Values(append(schemas.ToolNames(), metaCustomTool)))
 	status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/v1/tools", "", "")
 	if got := listedTools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
@@ -207,9 +210,9 @@ func TestOpenAPIPublicConfig(t *testing.T) {
 		key  string
 		want bool
 	}{{``, false}, {`"openapi_public": false,`, false}, {`"openapi_public": true,`, true}} {
-		file := writeFile(t, dir, "c.json", `{`+c.key+` "tokens": [{"name": "a", "token": "`+readToken+`", "scopes": ["read"]}],
+		file := apitest.WriteFile(t, dir, "c.json", `{`+c.key+` "tokens": [{"name": "a", "token": "`+readToken+`", "scopes": ["read"]}],
 			"databases": {"default": {"url": "`+db.DSN+`"}}}`)
-		cfg, err := LoadConfigFile(file)
+		cfg, err := config.LoadConfigFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +226,7 @@ func TestOpenAPIPublicConfig(t *testing.T) {
 		var eff map[string]any
 		_ = json.Unmarshal(raw, &eff)
 		if cfg.OpenAPIPublic != c.want || eff["openapi_public"] != c.want {
-			t.Errorf("%q: Config.OpenAPIPublic %v, check-config shows %v, want %v", c.key, cfg.OpenAPIPublic, eff["openapi_public"], c.want)
+			t.Errorf("%q: config.Config.OpenAPIPublic %v, check-config shows %v, want %v", c.key, cfg.OpenAPIPublic, eff["openapi_public"], c.want)
 		}
 		rt, err := Build(t.Context(), cfg, zerolog.Nop(), BuildOptions{})
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -20,7 +21,7 @@ func benchRegistry(b *testing.B) *tools.Registry {
 // BenchmarkObserveCall is the metrics cost a successful call adds to the hot path: a map lookup
 // and atomic adds on pre-resolved children, no allocation.
 func BenchmarkObserveCall(b *testing.B) {
-	m := NewMetrics(benchRegistry(b), nil)
+	m := invoke.NewMetrics(benchRegistry(b), nil)
 	ev := tools.CallEvent{Tool: "select_query", Database: "default", Duration: 420 * time.Microsecond, Rows: 3}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -32,7 +33,7 @@ func BenchmarkObserveCall(b *testing.B) {
 
 // BenchmarkObserveCallError is the same for a failed call, whose outcome label is resolved per call.
 func BenchmarkObserveCallError(b *testing.B) {
-	m := NewMetrics(benchRegistry(b), nil)
+	m := invoke.NewMetrics(benchRegistry(b), nil)
 	ev := tools.CallEvent{Tool: "select_query", Database: "default", Duration: 420 * time.Microsecond, ErrorType: tools.ErrInvalidColumn}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -44,16 +45,16 @@ func BenchmarkObserveCallError(b *testing.B) {
 
 // BenchmarkLimiterAdmit is the cost of the per-token limits on an admitted call.
 func BenchmarkLimiterAdmit(b *testing.B) {
-	l := newLimiter(Limits{RatePerSecond: 1e9, Burst: 1 << 30, MaxConcurrent: 1 << 20}, []string{"ops"}, nil)
+	l := invoke.NewLimiter(invoke.Limits{RatePerSecond: 1e9, Burst: 1 << 30, MaxConcurrent: 1 << 20}, []string{"ops"}, nil)
 	p := tools.Principal{Name: "ops"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			pl, _, err := l.admit(p)
+			pl, _, err := l.Admit(p)
 			if err != nil {
 				b.Fatal(err)
 			}
-			l.done(pl)
+			l.Done(pl)
 		}
 	})
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/auth/authtest"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -23,7 +26,7 @@ const quotaOtherToken = "quota-other-token-0123456789"
 type quotaFixture struct {
 	*serverFixture
 	db   *pgtest.DB
-	iss  *issuer
+	iss  *authtest.JWKSIssuer
 	role string
 }
 
@@ -33,14 +36,14 @@ func newQuotaFixture(t *testing.T) *quotaFixture {
 	role := db.RoleName("agent")
 	db.Exec(t, `CREATE ROLE `+role+` NOLOGIN`)
 	db.Exec(t, `CREATE TABLE probe (id int PRIMARY KEY, tenant text); GRANT SELECT, INSERT ON probe TO `+role)
-	iss := newIssuer(t)
-	cfg := &Config{Databases: map[string]DatabaseConfig{"default": {URL: db.DSN, Policy: tools.Policy{PoolWait: 300 * time.Millisecond}}},
+	iss := authtest.NewIssuer(t)
+	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.DSN, Policy: tools.Policy{PoolWait: 300 * time.Millisecond}}},
 		MaxSessions: 6, MaxTransactions: 6,
-		Tokens: []Token{
+		Tokens: []auth.Token{
 			{Secret: actAsToken, Name: "hub", Scopes: []string{"read", "write"}, Role: role, ActAs: true},
 			{Secret: quotaOtherToken, Name: "other", Scopes: []string{"read", "write"}},
 		},
-		JWT: &JWTConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: iss.url(), Roles: []string{role}}}
+		JWT: &auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL(), Roles: []string{role}}}
 	return &quotaFixture{serverFixture: newServerFixture(t, cfg), db: db, iss: iss, role: role}
 }
 
@@ -51,11 +54,11 @@ type caller struct {
 }
 
 func (f *quotaFixture) hubSubject(i int) caller {
-	return caller{token: actAsToken, header: []string{ActAsHeader, fmt.Sprintf("quota-sub-%d", i)}}
+	return caller{token: actAsToken, header: []string{auth.ActAsHeader, fmt.Sprintf("quota-sub-%d", i)}}
 }
 
 func (f *quotaFixture) jwtSubject(t *testing.T, i int) caller {
-	return caller{token: sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.rsa, validClaims(fmt.Sprintf("quota-sub-%d", i), f.role))}
+	return caller{token: authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.RSA, authtest.ValidClaims(fmt.Sprintf("quota-sub-%d", i), f.role))}
 }
 
 func (f *quotaFixture) post(t *testing.T, c caller, tool, body string) (int, map[string]any) {

@@ -3,10 +3,11 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -27,12 +28,12 @@ import (
 // The session manager is shared: an open pg_tx session keeps its connection, role and claims,
 // and its next calls pass the new generation's scopes and policy. A session whose token was
 // removed has no caller left; it is rolled back when its TTL expires.
-func (rt *Runtime) Reload(ctx context.Context, load func() (*Config, error)) (err error) {
+func (rt *Runtime) Reload(ctx context.Context, load func() (*config.Config, error)) (err error) {
 	rt.reloadMu.Lock()
 	defer rt.reloadMu.Unlock()
 	defer func() {
 		if err != nil {
-			rt.metrics.reloaded(false)
+			rt.metrics.Reloaded(false)
 			rt.log.Error().Str("error", err.Error()).Msg("configuration reload refused; the previous configuration stays")
 		}
 	}()
@@ -49,7 +50,7 @@ func (rt *Runtime) Reload(ctx context.Context, load func() (*Config, error)) (er
 	}
 	var restart []string
 	dbs := make([]*tools.Database, 0, len(cfg.Databases))
-	for _, name := range sortedKeys(cfg.Databases) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
 		was, now := rt.opened.Databases[name], cfg.Databases[name]
 		for _, f := range poolChanges(was, now) {
 			restart = append(restart, "databases."+name+"."+f)
@@ -66,7 +67,7 @@ func (rt *Runtime) Reload(ctx context.Context, load func() (*Config, error)) (er
 	}
 	g.api = rt.handler(g)
 	rt.publish(g)
-	rt.metrics.reloaded(true)
+	rt.metrics.Reloaded(true)
 	ev := rt.log.Info().Int64("config_generation", g.n).Int("tokens", len(cfg.Tokens)).Int("custom_tools", len(cfg.CustomTools))
 	ev.Msg("configuration reloaded")
 	if len(restart) > 0 {
@@ -85,7 +86,7 @@ func (c *changeList) add(changed bool, name string) {
 }
 
 // poolChanges names the settings of a database entry that its open pool carries.
-func poolChanges(was, now DatabaseConfig) []string {
+func poolChanges(was, now config.DatabaseConfig) []string {
 	var out changeList
 	add := out.add
 	add(was.URL != now.URL, "url")
@@ -98,7 +99,7 @@ func poolChanges(was, now DatabaseConfig) []string {
 }
 
 // processChanges names the process-wide settings that changed between was and now.
-func processChanges(was, now *Config) []string {
+func processChanges(was, now *config.Config) []string {
 	var out changeList
 	add := out.add
 	add(was.Listen != now.Listen, "listen")
@@ -112,7 +113,7 @@ func processChanges(was, now *Config) []string {
 	return out
 }
 
-func diffKeys(was, now map[string]DatabaseConfig) (added, removed []string) {
+func diffKeys(was, now map[string]config.DatabaseConfig) (added, removed []string) {
 	for k := range now {
 		if _, ok := was[k]; !ok {
 			added = append(added, k)
@@ -134,6 +135,3 @@ func describe(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
-
-// loadedAt formats a generation's load time as /readyz shows it.
-func loadedAt(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -23,11 +24,11 @@ func TestReloadPolicyPoolsAndDatabaseSet(t *testing.T) {
 	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY)`)
 	dsn := db.RoleDSN(t, "rl")
 	db.Exec(t, `GRANT INSERT ON notes TO "`+db.RoleName("rl")+`"`)
-	config := func(pol tools.Policy, maxConns int32, extra bool) func() (*Config, error) {
-		return func() (*Config, error) {
-			c := &Config{Databases: map[string]DatabaseConfig{"default": {URL: dsn, MaxConns: maxConns, Policy: pol}}}
+	config := func(pol tools.Policy, maxConns int32, extra bool) func() (*config.Config, error) {
+		return func() (*config.Config, error) {
+			c := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: dsn, MaxConns: maxConns, Policy: pol}}}
 			if extra {
-				c.Databases["reports"] = DatabaseConfig{URL: dsn}
+				c.Databases["reports"] = config.DatabaseConfig{URL: dsn}
 			}
 			return c, c.Validate()
 		}
@@ -82,14 +83,14 @@ func TestReloadPolicyPoolsAndDatabaseSet(t *testing.T) {
 func TestPoolChangesCoverWhatThePoolCarries(t *testing.T) {
 	t.Parallel()
 	const dsn = "postgres://u@127.0.0.1:1/d"
-	carried := func(d DatabaseConfig) string {
+	carried := func(d config.DatabaseConfig) string {
 		c, err := tools.PoolConfig(d.URL, d.Policy, d.MaxConns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(c.ConnConfig.RuntimeParams, c.ConnConfig.DefaultQueryExecMode, c.MaxConns, c.ConnConfig.Host)
 	}
-	base := DatabaseConfig{URL: dsn}
+	base := config.DatabaseConfig{URL: dsn}
 	set := func(v reflect.Value) {
 		switch v.Kind() {
 		case reflect.Bool:

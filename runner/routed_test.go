@@ -14,6 +14,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/session"
@@ -65,7 +68,7 @@ func newRoutedFixture(t *testing.T) *routedFixture {
 	reg, err := tools.NewRegistry(t.Context(), tools.Options{Databases: []*tools.Database{
 		toolstest.Database(t, main.RoleDSN(t, "routed"), tools.Policy{}, 2),
 		tools.NewDatabase("reports", pgtest.OpenPool(t, cfg), policy)},
-		Sessions: mgr, Auditor: NewAuditLog(audit),
+		Sessions: mgr, Auditor: invoke.NewAuditLog(audit),
 		CustomTools: []tools.CustomTool{{Name: "purge_big", Description: "Delete the rows of big above min.",
 			Database: "reports", Mode: "write", SQL: "DELETE FROM big WHERE id > $1", Parameters: []tools.CustomParam{{Name: "min", Type: "integer"}}}}})
 	if err != nil {
@@ -88,7 +91,7 @@ func TestCallsNameTheRoutedDatabase(t *testing.T) {
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	srv := httptest.NewServer(NewHandlerWith(f.reg, HandlerOptions{Log: zerolog.New(logs), Tracer: tp}))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(f.reg, httpapi.HandlerOptions{Log: zerolog.New(logs), Tracer: tp}))
 	t.Cleanup(srv.Close)
 	post := func(tool, body string) map[string]any {
 		t.Helper()
@@ -145,7 +148,7 @@ func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 	log := zerolog.New(logs)
 	st, ct := mcp.NewInMemoryTransports()
 	p := tools.Principal{Name: "stdio", Scopes: []string{"read", "write", "ddl"}}
-	ss, err := newMCPServerWith(f.reg, p, log, NewInvoker(f.reg, log), MCPOptions{ConfirmRowsOver: 100}).Connect(t.Context(), st, nil)
+	ss, err := mcpapi.NewMCPServerWith(f.reg, p, log, invoke.NewInvoker(f.reg, log), mcpapi.MCPOptions{ConfirmRowsOver: 100}).Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +202,13 @@ func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 func TestSessionHeaderMustMatchSessionID(t *testing.T) {
 	t.Parallel()
 	f := newRoutedFixture(t)
-	srv := httptest.NewServer(NewHandlerWith(f.reg, HandlerOptions{Log: zerolog.Nop()}))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(f.reg, httpapi.HandlerOptions{Log: zerolog.Nop()}))
 	t.Cleanup(srv.Close)
 	post := func(tool, header, body string) (int, map[string]any) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/tools/"+tool, strings.NewReader(body))
 		if header != "" {
-			req.Header.Set(SessionHeader, header)
+			req.Header.Set(invoke.SessionHeader, header)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

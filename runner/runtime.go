@@ -12,6 +12,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/session"
 )
@@ -21,7 +25,7 @@ type BuildOptions struct {
 	// Check runs the start-up checks that need the databases (roles, grants, …) over a
 	// registry built from cfg, before it serves: at Build and at every Reload. An error stops
 	// the start, or refuses the reload. nil: none.
-	Check func(ctx context.Context, cfg *Config, reg *tools.Registry) error
+	Check func(ctx context.Context, cfg *config.Config, reg *tools.Registry) error
 	// NoSessions leaves pg_tx sessions off (no session manager): for a runner that only
 	// measures stateless calls.
 	NoSessions bool
@@ -38,9 +42,9 @@ type Runtime struct {
 	sessions   *session.Manager // nil with NoSessions
 	txLimit    *tools.TxLimiter
 	auditor    tools.Auditor
-	metrics    *Metrics
-	health     *Health
-	opened     *Config                    // the config the pools were opened with
+	metrics    *invoke.Metrics
+	health     *httpapi.Health
+	opened     *config.Config             // the config the pools were opened with
 	dbs        map[string]*tools.Database // as opened: their pools serve every generation
 	closeDBs   func()
 	closeAudit func() error
@@ -55,14 +59,14 @@ type Runtime struct {
 type generation struct {
 	n      int64
 	loaded time.Time
-	cfg    *Config
+	cfg    *config.Config
 	reg    *tools.Registry
 	api    http.Handler
 }
 
 // Build opens cfg's databases (validated: defaults filled), starts the session manager and
 // builds the first generation, checked with opts.Check. Close releases everything.
-func Build(ctx context.Context, cfg *Config, log zerolog.Logger, opts BuildOptions) (rt *Runtime, err error) {
+func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts BuildOptions) (rt *Runtime, err error) {
 	rt = &Runtime{log: log, opts: opts, opened: cfg, dbs: map[string]*tools.Database{}}
 	dbs, closeDBs, err := OpenDatabases(ctx, cfg)
 	if err != nil {
@@ -77,17 +81,17 @@ func Build(ctx context.Context, cfg *Config, log zerolog.Logger, opts BuildOptio
 	for _, db := range dbs {
 		rt.dbs[db.Name] = db
 	}
-	audit, closeAudit, err := OpenAuditLog(cfg.AuditLog)
+	audit, closeAudit, err := invoke.OpenAuditLog(cfg.AuditLog)
 	if err != nil {
 		return rt, err
 	}
 	rt.closeAudit = closeAudit
 	if audit != nil {
-		rt.auditor = audit // a nil *AuditLog in the interface would not read as "none"
+		rt.auditor = audit // a nil *invoke.AuditLog in the interface would not read as "none"
 	}
 	l := cfg.ConnLimits()
 	rt.txLimit = tools.NewTxLimiter(l.MaxTransactions, l.MaxTransactionsPerPrincipal, l.MaxTransactionsPerSubject)
-	var stats SessionStats
+	var stats invoke.SessionStats
 	if !opts.NoSessions {
 		rt.sessions = session.New(session.Config{MaxSessions: l.MaxSessions, MaxPerPrincipal: l.MaxSessionsPerPrincipal,
 			MaxPerSubject: l.MaxSessionsPerSubject, TTL: cfg.SessionTTL, Log: log, ReplicaID: cfg.ReplicaID})
@@ -96,12 +100,12 @@ func Build(ctx context.Context, cfg *Config, log zerolog.Logger, opts BuildOptio
 		go rt.sessions.Run(sweepCtx, 0)
 		stats = rt.sessions
 	}
-	rt.metrics = newMetrics(dbs, stats)
+	rt.metrics = invoke.NewMetricsFor(dbs, stats)
 	g, err := rt.newGeneration(ctx, cfg, dbs, 1)
 	if err != nil {
 		return rt, err
 	}
-	rt.health = NewHealth(g.reg, log, rt.metrics)
+	rt.health = httpapi.NewHealth(g.reg, log, rt.metrics)
 	g.api = rt.handler(g)
 	rt.publish(g)
 	return rt, nil
@@ -109,7 +113,7 @@ func Build(ctx context.Context, cfg *Config, log zerolog.Logger, opts BuildOptio
 
 // newGeneration builds and checks the registry of cfg over dbs; its handler is left to the
 // caller.
-func (rt *Runtime) newGeneration(ctx context.Context, cfg *Config, dbs []*tools.Database, n int64) (*generation, error) {
+func (rt *Runtime) newGeneration(ctx context.Context, cfg *config.Config, dbs []*tools.Database, n int64) (*generation, error) {
 	o := tools.Options{Databases: dbs, TxLimiter: rt.txLimit, Auditor: rt.auditor, Observer: rt.metrics,
 		CustomTools: cfg.CustomTools}
 	if rt.sessions != nil {
@@ -132,23 +136,23 @@ func (rt *Runtime) newGeneration(ctx context.Context, cfg *Config, dbs []*tools.
 
 func (rt *Runtime) handler(g *generation) http.Handler {
 	cfg := g.cfg
-	return NewHandlerWith(g.reg, HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.MaxBodyBytes,
+	return httpapi.NewHandlerWith(g.reg, httpapi.HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.MaxBodyBytes,
 		Limits: cfg.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
-		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: MCPOptions{StructuredContent: cfg.MCPStructuredContent},
+		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCPStructuredContent},
 		OpenAPIPublic: cfg.OpenAPIPublic})
 }
 
 func (rt *Runtime) publish(g *generation) {
 	rt.gen.Store(g)
-	rt.health.setGeneration(g.n, g.loaded)
-	rt.metrics.setGeneration(g.n)
+	rt.health.SetGeneration(g.n, g.loaded)
+	rt.metrics.SetGeneration(g.n)
 }
 
 // Registry is the current generation's registry.
 func (rt *Runtime) Registry() *tools.Registry { return rt.gen.Load().reg }
 
 // Config is the current generation's config. Callers must not change it.
-func (rt *Runtime) Config() *Config { return rt.gen.Load().cfg }
+func (rt *Runtime) Config() *config.Config { return rt.gen.Load().cfg }
 
 // Generation is the current generation's number (1 at Build, one more per accepted reload) and
 // when it was loaded.
@@ -161,10 +165,10 @@ func (rt *Runtime) Generation() (n int64, loaded time.Time) {
 func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
 
 // Metrics are the runtime's metrics, shared by every generation.
-func (rt *Runtime) Metrics() *Metrics { return rt.metrics }
+func (rt *Runtime) Metrics() *invoke.Metrics { return rt.metrics }
 
 // Health is the runtime's readiness state.
-func (rt *Runtime) Health() *Health { return rt.health }
+func (rt *Runtime) Health() *httpapi.Health { return rt.health }
 
 // Handler is the HTTP API of the current generation, looked up per request: a request keeps
 // the generation it started under.

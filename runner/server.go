@@ -7,26 +7,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools"
 )
 
 // OpenDatabases builds a pool per configured database of cfg (validated, so defaults are filled). Pools connect lazily, so the runner starts
 // even when a database is down. closeAll releases them all.
-func OpenDatabases(ctx context.Context, cfg *Config) (dbs []*tools.Database, closeAll func(), err error) {
+func OpenDatabases(ctx context.Context, cfg *config.Config) (dbs []*tools.Database, closeAll func(), err error) {
 	var pools []*pgxpool.Pool
 	closeAll = func() {
 		for _, p := range pools {
 			p.Close()
 		}
 	}
-	for _, name := range sortedKeys(cfg.Databases) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
 		d := cfg.Databases[name]
 		pcfg, err := tools.PoolConfig(d.URL, d.Policy, d.MaxConns)
 		if err != nil {
@@ -51,10 +56,10 @@ func OpenDatabases(ctx context.Context, cfg *Config) (dbs []*tools.Database, clo
 // readiness and graceful shutdown, over a Runtime (Runtime.Server), which owns the databases
 // and sessions.
 type Server struct {
-	cfg     *Config
+	cfg     *config.Config
 	log     zerolog.Logger
-	health  *Health
-	metrics *Metrics
+	health  *httpapi.Health
+	metrics *invoke.Metrics
 	api     http.Handler
 }
 
@@ -62,10 +67,10 @@ type Server struct {
 func (s *Server) Handler() http.Handler { return s.api }
 
 // Health is the server's readiness state.
-func (s *Server) Health() *Health { return s.health }
+func (s *Server) Health() *httpapi.Health { return s.health }
 
 // Metrics are the server's metrics.
-func (s *Server) Metrics() *Metrics { return s.metrics }
+func (s *Server) Metrics() *invoke.Metrics { return s.metrics }
 
 // healthInterval is how often Run checks the databases in the background.
 const healthInterval = 2 * time.Second
@@ -83,7 +88,7 @@ func (s *Server) Run(ctx context.Context, ln, metricsLn net.Listener) error {
 
 	var extra []*http.Server
 	if metricsLn != nil {
-		ms := &http.Server{Handler: NewMetricsHandler(s.metrics, s.health), ReadHeaderTimeout: 10 * time.Second}
+		ms := &http.Server{Handler: httpapi.NewMetricsHandler(s.metrics, s.health), ReadHeaderTimeout: 10 * time.Second}
 		extra = append(extra, ms)
 		go func() { _ = ms.Serve(metricsLn) }()
 	}

@@ -18,6 +18,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -33,7 +36,7 @@ type serverFixture struct {
 	log      *syncBuffer
 }
 
-func newServerFixture(t *testing.T, cfg *Config) *serverFixture {
+func newServerFixture(t *testing.T, cfg *config.Config) *serverFixture {
 	t.Helper()
 	s, sessions, logs, closeAll := buildServer(t, cfg)
 	hs := httptest.NewServer(s.Handler())
@@ -46,7 +49,7 @@ func newServerFixture(t *testing.T, cfg *Config) *serverFixture {
 
 // buildServer builds cfg's Server as pgtools serve does: validated config, pools, registry and
 // session manager, logging into a buffer. closeAll rolls back the sessions and closes the pools.
-func buildServer(t *testing.T, cfg *Config) (s *Server, sessions *session.Manager, logs *syncBuffer, closeAll func()) {
+func buildServer(t *testing.T, cfg *config.Config) (s *Server, sessions *session.Manager, logs *syncBuffer, closeAll func()) {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -142,12 +145,12 @@ func TestTwoDatabasesWithTheirOwnPolicies(t *testing.T) {
 		INSERT INTO orders SELECT i, 'paid' FROM generate_series(1, 3) i`, "GRANT INSERT, UPDATE, DELETE ON orders TO %s")
 	reportsDB := newRoleDB(t, "reports", `CREATE TABLE quarterly_revenue (quarter text PRIMARY KEY, revenue numeric);
 		INSERT INTO quarterly_revenue VALUES ('2026-Q1', 100), ('2026-Q2', 120)`, "GRANT INSERT ON quarterly_revenue TO %s")
-	cfg := &Config{
-		Tokens: []Token{
+	cfg := &config.Config{
+		Tokens: []auth.Token{
 			{Secret: allToken, Name: "ops", Scopes: []string{"read", "write"}},
 			{Secret: limitedToken, Name: "agent", Scopes: []string{"read", "write"}, Databases: []string{"default"}},
 		},
-		Databases: map[string]DatabaseConfig{
+		Databases: map[string]config.DatabaseConfig{
 			"default":      {URL: mainDB, MaxConns: 3, Policy: tools.Policy{DenyTables: []string{"api_keys"}}},
 			"finance_2026": {URL: reportsDB, MaxConns: 2, Policy: tools.Policy{ReadOnly: true, MaxLimit: 1}},
 		},
@@ -252,8 +255,8 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 	t.Parallel()
 	dsn := newRoleDB(t, "metrics", `CREATE TABLE orders (id int PRIMARY KEY, status text);
 		INSERT INTO orders SELECT i, 'paid' FROM generate_series(1, 10) i`, "")
-	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]DatabaseConfig{"default": {URL: dsn}}, SessionTTL: time.Hour}
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, SessionTTL: time.Hour}
 	f := newServerFixture(t, cfg)
 	sel := map[string]string{"tool": "select_query", "database": "default"}
 	with := func(m map[string]string, k, v string) map[string]string {
@@ -329,8 +332,8 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 func TestSessionExpiriesAreCounted(t *testing.T) {
 	t.Parallel()
 	dsn := newRoleDB(t, "expiry", `CREATE TABLE t (id int)`, "")
-	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]DatabaseConfig{"default": {URL: dsn}}, SessionTTL: 200 * time.Millisecond}
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, SessionTTL: 200 * time.Millisecond}
 	f := newServerFixture(t, cfg)
 	if status, body, _ := f.call(t, allToken, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("begin: %d %v", status, body)
@@ -350,10 +353,10 @@ func TestSessionExpiriesAreCounted(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
 	dsn := newRoleDB(t, "rate", `CREATE TABLE t (id int); INSERT INTO t VALUES (1)`, "")
-	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}},
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}},
 		{Secret: limitedToken, Name: "other", Scopes: []string{"read"}}},
-		Databases: map[string]DatabaseConfig{"default": {URL: dsn}},
-		Limits:    Limits{RatePerSecond: 2, Burst: 3}}
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}},
+		Limits:    invoke.Limits{RatePerSecond: 2, Burst: 3}}
 	f := newServerFixture(t, cfg)
 	for i := 0; i < 3; i++ {
 		if status, body, _ := f.call(t, allToken, "select_query", `{"table":"t"}`); status != 200 {
@@ -391,8 +394,8 @@ func TestRateLimit(t *testing.T) {
 func TestConcurrencyLimit(t *testing.T) {
 	t.Parallel()
 	dsn := newRoleDB(t, "conc", `CREATE TABLE t (id int)`, "")
-	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]DatabaseConfig{"default": {URL: dsn}}, Limits: Limits{MaxConcurrent: 1}}
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Limits: invoke.Limits{MaxConcurrent: 1}}
 	f := newServerFixture(t, cfg)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -427,8 +430,8 @@ func TestConcurrencyLimit(t *testing.T) {
 func TestPoolWaitIsNotAStatementTimeout(t *testing.T) {
 	t.Parallel()
 	dsn := newRoleDB(t, "poolwait", `CREATE TABLE t (id int)`, "")
-	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]DatabaseConfig{"default": {URL: dsn, MaxConns: 1,
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn, MaxConns: 1,
 			Policy: tools.Policy{PoolWait: 200 * time.Millisecond, StatementTimeout: 2 * time.Second}}}}
 	f := newServerFixture(t, cfg)
 	// Load the catalog first: its query waits for the pool without pool_wait_ms (tools' catalog
@@ -473,8 +476,8 @@ func TestPoolWaitIsNotAStatementTimeout(t *testing.T) {
 func TestRateLimitOverMCP(t *testing.T) {
 	t.Parallel()
 	dsn := newRoleDB(t, "mcprate", `CREATE TABLE t (id int)`, "")
-	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]DatabaseConfig{"default": {URL: dsn}}, Limits: Limits{RatePerSecond: 0.5, Burst: 1}}
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Limits: invoke.Limits{RatePerSecond: 0.5, Burst: 1}}
 	f := newServerFixture(t, cfg)
 	cs, err := apitest.ConnectMCP(t, f.http.URL, allToken)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
@@ -24,7 +25,7 @@ import (
 func serveWithBodyWait(t *testing.T, dsn string, wait time.Duration) string {
 	t.Helper()
 	reg := toolstest.Registry(t, dsn, tools.Policy{}, 4)
-	h := NewHandlerWith(reg, HandlerOptions{Tokens: mcpTokens(), Log: zerolog.New(&syncBuffer{}), MaxBodyBytes: 4096, BodyReadTimeout: wait})
+	h := httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.New(&syncBuffer{}), MaxBodyBytes: 4096, BodyReadTimeout: wait})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,15 +2,7 @@ package runner
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,53 +11,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
 )
-
-// testPKI is a throwaway certificate authority.
-type testPKI struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string // the CA certificate as PEM
-}
-
-func newTestPKI(t *testing.T, dir, name string) *testPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	file := writeFile(t, dir, name+".crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	return &testPKI{cert: cert, key: key, file: file}
-}
-
-// issue returns a server certificate and key (PEM) for the given IP addresses.
-func (p *testPKI) issue(t *testing.T, ips ...string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "pgtools test server"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	for _, ip := range ips {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.cert, &key.PublicKey, p.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalPKCS8PrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-}
 
 // TestTLSModes runs PostgreSQL with TLS (a certificate for 127.0.0.1 only, from a test CA) and
 // checks what each sslmode of a database URL does through the runner: verify-full with the
@@ -75,9 +24,9 @@ func TestTLSModes(t *testing.T) {
 	t.Parallel()
 	cluster := startLocalPG(t, 0)
 	dir := t.TempDir()
-	ca := newTestPKI(t, dir, "test-ca")
-	other := newTestPKI(t, dir, "other-ca")
-	certPEM, keyPEM := ca.issue(t, "127.0.0.1")
+	ca := apitest.NewPKI(t, dir, "test-ca")
+	other := apitest.NewPKI(t, dir, "other-ca")
+	certPEM, keyPEM := ca.Issue(t, "127.0.0.1")
 
 	// The server's files live in its data directory, owned by the user postgres runs as.
 	data := cluster.DataDir()
@@ -111,12 +60,12 @@ func TestTLSModes(t *testing.T) {
 	dsn := func(host, mode, rootcert string) string {
 		return fmt.Sprintf("postgres://postgres@%s:%d/postgres?sslmode=%s&sslrootcert=%s&connect_timeout=3", host, port, mode, rootcert)
 	}
-	cfg := &Config{Tokens: []Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]DatabaseConfig{
-			"full":       {URL: dsn("127.0.0.1", "verify-full", ca.file)},
-			"wrong_ca":   {URL: dsn("127.0.0.1", "verify-full", other.file)},
-			"wrong_name": {URL: dsn("localhost", "verify-full", ca.file)},
-			"ca_only":    {URL: dsn("localhost", "verify-ca", ca.file)},
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+		Databases: map[string]config.DatabaseConfig{
+			"full":       {URL: dsn("127.0.0.1", "verify-full", ca.File)},
+			"wrong_ca":   {URL: dsn("127.0.0.1", "verify-full", other.File)},
+			"wrong_name": {URL: dsn("localhost", "verify-full", ca.File)},
+			"ca_only":    {URL: dsn("localhost", "verify-ca", ca.File)},
 		}}
 	f := newServerFixture(t, cfg)
 	sslQuery := `{"database":"%s","sql":"select ssl, version from pg_stat_ssl where pid = pg_backend_pid()"}`

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -22,7 +23,7 @@ func TestToolListsPerCaller(t *testing.T) {
 	db.Exec(t, mcptest.Fixture)
 	const narrowToken = "narrow-token-0123456789abcdef"
 	api := newAPI(t, db.RoleDSN(t, "lists"), append(mcpTokens(),
-		Token{Secret: narrowToken, Name: "narrow", Scopes: []string{"read", "write"}, Tools: []string{"select_query"}}))
+		auth.Token{Secret: narrowToken, Name: "narrow", Scopes: []string{"read", "write"}, Tools: []string{"select_query"}}))
 	writeTools := []string{"insert_data", "update_data", "delete_data", "pg_transaction"}
 	cases := []struct {
 		token string

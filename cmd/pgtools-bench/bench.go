@@ -27,6 +27,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/demodata"
 	"github.com/pgtools/pgtools/tools/pgtest/localpg"
 )
@@ -96,10 +98,10 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 
 	// The runner, in-process, over real HTTP on loopback.
 	const token, tenantToken = "bench-token-0123456789abcdef", "bench-tenant-token-0123456789ab"
-	cfg := &runner.Config{Listen: "127.0.0.1:0", Tokens: []runner.Token{{Secret: token, Name: "bench", Scopes: []string{"read"}},
+	cfg := &config.Config{Listen: "127.0.0.1:0", Tokens: []auth.Token{{Secret: token, Name: "bench", Scopes: []string{"read"}},
 		{Secret: catalogToken, Name: "catalog", Scopes: []string{"read", "write", "ddl"}},
 		{Secret: tenantToken, Name: "tenants", Scopes: []string{"read"}, Role: demodata.TenantRole, ActAs: true}},
-		Databases: map[string]runner.DatabaseConfig{"default": {URL: appDSN, MaxConns: maxConns}}}
+		Databases: map[string]config.DatabaseConfig{"default": {URL: appDSN, MaxConns: maxConns}}}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

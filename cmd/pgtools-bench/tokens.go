@@ -12,7 +12,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/tiktoken-go/tokenizer"
 
-	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -33,13 +35,13 @@ type tokenEndpoints struct {
 
 // serveStructured serves the HTTP API and /mcp of reg with mcp.structured_content on, on a
 // loopback port, until stop is called; it returns its base URL.
-func serveStructured(reg *tools.Registry, tokens []runner.Token) (base string, stop func(), err error) {
+func serveStructured(reg *tools.Registry, tokens []auth.Token) (base string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: runner.NewHandlerWith(reg, runner.HandlerOptions{Tokens: tokens, Log: zerolog.Nop(),
-		MCP: runner.MCPOptions{StructuredContent: true}})}
+	srv := &http.Server{Handler: httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: tokens, Log: zerolog.Nop(),
+		MCP: mcpapi.MCPOptions{StructuredContent: true}})}
 	go srv.Serve(ln)
 	return "http://" + ln.Addr().String(), func() { srv.Close() }, nil
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pgtools/pgtools/runner"
-	"github.com/pgtools/pgtools/runner/taskbroker"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/runner/n8n"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -43,13 +44,13 @@ type brokerConfig struct {
 	urls      []string
 	token     string // a secret: never logged
 	principal tools.Principal
-	actAs     *runner.ActAs // nil: tasks may not name a subject
+	actAs     *auth.ActAs // nil: tasks may not name a subject
 }
 
 // config merges flags and environment (flags win) and validates them. tokens are the API
 // tokens, whose principal names the broker principal must not take: it would share their
 // sessions.
-func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
+func (f *brokerFlags) config(tokens []auth.Token) (brokerConfig, error) {
 	urls := []string(f.urls)
 	if len(urls) == 0 {
 		for _, u := range strings.Split(f.getenv("PGTOOLS_N8N_BROKERS"), ",") {
@@ -62,7 +63,7 @@ func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
 		return brokerConfig{}, nil
 	}
 	for i, u := range urls {
-		if err := taskbroker.ValidateURL(u); err != nil {
+		if err := n8n.ValidateURL(u); err != nil {
 			return brokerConfig{}, err
 		}
 		if slices.Contains(urls[:i], u) {
@@ -91,7 +92,7 @@ func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
 	bc := brokerConfig{urls: urls, token: token,
 		principal: tools.Principal{Name: f.principal, Scopes: []string{"read", "write"}, Role: f.role}}
 	if f.actAs {
-		bc.actAs = &runner.ActAs{}
+		bc.actAs = &auth.ActAs{}
 	}
 	return bc, nil
 }
@@ -99,10 +100,10 @@ func (f *brokerFlags) config(tokens []runner.Token) (brokerConfig, error) {
 // startBrokers runs one task-broker client per URL beside the HTTP API until ctx ends. stop
 // ends them and returns once all have stopped; each lets its tasks in flight finish for up to
 // grace, then cancels them. Call stop before the registry closes.
-func startBrokers(ctx context.Context, bc brokerConfig, caller runner.Caller, maxArgs int64, grace time.Duration, tracer trace.TracerProvider, log zerolog.Logger) (stop func(), err error) {
-	var clients []*taskbroker.Client
+func startBrokers(ctx context.Context, bc brokerConfig, caller invoke.Caller, maxArgs int64, grace time.Duration, tracer trace.TracerProvider, log zerolog.Logger) (stop func(), err error) {
+	var clients []*n8n.Client
 	for _, u := range bc.urls {
-		c, err := taskbroker.New(taskbroker.Options{URL: u, AuthToken: bc.token, Caller: caller, Principal: bc.principal, ActAs: bc.actAs,
+		c, err := n8n.New(n8n.Options{URL: u, AuthToken: bc.token, Caller: caller, Principal: bc.principal, ActAs: bc.actAs,
 			Log: log, MaxArgsBytes: maxArgs, Grace: grace, Tracer: tracer})
 		if err != nil {
 			return nil, err

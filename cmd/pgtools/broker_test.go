@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgtools/pgtools/runner/taskbroker/brokertest"
+	"github.com/pgtools/pgtools/runner/n8n/brokertest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 

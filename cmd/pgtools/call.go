@@ -13,13 +13,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/config"
 )
 
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("url", cmp.Or(getenv("PGTOOLS_URL"), "http://"+runner.DefaultListen), "runner URL; env PGTOOLS_URL")
+	url := fs.String("url", cmp.Or(getenv("PGTOOLS_URL"), "http://"+config.DefaultListen), "runner URL; env PGTOOLS_URL")
 	token := fs.String("token", "", "API token; env PGTOOLS_TOKEN")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the answer")
 	fs.Usage = func() {

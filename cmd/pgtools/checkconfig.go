@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -98,8 +99,8 @@ Flags:
 }
 
 // checkDatabases is check-config --database: the start-up checks of serve, as SQL on stdout.
-func checkDatabases(ctx context.Context, cfg *runner.Config, bf brokerFlags, stdout, stderr io.Writer) int {
-	var callers []runner.ExtraCaller
+func checkDatabases(ctx context.Context, cfg *config.Config, bf brokerFlags, stdout, stderr io.Writer) int {
+	var callers []config.ExtraCaller
 	if len(bf.urls) > 0 {
 		b, err := bf.config(cfg.Tokens)
 		if err != nil {
@@ -118,7 +119,7 @@ func checkDatabases(ctx context.Context, cfg *runner.Config, bf brokerFlags, std
 	for _, d := range dbs {
 		byName[d.Name] = d
 	}
-	rep, err := runner.CheckSetup(ctx, cfg, cfg.ActingRoles(callers...), func(name string) (*tools.Database, bool) {
+	rep, err := config.CheckSetup(ctx, cfg, cfg.ActingRoles(callers...), func(name string) (*tools.Database, bool) {
 		d, ok := byName[name]
 		return d, ok
 	})
@@ -167,7 +168,7 @@ Flags:
 	}
 	target := *addr
 	if target == "" {
-		target = localAddr(cmp.Or(getenv("PGTOOLS_LISTEN"), runner.DefaultListen))
+		target = localAddr(cmp.Or(getenv("PGTOOLS_LISTEN"), config.DefaultListen))
 	}
 	path := "/healthz"
 	if *ready {

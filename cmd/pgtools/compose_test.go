@@ -16,7 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -146,7 +146,7 @@ func TestDockerCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := runner.ValidateConfig(cfgRaw); err != nil {
+	if err := config.ValidateConfig(cfgRaw); err != nil {
 		t.Fatalf("%s: %v", cfgPath, err)
 	}
 	dir := t.TempDir()
@@ -159,7 +159,7 @@ func TestDockerCompose(t *testing.T) {
 	}
 	local := filepath.Join(dir, "pgtools.json")
 	os.WriteFile(local, []byte(secretRef.ReplaceAllString(string(cfgRaw), dir+"/$1")), 0o600)
-	cfg, err := runner.LoadConfigFile(local)
+	cfg, err := config.LoadConfigFile(local)
 	if err == nil {
 		err = cfg.Validate()
 	}
@@ -222,7 +222,7 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("build stage %s does not match go.mod's go %v", froms[0][1], goVersion)
 	}
 	final := df[strings.LastIndex(df, "\nFROM "):]
-	for _, want := range []string{"CGO_ENABLED=0", "-X github.com/pgtools/pgtools/runner.Version=${VERSION}", "./cmd/pgtools", "ARG VERSION"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-X github.com/pgtools/pgtools/runner/version.Version=${VERSION}", "./cmd/pgtools", "ARG VERSION"} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
@@ -246,7 +246,7 @@ func TestDockerfile(t *testing.T) {
 	}
 	// The static build itself works here: a binary without cgo that prints the stamped version.
 	bin := filepath.Join(t.TempDir(), "pgtools")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X github.com/pgtools/pgtools/runner.Version=v9.9.9-test", "-o", bin, ".")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X github.com/pgtools/pgtools/runner/version.Version=v9.9.9-test", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("static build: %v\n%s", err, out)

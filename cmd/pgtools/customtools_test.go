@@ -16,7 +16,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/mcptest"
-	"github.com/pgtools/pgtools/runner/taskbroker/brokertest"
+	"github.com/pgtools/pgtools/runner/n8n/brokertest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 

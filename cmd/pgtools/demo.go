@@ -12,7 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/demodata"
 	"github.com/pgtools/pgtools/tools/pgtest/localpg"
 )
@@ -134,13 +135,13 @@ Flags:
 // token runs as a role of its own, as docs/identity.md advises: "demo" as demodata.AgentRole,
 // "tenants" for end users as demodata.TenantRole; without, "demo" runs as the login role of the
 // caller's --database-url.
-func demoConfig(listen, dsn, token, tenantToken string) *runner.Config {
-	tokens := []runner.Token{{Secret: token, Name: "demo", Scopes: []string{"read", "write"}}}
+func demoConfig(listen, dsn, token, tenantToken string) *config.Config {
+	tokens := []auth.Token{{Secret: token, Name: "demo", Scopes: []string{"read", "write"}}}
 	if tenantToken != "" {
 		tokens[0].Role = demodata.AgentRole
-		tokens = append(tokens, runner.Token{Secret: tenantToken, Name: "tenants", Scopes: []string{"read", "write"}, Role: demodata.TenantRole, ActAs: true})
+		tokens = append(tokens, auth.Token{Secret: tenantToken, Name: "tenants", Scopes: []string{"read", "write"}, Role: demodata.TenantRole, ActAs: true})
 	}
-	return &runner.Config{Listen: listen, Tokens: tokens, Databases: map[string]runner.DatabaseConfig{"default": {URL: dsn}}}
+	return &config.Config{Listen: listen, Tokens: tokens, Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}}
 }
 
 // prefixWriter indents progress lines from the data loader.

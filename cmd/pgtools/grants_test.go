@@ -13,7 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -22,7 +23,7 @@ const grantsToken = "grants-token-0123456789abcdef"
 
 // startOnce runs serve's start-up with cfg: nil once it listens (it is then stopped), else the
 // error that stopped it; and what it logged.
-func startOnce(t *testing.T, cfg *runner.Config) (string, error) {
+func startOnce(t *testing.T, cfg *config.Config) (string, error) {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
 	if err := cfg.Validate(); err != nil {
@@ -82,16 +83,16 @@ func agentSetup(t *testing.T, db *pgtest.DB, login string) string {
 	return agent
 }
 
-func policyConfig(dsn string, pol tools.Policy, tokens ...runner.Token) *runner.Config {
+func policyConfig(dsn string, pol tools.Policy, tokens ...auth.Token) *config.Config {
 	if len(tokens) == 0 {
-		tokens = []runner.Token{{Secret: grantsToken, Name: "agent", Scopes: []string{"read", "write"}}}
+		tokens = []auth.Token{{Secret: grantsToken, Name: "agent", Scopes: []string{"read", "write"}}}
 	}
-	return &runner.Config{Tokens: tokens, Databases: map[string]runner.DatabaseConfig{"default": {URL: dsn, Policy: pol}}}
+	return &config.Config{Tokens: tokens, Databases: map[string]config.DatabaseConfig{"default": {URL: dsn, Policy: pol}}}
 }
 
 // mustRefuseThenStart: serve refuses cfg() naming every statement in want; running the
 // statements it printed makes it start.
-func mustRefuseThenStart(t *testing.T, db *pgtest.DB, cfg func() *runner.Config, want ...string) {
+func mustRefuseThenStart(t *testing.T, db *pgtest.DB, cfg func() *config.Config, want ...string) {
 	t.Helper()
 	_, err := startOnce(t, cfg())
 	if err == nil {
@@ -120,7 +121,7 @@ func mustRefuseThenStart(t *testing.T, db *pgtest.DB, cfg func() *runner.Config,
 func TestServeRefusesDeniedTableTheLoginRoleReads(t *testing.T) {
 	t.Parallel()
 	db, login, dsn := grantsDB(t)
-	cfg := func() *runner.Config { return policyConfig(dsn, tools.Policy{DenyTables: []string{"secrets"}}) }
+	cfg := func() *config.Config { return policyConfig(dsn, tools.Policy{DenyTables: []string{"secrets"}}) }
 	mustRefuseThenStart(t, db, cfg, `REVOKE ALL ON TABLE "public"."secrets" FROM "`+login+`";`, "policy.deny_tables", `table_lists to "advisory"`)
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
@@ -139,7 +140,7 @@ func TestServeRefusesTablesOutsideAllowTables(t *testing.T) {
 	t.Parallel()
 	db, login, dsn := grantsDB(t)
 	db.Exec(t, "CREATE TABLE notes (body text); GRANT INSERT ON notes TO PUBLIC")
-	cfg := func() *runner.Config { return policyConfig(dsn, tools.Policy{AllowTables: []string{"orders"}}) }
+	cfg := func() *config.Config { return policyConfig(dsn, tools.Policy{AllowTables: []string{"orders"}}) }
 	mustRefuseThenStart(t, db, cfg, `REVOKE ALL ON TABLE "public"."secrets" FROM "`+login+`";`,
 		`REVOKE ALL ON TABLE "public"."notes" FROM PUBLIC;`, "is not in policy.allow_tables")
 	if n := db.QueryInt(t, `select count(*) from information_schema.role_table_grants where table_name = 'orders' and grantee = $1`, login); n == 0 {
@@ -156,7 +157,7 @@ func TestServeRefusesOwnedDeniedTable(t *testing.T) {
 	db.Exec(t, `CREATE TABLE keys (k text); ALTER TABLE keys OWNER TO "`+login+`"; REVOKE ALL ON keys FROM "`+login+`";
 		CREATE ROLE "`+owners+`" NOLOGIN; GRANT "`+owners+`" TO "`+login+`"; CREATE TABLE audit (a text); ALTER TABLE audit OWNER TO "`+owners+`";
 		CREATE VIEW keys_view AS SELECT 1 AS one; ALTER VIEW keys_view OWNER TO "`+login+`"`)
-	cfg := func() *runner.Config {
+	cfg := func() *config.Config {
 		return policyConfig(dsn, tools.Policy{DenyTables: []string{"keys", "public.audit", "keys_view", "secrets"}})
 	}
 	mustRefuseThenStart(t, db, cfg, `ALTER TABLE "public"."keys" OWNER TO`, `ALTER TABLE "public"."audit" OWNER TO`,
@@ -170,9 +171,9 @@ func TestServeChecksTokenRolesNotTheLoginRole(t *testing.T) {
 	db, login, dsn := grantsDB(t)
 	agent := agentSetup(t, db, login)
 	db.Exec(t, `GRANT SELECT (k) ON secrets TO "`+agent+`"`)
-	cfg := func() *runner.Config {
+	cfg := func() *config.Config {
 		return policyConfig(dsn, tools.Policy{DenyTables: []string{"secrets"}},
-			runner.Token{Secret: grantsToken, Name: "reader", Scopes: []string{"read"}, Role: agent})
+			auth.Token{Secret: grantsToken, Name: "reader", Scopes: []string{"read"}, Role: agent})
 	}
 	mustRefuseThenStart(t, db, cfg, `REVOKE ALL ON TABLE "public"."secrets" FROM "`+agent+`";`, "column privileges", "token reader")
 }
@@ -239,9 +240,9 @@ func extensionAvailable(t *testing.T, db *pgtest.DB, name string) bool {
 func TestServeRefusesSharedRoleThatReadsStatements(t *testing.T) {
 	t.Parallel()
 	db, _, dsn := grantsDB(t)
-	cfg := func() *runner.Config {
+	cfg := func() *config.Config {
 		return policyConfig(dsn, tools.Policy{},
-			runner.Token{Secret: grantsToken, Name: "hub", Scopes: []string{"read"}, ActAs: true})
+			auth.Token{Secret: grantsToken, Name: "hub", Scopes: []string{"read"}, ActAs: true})
 	}
 	probes := map[string]string{
 		"pg_stat_activity":             "select count(*) from pg_stat_activity where query like '%marker_' || 'bob%'",
@@ -305,9 +306,9 @@ func TestServeRefusesSharedRoleThatReadsPgStatStatements(t *testing.T) {
 	}
 	agent := agentSetup(t, db, login)
 	db.Exec(t, "CREATE EXTENSION pg_stat_statements")
-	cfg := func() *runner.Config {
+	cfg := func() *config.Config {
 		return policyConfig(dsn, tools.Policy{},
-			runner.Token{Secret: grantsToken, Name: "hub", Scopes: []string{"read"}, Role: agent, ActAs: true})
+			auth.Token{Secret: grantsToken, Name: "hub", Scopes: []string{"read"}, Role: agent, ActAs: true})
 	}
 	mustRefuseThenStart(t, db, cfg,
 		`REVOKE EXECUTE ON FUNCTION "public".pg_stat_statements(boolean) FROM PUBLIC;`,

@@ -18,7 +18,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools/session"
 )
 
@@ -273,7 +274,7 @@ func TestKubernetesManifests(t *testing.T) {
 
 	// Ports and probes: the runner's port (DefaultListen's, and the config's listen), /healthz for
 	// liveness, /readyz for readiness.
-	_, defPort, _ := net.SplitHostPort(runner.DefaultListen)
+	_, defPort, _ := net.SplitHostPort(config.DefaultListen)
 	ports := map[string]int{}
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
@@ -310,7 +311,7 @@ func TestKubernetesManifests(t *testing.T) {
 	vol, key := mountOf(t, sts, c, cfgEnv.Value)
 	cm := mustObject(t, objs, volumes[vol])
 	cfgRaw := cm.Data[key]
-	if err := runner.ValidateConfig([]byte(cfgRaw)); err != nil {
+	if err := config.ValidateConfig([]byte(cfgRaw)); err != nil {
 		t.Fatalf("%s %s: %v", volumes[vol], key, err)
 	}
 	dir := t.TempDir()
@@ -327,7 +328,7 @@ func TestKubernetesManifests(t *testing.T) {
 		local = strings.ReplaceAll(local, m[1], filepath.Join(dir, key))
 	}
 	os.WriteFile(filepath.Join(dir, "pgtools.json"), []byte(local), 0o600)
-	cfg, err := runner.LoadConfigFile(filepath.Join(dir, "pgtools.json"))
+	cfg, err := config.LoadConfigFile(filepath.Join(dir, "pgtools.json"))
 	if err == nil {
 		err = cfg.Validate()
 	}
@@ -386,10 +387,10 @@ func checkRouter(t *testing.T, objs map[string]k8sObject, sts k8sObject, port st
 		t.Errorf("the router's ConfigMap key %s must be a *.conf.template in /etc/nginx/templates (the image fills it in)", tmplKey)
 	}
 
-	header := "$http_" + strings.ToLower(strings.ReplaceAll(runner.SessionHeader, "-", "_"))
+	header := "$http_" + strings.ToLower(strings.ReplaceAll(invoke.SessionHeader, "-", "_"))
 	mapHead := regexp.MustCompile(`map\s+(\S+)\s+\$pgtools_backend\s*\{`).FindStringSubmatch(tmpl)
 	if mapHead == nil || mapHead[1] != header {
-		t.Errorf("the router's map must read %s (the runner's %s header): %v", header, runner.SessionHeader, mapHead)
+		t.Errorf("the router's map must read %s (the runner's %s header): %v", header, invoke.SessionHeader, mapHead)
 	}
 	routes := map[string]string{}
 	for _, m := range regexp.MustCompile(`(?m)^\s*~\*\^([0-9a-fA-F]{8})-\s+(\S+);`).FindAllStringSubmatch(tmpl, -1) {

@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/mcpapi"
+	"github.com/pgtools/pgtools/runner/version"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -23,7 +26,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	f.register(fs, getenv)
 	scopeList := fs.String("scopes", "read,write", "what the MCP client may do, comma-separated: read, write, ddl")
 	structured := fs.Bool("structured-content", false, "also send each result as structuredContent, with an outputSchema per tool (the config's mcp.structured_content); default: once, as text")
-	confirmRows := fs.Int("confirm-rows", runner.DefaultMCPConfirmRows, "an update_data, delete_data or operator-defined write tool call that would change more rows asks the human first (clients with elicitation); 0 or less: never")
+	confirmRows := fs.Int("confirm-rows", mcpapi.DefaultMCPConfirmRows, "an update_data, delete_data or operator-defined write tool call that would change more rows asks the human first (clients with elicitation); 0 or less: never")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: pgtools mcp [flags]
 
@@ -67,7 +70,7 @@ Flags:
 	cfg.Tokens, cfg.ExtraPrincipals = nil, 0
 	log := newLogger(stderr, cfg.LogLevel)
 	// The client runs as the login role, so the table lists must hold for it.
-	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *runner.Config, reg *tools.Registry) error {
+	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *config.Config, reg *tools.Registry) error {
 		return checkGrants(ctx, cfg, cfg.LoginRoleUses("the MCP client ("+stdioPrincipal+")"), reg, log)
 	}})
 	if err != nil {
@@ -78,12 +81,12 @@ Flags:
 	reg := rt.Registry()
 	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes}
 	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
-		Str("version", runner.Version).Msg("pgtools mcp serving")
-	opts := runner.MCPOptions{ConfirmRowsOver: *confirmRows, StructuredContent: *structured || cfg.MCPStructuredContent}
+		Str("version", version.Version).Msg("pgtools mcp serving")
+	opts := mcpapi.MCPOptions{ConfirmRowsOver: *confirmRows, StructuredContent: *structured || cfg.MCPStructuredContent}
 	if *confirmRows <= 0 {
 		opts.ConfirmRowsOver = -1
 	}
-	if err := runner.ServeMCPStdio(ctx, reg, p, os.Stdin, stdout, log, opts); err != nil {
+	if err := mcpapi.ServeMCPStdio(ctx, reg, p, os.Stdin, stdout, log, opts); err != nil {
 		log.Error().Err(err).Msg("mcp failed")
 		return 1
 	}

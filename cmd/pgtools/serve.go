@@ -17,6 +17,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner"
+	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/runner/version"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
@@ -69,7 +72,7 @@ func (f *dbFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 }
 
 // apply sets the flags that were given on the default database's policy.
-func (p policyFlags) apply(fs *flag.FlagSet, cfg *runner.Config) error {
+func (p policyFlags) apply(fs *flag.FlagSet, cfg *config.Config) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	names := []string{"read-only", "allow-ddl", "max-affected-rows", "allow-tables", "deny-tables", "table-lists", "disable-tools", "statement-timeout", "lock-timeout", "prepared-statements"}
@@ -141,10 +144,10 @@ func (p policyFlags) apply(fs *flag.FlagSet, cfg *runner.Config) error {
 
 // load merges file, environment and flags: flags win over environment, which wins over the file.
 // The caller adds its own settings and validates.
-func (f *dbFlags) load() (*runner.Config, error) {
-	cfg := &runner.Config{Databases: map[string]runner.DatabaseConfig{}}
+func (f *dbFlags) load() (*config.Config, error) {
+	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{}}
 	if f.configFile != "" {
-		c, err := runner.LoadConfigFile(f.configFile)
+		c, err := config.LoadConfigFile(f.configFile)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +206,7 @@ func (f *serveFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 
 // config merges file, environment and flags: flags win over environment, which wins over the file.
 // Tokens add up: the file's, then --token, then PGTOOLS_TOKENS and PGTOOLS_TOKENS_FILE.
-func (f *serveFlags) config() (*runner.Config, error) {
+func (f *serveFlags) config() (*config.Config, error) {
 	cfg, err := f.load()
 	if err != nil {
 		return nil, err
@@ -234,7 +237,7 @@ func (f *serveFlags) config() (*runner.Config, error) {
 		sources = append(sources, struct{ origin, spec string }{"env PGTOOLS_TOKENS_FILE", spec})
 	}
 	for _, src := range sources {
-		toks, err := runner.ParseTokens([]string{src.spec}, len(cfg.Tokens))
+		toks, err := config.ParseTokens([]string{src.spec}, len(cfg.Tokens))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", src.origin, err)
 		}
@@ -277,9 +280,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return 2
 	}
 	log := newLogger(stderr, cfg.LogLevel)
-	if runner.TracingEnabled(getenv) {
+	if invoke.TracingEnabled(getenv) {
 		// The exporter reads the OTEL_* variables itself (endpoint, headers, sampler, batching).
-		tp, shutdown, err := runner.NewTracerProvider(ctx, cfg.ReplicaID)
+		tp, shutdown, err := invoke.NewTracerProvider(ctx, cfg.ReplicaID)
 		if err != nil {
 			fmt.Fprintf(stderr, "pgtools serve: %v\n", err)
 			return 2
@@ -304,7 +307,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			}
 		}
 	}()
-	reload := reloader{trigger: trigger, load: func() (*runner.Config, error) {
+	reload := reloader{trigger: trigger, load: func() (*config.Config, error) {
 		c, err := f.config()
 		if err != nil {
 			return nil, err
@@ -324,7 +327,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 // again, the way the start read it (file, environment, flags). The zero reloader never fires.
 type reloader struct {
 	trigger <-chan struct{}
-	load    func() (*runner.Config, error)
+	load    func() (*config.Config, error)
 }
 
 // serve opens the databases and runs the HTTP API, and beside it a task-runner client per n8n
@@ -334,8 +337,8 @@ type reloader struct {
 //
 // The databases need not be up: pools connect on first use, /readyz answers 503 until every
 // database answers, and calls meanwhile fail with connection_error.
-func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log zerolog.Logger, ready chan<- string, reload reloader) error {
-	prepare := func(cfg *runner.Config) {
+func serve(ctx context.Context, cfg *config.Config, brokers brokerConfig, log zerolog.Logger, ready chan<- string, reload reloader) error {
+	prepare := func(cfg *config.Config) {
 		cfg.ExtraPrincipals = 0
 		if len(brokers.urls) > 0 {
 			cfg.ExtraPrincipals = 1 // the broker principal shares the session and transaction limits
@@ -345,7 +348,7 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 		}
 	}
 	prepare(cfg)
-	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *runner.Config, reg *tools.Registry) error {
+	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *config.Config, reg *tools.Registry) error {
 		return serveChecks(ctx, cfg, brokers, reg, log)
 	}})
 	if err != nil {
@@ -371,7 +374,7 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 		}
 	}
 	ev := log.Info().Str("listen", ln.Addr().String()).Strs("databases", rt.Registry().Databases()).Int("tokens", len(cfg.Tokens)).
-		Str("version", runner.Version).Str("replica", cfg.ReplicaID).Str("session_prefix", rt.Sessions().Tag())
+		Str("version", version.Version).Str("replica", cfg.ReplicaID).Str("session_prefix", rt.Sessions().Tag())
 	if metricsLn != nil {
 		ev = ev.Str("metrics_listen", metricsLn.Addr().String())
 	}
@@ -387,7 +390,7 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 					return
 				case <-reload.trigger:
 					log.Info().Msg("reloading the configuration")
-					_ = rt.Reload(ctx, func() (*runner.Config, error) {
+					_ = rt.Reload(ctx, func() (*config.Config, error) {
 						cfg, err := reload.load()
 						if err == nil {
 							prepare(cfg)
@@ -404,8 +407,8 @@ func serve(ctx context.Context, cfg *runner.Config, brokers brokerConfig, log ze
 // serveChecks are the checks serve runs on a registry before it serves, at start and at each
 // reload: a mapped role that could change its role or claims voids row-level security, the
 // broker's role must be usable, and the table lists must hold as grants.
-func serveChecks(ctx context.Context, cfg *runner.Config, brokers brokerConfig, reg *tools.Registry, log zerolog.Logger) error {
-	if err := runner.CheckRoles(ctx, cfg, reg.Database); err != nil {
+func serveChecks(ctx context.Context, cfg *config.Config, brokers brokerConfig, reg *tools.Registry, log zerolog.Logger) error {
+	if err := config.CheckRoles(ctx, cfg, reg.Database); err != nil {
 		return err
 	}
 	if role := brokers.principal.Role; role != "" && len(brokers.urls) > 0 {
@@ -422,22 +425,22 @@ func serveChecks(ctx context.Context, cfg *runner.Config, brokers brokerConfig, 
 
 // callers are the broker principal's roles for the start-up check of grants: none without a
 // broker; with --n8n-act-as its role is shared by the subjects tasks name.
-func (b brokerConfig) callers() []runner.ExtraCaller {
+func (b brokerConfig) callers() []config.ExtraCaller {
 	if len(b.urls) == 0 {
 		return nil
 	}
 	by := "n8n broker principal " + b.principal.Name
-	out := []runner.ExtraCaller{{Name: by, Role: b.principal.Role}}
+	out := []config.ExtraCaller{{Name: by, Role: b.principal.Role}}
 	if b.actAs != nil {
-		out = append(out, runner.ExtraCaller{Name: by + " (--n8n-act-as)", Role: b.principal.Role, Shared: true})
+		out = append(out, config.ExtraCaller{Name: by + " (--n8n-act-as)", Role: b.principal.Role, Shared: true})
 	}
 	return out
 }
 
-// checkGrants runs the start-up check of grants (runner.CheckGrants) for the roles in uses, logs
+// checkGrants runs the start-up check of grants (config.CheckGrants) for the roles in uses, logs
 // its warnings and returns its refusal, which stops the start.
-func checkGrants(ctx context.Context, cfg *runner.Config, uses map[string][]runner.RoleUse, reg *tools.Registry, log zerolog.Logger) error {
-	rep, err := runner.CheckGrants(ctx, cfg, uses, reg.Database)
+func checkGrants(ctx context.Context, cfg *config.Config, uses map[string][]config.RoleUse, reg *tools.Registry, log zerolog.Logger) error {
+	rep, err := config.CheckGrants(ctx, cfg, uses, reg.Database)
 	if err != nil {
 		return err
 	}
@@ -461,6 +464,6 @@ func cmdVersion(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
-	fmt.Fprintf(stdout, "pgtools %s\n", runner.Version)
+	fmt.Fprintf(stdout, "pgtools %s\n", version.Version)
 	return 0
 }

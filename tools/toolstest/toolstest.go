@@ -1,5 +1,5 @@
 // Package toolstest builds tools registries for tests outside package tools (runner,
-// tools/session, runner/taskbroker): a pool configured as pgtools configures it, over a DSN the
+// tools/session, runner/n8n): a pool configured as pgtools configures it, over a DSN the
 // test gives, closed when the test ends. It is for tests only.
 package toolstest
 

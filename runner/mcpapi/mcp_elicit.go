@@ -1,0 +1,115 @@
+package mcpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/tools"
+)
+
+// confirmKey names pgtools' one input request (elicitation) in a multi-round-trip call.
+const confirmKey = "pgtools_confirm"
+
+// confirmed runs call and, when the client declares elicitation, asks the human before what
+// cannot be undone: a DROP or TRUNCATE that the tools refused without confirm_destructive, and a
+// write the tools can count (update_data, delete_data, an operator-defined write tool; not a
+// dry run) whose dry run counts more than ConfirmRowsOver rows. What to count, what to send once
+// the human agrees and the question's text come from the registry's Preview, routed like the
+// call itself, so the question names the database the call runs on. It returns the answer to
+// send, or a result asking the client for input.
+//
+// The question is an input request of the SDK's multi-round-trip calls (SEP-2322): a client on
+// the 2026-07-28 protocol receives it as an input_required result and calls again with the
+// human's answer, which needs no server-side state, so /mcp stays stateless and replicas stay
+// interchangeable; for older clients the SDK sends elicitation/create on the same connection and
+// calls the handler again with the answer (stdio). A stateless POST of an older protocol carries
+// no capabilities, so such a client keeps the behaviour of a client without elicitation: the
+// refusal (confirmation_required) or the call as sent. requestState binds an answer to the exact
+// tool and arguments it was given for; an answer for anything else is ignored.
+func confirmed(ctx context.Context, req *mcp.CallToolRequest, inv *invoke.Invoker, call invoke.Call, opts MCPOptions) (invoke.Answer, *mcp.CallToolResult) {
+	caps := req.ClientCapabilities()
+	canAsk := caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+	state := confirmState(call)
+	if resp, ok := req.Params.InputResponses[confirmKey].(*mcp.ElicitResult); ok && req.Params.RequestState == state {
+		if resp.Action != "accept" {
+			return declined(call), nil
+		}
+		if pv, perr := inv.Preview(ctx, call); perr == nil && pv.ConfirmedArgs != nil {
+			call.Args = pv.ConfirmedArgs
+		}
+		return inv.Invoke(ctx, call), nil
+	}
+	if !canAsk {
+		return inv.Invoke(ctx, call), nil
+	}
+	pv, perr := inv.Preview(ctx, call)
+	if perr != nil {
+		return inv.Invoke(ctx, call), nil // the call answers the same refusal, logged like any call
+	}
+	if pv.CountArgs != nil && opts.ConfirmRowsOver > 0 {
+		dry := call
+		dry.Args = pv.CountArgs
+		ans := inv.Invoke(ctx, dry)
+		if ans.Err != nil {
+			return ans, nil // the real call would fail the same way, and nothing was changed
+		}
+		if n := ans.Summary.AffectedRows; n != nil && *n > opts.ConfirmRowsOver {
+			return invoke.Answer{}, askConfirm(pv.AskRows(*n, ans.Summary.Table, opts.ConfirmRowsOver), state)
+		}
+		return inv.Invoke(ctx, call), nil
+	}
+	ans := inv.Invoke(ctx, call)
+	if ans.Err != nil && ans.Err.Type == tools.ErrConfirmationRequired && pv.ConfirmedArgs != nil {
+		return invoke.Answer{}, askConfirm(pv.AskDestructive(ans.Err.Message), state)
+	}
+	return ans, nil
+}
+
+// askConfirm is the input-required result that asks the human msg; accepting needs no input.
+func askConfirm(msg, state string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{confirmKey: &mcp.ElicitParams{Mode: "form", Message: msg,
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}},
+		RequestState: state,
+	}
+}
+
+// declined is the answer to a call the human declined: refused like a call that lacked
+// confirmation, and nothing was changed (the dry run or the refused statement rolled back).
+func declined(call invoke.Call) invoke.Answer {
+	e := &tools.Error{Type: tools.ErrConfirmationRequired,
+		Message:    "The user declined to confirm this " + call.Tool + " call; nothing was changed",
+		Suggestion: "Do not repeat the call unless the user asks for it; ask the user what to do instead."}
+	body, _ := e.MarshalJSON()
+	return invoke.Answer{Body: body, Err: e}
+}
+
+// confirmState binds a human's answer to the tool and arguments it was asked about.
+func confirmState(call invoke.Call) string {
+	h := sha256.New()
+	h.Write([]byte(call.Tool))
+	h.Write([]byte{0})
+	h.Write(call.Args)
+	return "pgtools-confirm-v1:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// httpRequestCtxKey carries the context of the HTTP request that brought an MCP message.
+type httpRequestCtxKey struct{}
+
+// withHTTPCancel ends ctx when the HTTP request that brought the call ends (the client closed
+// the connection or aborted the POST). On stateless /mcp the POST is the whole call: nobody can
+// receive its answer any more, so the statement is cancelled on the server rather than left to
+// run to its timeout. The SDK does this itself only for the 2026-07-28 protocol.
+func withHTTPCancel(ctx context.Context) (context.Context, context.CancelFunc) {
+	reqCtx, ok := ctx.Value(httpRequestCtxKey{}).(context.Context)
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(reqCtx, cancel)
+	return ctx, func() { stop(); cancel() }
+}

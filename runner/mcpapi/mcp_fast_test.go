@@ -1,0 +1,121 @@
+package mcpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// referenceFastCall is parseFastCall's meaning written the slow, obvious way: the whole message
+// decoded into maps, exact member names, each once.
+func referenceFastCall(body []byte) (fastCall, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var msg map[string]json.RawMessage
+	if dec.Decode(&msg) != nil || dec.More() || len(msg) != 4 || string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` {
+		return fastCall{}, false
+	}
+	id := msg["id"]
+	if !fastID.Match(id) {
+		return fastCall{}, false
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) != nil {
+		return fastCall{}, false
+	}
+	name := plainString(params["name"])
+	args, hasArgs := params["arguments"]
+	if name == "" || len(params) != map[bool]int{false: 1, true: 2}[hasArgs] || hasArgs && args[0] != '{' && string(args) != "null" {
+		return fastCall{}, false
+	}
+	var compactArgs []byte
+	if hasArgs {
+		compactArgs = args
+	}
+	return fastCall{id: id, tool: name, args: compactArgs}, true
+}
+
+// TestParseFastCall: the canonical plain calls in any member order and spacing are taken, with
+// their id, name and arguments as sent; anything else (repeated, escaped or differently cased
+// members, extra members, other methods, batches) is not. Decoding into maps would also let a
+// repeated member through (the last wins), which is why the reference refuses fewer; the
+// duplicate cases are checked against the scanner alone.
+func TestParseFastCall(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		body, id, tool, args string
+		ok                   bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"t"}}}`, "1", "select_query", `{"table":"t"}`, true},
+		{` { "params" : { "arguments" : { "sql" : "select '}' , \"{\" " } , "name" : "execute_sql" } , "id" : "a-1" , "method" : "tools/call" , "jsonrpc" : "2.0" } `, `"a-1"`, "execute_sql", `{ "sql" : "select '}' , \"{\" " }`, true},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`, "2", "x", "", true},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":null}}`, "2", "x", "null", true},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,{"b":"]"}]}}}`, "2", "x", `{"a":[1,{"b":"]"}]}`, true},
+		{`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"na\u006de":"x"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x\u0041"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1}}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
+		{`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[1]}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}} {}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":""}}`, "", "", "", false},
+	} {
+		got, ok := parseFastCall([]byte(c.body))
+		if ok != c.ok || ok && (string(got.id) != c.id || got.tool != c.tool || string(got.args) != c.args) {
+			t.Errorf("%s: got %v %q %q %q, want %v %q %q %q", c.body, ok, got.id, got.tool, got.args, c.ok, c.id, c.tool, c.args)
+		}
+	}
+}
+
+// FuzzParseFastCall: whatever the scanner takes, the obvious decoding takes too, with the same
+// id, tool and arguments; so the fast path never reads a message otherwise than the SDK would.
+func FuzzParseFastCall(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"orders","limit":2}}}`,
+		`{"jsonrpc":"2.0","id":"req-7","method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"SELECT '<b>&amp;</b> \u2028' AS t"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"describe_schema"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"describe_schema","arguments":null}}`,
+		`{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"select_query","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"select_query","arguments":{},"_meta":{"progressToken":"p1"}}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]`,
+		`{"jsonrpc":`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"arguments":{"a":"\"}"},"name":"n"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := parseFastCall(body)
+		if !ok {
+			return
+		}
+		want, wok := referenceFastCall(body)
+		if !wok || string(got.id) != string(want.id) || got.tool != want.tool || string(got.args) != string(want.args) {
+			t.Fatalf("%q: scanner %q %q %q; reference %v %q %q %q", body, got.id, got.tool, got.args, wok, want.id, want.tool, want.args)
+		}
+	})
+}
+
+// TestMCPFastPathRefusesForeignHosts: on a loopback listener, a request whose Host is not
+// loopback (DNS rebinding) is never answered by the fast path; the SDK refuses it with 403.
+func TestMCPFastPathRefusesForeignHosts(t *testing.T) {
+	t.Parallel()
+	req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(nil))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for host, want := range map[string]bool{"127.0.0.1:8080": true, "localhost:8080": true, "[::1]:8080": true,
+		"rebind.example:8080": false, "LOCALHOST:8080": false, "127.0.0.1.nip.io:8080": false} {
+		r := req.WithContext(context.WithValue(t.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}))
+		r.Host = host
+		if got := fastHeadersOK(r); got != want {
+			t.Errorf("Host %s on a loopback listener: fast path %v, want %v", host, got, want)
+		}
+	}
+}

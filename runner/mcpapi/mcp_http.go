@@ -1,0 +1,111 @@
+package mcpapi
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/pgtools/pgtools/runner/internal/httpx"
+	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/tools"
+)
+
+// HTTP serves MCP over Streamable HTTP at /mcp, behind the same bearer tokens as the HTTP API
+// (h.authed answers a missing or bad token with 401 before MCP sees the request).
+//
+// It runs stateless: every POST is a complete exchange and no Mcp-Session-Id is issued or
+// honoured. A tool server needs nothing from an MCP session (pgtools sessions are pg_tx
+// session_ids, owned by the token's principal), and stateless requests keep replicas
+// interchangeable behind a load balancer and leave no per-client state to expire or hijack.
+// Answers are plain JSON, not SSE streams, except for a call that asks for progress (a
+// progressToken): its POST is answered with an SSE stream that carries the progress
+// notifications and then the result.
+type HTTP struct {
+	reg      *tools.Registry
+	inv      *invoke.Invoker
+	opts     MCPOptions
+	log      zerolog.Logger
+	maxBody  int64
+	bodyWait time.Duration
+	stream   *mcp.StreamableHTTPHandler // JSON answers
+	events   *mcp.StreamableHTTPHandler // SSE answers, for calls that asked for progress
+
+	servers *mcpServers // one per principal, built on first use
+	// registered holds the names of the tools the servers offer, for the fast path (mcp_fast.go).
+	registered map[string]bool
+}
+
+type mcpPrincipalKey struct{}
+
+// NewHTTP returns the /mcp handler offering reg's tools and running calls through inv (the HTTP
+// API's, with its per-token limits). maxBody caps a JSON-RPC message, like a POST body of the
+// HTTP API, and bodyWait is the body's read deadline (withBodyDeadline sets it; it is named in
+// the 408). mcpOpts configures the tools (MCPOptions).
+func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration, mcpOpts MCPOptions) *HTTP {
+	m := &HTTP{reg: reg, inv: inv, opts: mcpOpts, log: log, maxBody: maxBody, bodyWait: bodyWait}
+	m.registered = map[string]bool{}
+	for _, t := range reg.Tools() {
+		m.registered[t.Name] = true
+	}
+	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return NewMCPServerWith(reg, p, log, inv, mcpOpts) })
+	opts := mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		MaxRequestBodyBytes: maxBody,
+		Logger:              slogFor(log),
+		// Cancels a tool call whose client went away (protocol versions where a POST is the whole
+		// call); withHTTPCancel does it for the older ones.
+		PropagateRequestCancellation: true,
+	}
+	m.stream = mcp.NewStreamableHTTPHandler(m.server, &opts)
+	sse := opts
+	sse.JSONResponse = false
+	m.events = mcp.NewStreamableHTTPHandler(m.server, &sse)
+	return m
+}
+
+// Serve is the principalHandler that h.authed calls with the token's principal.
+//
+// A POST body is read here, before the SDK sees it, so that a body that does not arrive in time
+// is answered like on the HTTP API (408 with the pgtools error object) rather than with the
+// SDK's plain-text 400. At most maxBody+1 bytes are read: a longer body still reaches the SDK's
+// own limit, which answers 413.
+func (m *HTTP) Serve(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	stream := m.stream
+	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, m.maxBody+1))
+		if err != nil {
+			e := httpx.BodyReadError(w, err, m.maxBody, m.bodyWait)
+			if info := httpx.RequestLogOf(r.Context()); info != nil {
+				info.ErrorType = e.Type
+			}
+			return
+		}
+		if m.serveFast(w, r, p, body) {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		// Only a message that names a progress token can want notifications; the SDK's own
+		// parsing decides whether it really is one.
+		if bytes.Contains(body, []byte(`"progressToken"`)) {
+			stream = m.events
+		}
+	}
+	ctx := context.WithValue(r.Context(), mcpPrincipalKey{}, p)
+	stream.ServeHTTP(w, r.WithContext(context.WithValue(ctx, httpRequestCtxKey{}, r.Context())))
+}
+
+// server returns the MCP server of the request's principal. The principal is bound into the
+// server's tool handlers rather than looked up per call, so no call can run without one.
+func (m *HTTP) server(r *http.Request) *mcp.Server {
+	p, ok := r.Context().Value(mcpPrincipalKey{}).(tools.Principal)
+	if !ok {
+		return nil // not reached through authed: the SDK answers 400
+	}
+	return m.servers.get(p)
+}
