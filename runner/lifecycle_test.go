@@ -17,7 +17,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools/pgtest"
-	"github.com/pgtools/pgtools/tools/pgtest/localpg"
+	"github.com/pgtools/pgtools/tools/localpg"
 )
 
 // running is a Server started with Run on real listeners, as pgtools serve runs it.

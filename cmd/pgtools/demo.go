@@ -15,7 +15,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/demodata"
-	"github.com/pgtools/pgtools/tools/pgtest/localpg"
+	"github.com/pgtools/pgtools/tools/localpg"
 )
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -54,7 +54,7 @@ type HandlerOptions struct {
 	// Caller runs the tool calls of the API and of /mcp (default: the registry). A wrapper may
 	// add behaviour around every call; listings and readiness always come from the registry.
 	Caller invoke.Caller
-	// Tracer, when set, traces every tool call (OpenTelemetry, runner/otel.go); nil: off.
+	// Tracer, when set, traces every tool call (OpenTelemetry, runner/invoke/otel.go); nil: off.
 	Tracer invoke.TracerProvider
 	// JWT and MCPOAuth accept JWT bearer tokens and make /mcp an OAuth resource server
 	// (Config.JWT, Config.MCPOAuth, validated); nil: off.
@@ -146,7 +146,7 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 func (h *handler) logged(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		r = invoke.WithSessionHeader(invoke.WithTraceContext(r)) // runner/sessionroute.go, runner/otel.go
+		r = invoke.WithSessionHeader(invoke.WithTraceContext(r)) // invoke/sessionroute.go, invoke/otel.go
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID(id) {
 			id = h.inv.NextID()

@@ -15,7 +15,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
-	"github.com/pgtools/pgtools/tools/pgtest/localpg"
+	"github.com/pgtools/pgtools/tools/localpg"
 )
 
 const (
