@@ -30,7 +30,11 @@ demo: deps-demo build ## throwaway PostgreSQL + sample data + the runner on 127.
 	./bin/pgtools demo $(ARGS)
 
 test: deps-test vet ## the whole test suite against a real PostgreSQL (what CI runs)
-	$(GO) test -race -count=1 ./...
+	@# Race reports go to files and are printed again at the end, whole: interleaved with the
+	@# output of parallel packages they are hard to read, and a CI log may keep only its tail.
+	@rm -rf .race && mkdir -p .race
+	@GORACE="log_path=$(CURDIR)/.race/report" $(GO) test -race -count=1 ./...; rc=$$?; \
+	  if ls .race/report.* >/dev/null 2>&1; then echo "== data race reports (.race/)"; cat .race/report.*; rc=1; fi; exit $$rc
 
 test-fleet: deps-test ## three replicas behind a real NGINX on loopback: spread, session routing by id prefix, drain (runner/fleet)
 	$(GO) test -count=1 -v -run Fleet ./runner/fleet
