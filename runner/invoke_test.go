@@ -39,7 +39,7 @@ func TestPanicIsAnInternalErrorOverHTTP(t *testing.T) {
 	reg, caller := panicRegistry(t)
 	logs := &syncBuffer{}
 	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.New(logs),
-		Caller: caller, Limits: invoke.Limits{MaxConcurrent: 1}}))
+		Caller: caller, Limits: invoke.Limits{MaxConcurrentPerToken: 1}}))
 	t.Cleanup(srv.Close)
 	client := srv.Client()
 	reused := 0
@@ -65,7 +65,7 @@ func TestPanicIsAnInternalErrorOverHTTP(t *testing.T) {
 		}
 		return resp.StatusCode, out, resp.Header.Get("X-Request-Id")
 	}
-	for i := range 3 { // more than MaxConcurrent: a leaked slot would refuse the second call
+	for i := range 3 { // more than MaxConcurrentPerToken: a leaked slot would refuse the second call
 		status, out, id := post("describe_schema", `{"table":"SECRET-ARG-VALUE"}`)
 		if status != http.StatusInternalServerError || out["errorType"] != "internal_error" || id == "" ||
 			!strings.Contains(out["error"].(string), id) || !strings.Contains(out["suggestion"].(string), id) {

@@ -196,7 +196,7 @@ func TestServerSharesConnectionsBetweenTokens(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	const tokA, tokB = "token-a-share-0123456789", "token-b-share-0123456789"
-	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.RoleDSN(t, "share")}}, MaxSessions: 2, MaxTransactions: 2,
+	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.RoleDSN(t, "share")}}, Sessions: config.Sessions{MaxSessions: 2, MaxTransactions: 2},
 		Tokens: []auth.Token{{Secret: tokA, Name: "a", Scopes: []string{"read", "write"}}, {Secret: tokB, Name: "b", Scopes: []string{"read", "write"}}}}
 	f := newServerFixture(t, cfg)
 	if status, body, _ := f.call(t, tokA, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {

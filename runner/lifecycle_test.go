@@ -16,8 +16,8 @@ import (
 
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
-	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/localpg"
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 // running is a Server started with Run on real listeners, as pgtools serve runs it.
@@ -112,7 +112,7 @@ func TestDrainingAndMetricsListener(t *testing.T) {
 	role := db.RoleName("drain")
 	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases:     map[string]config.DatabaseConfig{"default": {URL: dsn}},
-		MetricsListen: "127.0.0.1:0", DrainDelay: 700 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond, ShutdownGraceSet: true}
+		MetricsListen: "127.0.0.1:0", Shutdown: config.Shutdown{DrainDelaySeconds: 0.7, GraceSeconds: ptr(0.5)}}
 	r := runServer(t, cfg)
 
 	if res := get(r.base + "/readyz"); res.status != 200 {
@@ -339,3 +339,5 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 		t.Errorf("/readyz after the restart: %+v", res)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

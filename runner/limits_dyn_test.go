@@ -49,7 +49,7 @@ func TestLimitsReachPrincipalsNotConfiguredAsTokens(t *testing.T) {
 // subjects none of their own, so one end user could hold the token's whole limit.
 func TestConcurrencyPerOwnerAndSubject(t *testing.T) {
 	t.Parallel()
-	l := invoke.NewLimiter(invoke.Limits{MaxConcurrent: 2}, []string{"hub", "other"}, nil)
+	l := invoke.NewLimiter(invoke.Limits{MaxConcurrentPerToken: 2}, []string{"hub", "other"}, nil)
 	var held []invoke.Admission
 	admit := func(name, quota string) *tools.Error {
 		a, _, terr := l.Admit(tools.Principal{Name: name, Quota: quota})

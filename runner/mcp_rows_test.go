@@ -31,7 +31,7 @@ func TestMCPRowsOnce(t *testing.T) {
 	tokens := map[bool]int{}
 	for _, structured := range []bool{false, true} {
 		cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-			Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, MCPStructuredContent: structured}
+			Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, MCP: config.MCPConfig{StructuredContent: structured}}
 		f := newServerFixture(t, cfg)
 
 		status, body, _ := apitest.MCPPost(t, f.http.URL, allToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
@@ -124,8 +124,8 @@ func TestMCPStructuredContentConfig(t *testing.T) {
 		if err := json.Unmarshal(raw, &eff); err != nil {
 			t.Fatal(err)
 		}
-		if cfg.MCPStructuredContent != c.want || eff.MCP.StructuredContent == nil || *eff.MCP.StructuredContent != c.want {
-			t.Errorf("%s: MCPStructuredContent %v, effective config %s", c.doc, cfg.MCPStructuredContent, raw)
+		if cfg.MCP.StructuredContent != c.want || eff.MCP.StructuredContent == nil || *eff.MCP.StructuredContent != c.want {
+			t.Errorf("%s: MCPStructuredContent %v, effective config %s", c.doc, cfg.MCP.StructuredContent, raw)
 		}
 	}
 	_, err := config.LoadConfigFile(write("bad.json", `{"mcp": {"structured": true}, `+db+`}`))

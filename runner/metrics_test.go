@@ -45,7 +45,7 @@ func BenchmarkObserveCallError(b *testing.B) {
 
 // BenchmarkLimiterAdmit is the cost of the per-token limits on an admitted call.
 func BenchmarkLimiterAdmit(b *testing.B) {
-	l := invoke.NewLimiter(invoke.Limits{RatePerSecond: 1e9, Burst: 1 << 30, MaxConcurrent: 1 << 20}, []string{"ops"}, nil)
+	l := invoke.NewLimiter(invoke.Limits{RatePerSecond: 1e9, Burst: 1 << 30, MaxConcurrentPerToken: 1 << 20}, []string{"ops"}, nil)
 	p := tools.Principal{Name: "ops"}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -38,7 +38,7 @@ func newQuotaFixture(t *testing.T) *quotaFixture {
 	db.Exec(t, `CREATE TABLE probe (id int PRIMARY KEY, tenant text); GRANT SELECT, INSERT ON probe TO `+role)
 	iss := authtest.NewIssuer(t)
 	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.DSN, Policy: tools.Policy{PoolWait: 300 * time.Millisecond}}},
-		MaxSessions: 6, MaxTransactions: 6,
+		Sessions: config.Sessions{MaxSessions: 6, MaxTransactions: 6},
 		Tokens: []auth.Token{
 			{Secret: actAsToken, Name: "hub", Scopes: []string{"read", "write"}, Role: role, ActAs: true},
 			{Secret: quotaOtherToken, Name: "other", Scopes: []string{"read", "write"}},

@@ -108,8 +108,8 @@ func processChanges(was, now *config.Config) []string {
 	add(was.AuditLog != now.AuditLog, "audit_log")
 	add(was.LogLevel != now.LogLevel, "log_level")
 	add(was.ConnLimits() != now.ConnLimits(), "session and pg_transaction limits")
-	add(was.SessionTTL != now.SessionTTL, "session_ttl")
-	add(was.DrainDelay != now.DrainDelay || was.ShutdownGrace != now.ShutdownGrace, "drain_delay/shutdown_grace")
+	add(was.Sessions.TTLSeconds != now.Sessions.TTLSeconds, "sessions.ttl_seconds")
+	add(was.Shutdown.DrainDelay() != now.Shutdown.DrainDelay() || was.Shutdown.Grace() != now.Shutdown.Grace(), "shutdown")
 	return out
 }
 

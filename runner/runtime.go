@@ -94,7 +94,7 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 	var stats invoke.SessionStats
 	if !opts.NoSessions {
 		rt.sessions = session.New(session.Config{MaxSessions: l.MaxSessions, MaxPerPrincipal: l.MaxSessionsPerPrincipal,
-			MaxPerSubject: l.MaxSessionsPerSubject, TTL: cfg.SessionTTL, Log: log, ReplicaID: cfg.ReplicaID})
+			MaxPerSubject: l.MaxSessionsPerSubject, TTL: cfg.Sessions.TTL(), Log: log, ReplicaID: cfg.ReplicaID})
 		sweepCtx, stop := context.WithCancel(context.Background())
 		rt.stopSweep = stop
 		go rt.sessions.Run(sweepCtx, 0)
@@ -136,9 +136,9 @@ func (rt *Runtime) newGeneration(ctx context.Context, cfg *config.Config, dbs []
 
 func (rt *Runtime) handler(g *generation) http.Handler {
 	cfg := g.cfg
-	return httpapi.NewHandlerWith(g.reg, httpapi.HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.MaxBodyBytes,
-		Limits: cfg.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
-		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCPStructuredContent},
+	return httpapi.NewHandlerWith(g.reg, httpapi.HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
+		Limits: cfg.Limits.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
+		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCP.StructuredContent},
 		OpenAPIPublic: cfg.OpenAPIPublic})
 }
 

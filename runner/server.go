@@ -94,12 +94,12 @@ func (s *Server) Run(ctx context.Context, ln, metricsLn net.Listener) error {
 	}
 	drain := func() {
 		s.health.SetDraining()
-		if d := s.cfg.DrainDelay; d > 0 {
+		if d := s.cfg.Shutdown.DrainDelay(); d > 0 {
 			s.log.Info().Dur("drain_delay", d).Msg("shutting down: /readyz answers 503; still serving during the drain delay")
 			time.Sleep(d)
 		}
 	}
-	return serve(ctx, ln, s.api, s.log, s.cfg.ShutdownGrace, drain, extra)
+	return serve(ctx, ln, s.api, s.log, s.cfg.Shutdown.Grace(), drain, extra)
 }
 
 // Serve runs the HTTP handler h on ln until ctx is cancelled, then shuts down gracefully: it stops

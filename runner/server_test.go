@@ -256,7 +256,7 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 	dsn := newRoleDB(t, "metrics", `CREATE TABLE orders (id int PRIMARY KEY, status text);
 		INSERT INTO orders SELECT i, 'paid' FROM generate_series(1, 10) i`, "")
 	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, SessionTTL: time.Hour}
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Sessions: config.Sessions{TTLSeconds: 3600}}
 	f := newServerFixture(t, cfg)
 	sel := map[string]string{"tool": "select_query", "database": "default"}
 	with := func(m map[string]string, k, v string) map[string]string {
@@ -333,7 +333,7 @@ func TestSessionExpiriesAreCounted(t *testing.T) {
 	t.Parallel()
 	dsn := newRoleDB(t, "expiry", `CREATE TABLE t (id int)`, "")
 	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, SessionTTL: 200 * time.Millisecond}
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Sessions: config.Sessions{TTLSeconds: 0.2}}
 	f := newServerFixture(t, cfg)
 	if status, body, _ := f.call(t, allToken, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("begin: %d %v", status, body)
@@ -356,7 +356,7 @@ func TestRateLimit(t *testing.T) {
 	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}},
 		{Secret: limitedToken, Name: "other", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}},
-		Limits:    invoke.Limits{RatePerSecond: 2, Burst: 3}}
+		Limits:    config.Limits{Limits: invoke.Limits{RatePerSecond: 2, Burst: 3}}}
 	f := newServerFixture(t, cfg)
 	for i := 0; i < 3; i++ {
 		if status, body, _ := f.call(t, allToken, "select_query", `{"table":"t"}`); status != 200 {
@@ -395,7 +395,7 @@ func TestConcurrencyLimit(t *testing.T) {
 	t.Parallel()
 	dsn := newRoleDB(t, "conc", `CREATE TABLE t (id int)`, "")
 	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Limits: invoke.Limits{MaxConcurrent: 1}}
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Limits: config.Limits{Limits: invoke.Limits{MaxConcurrentPerToken: 1}}}
 	f := newServerFixture(t, cfg)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -477,7 +477,7 @@ func TestRateLimitOverMCP(t *testing.T) {
 	t.Parallel()
 	dsn := newRoleDB(t, "mcprate", `CREATE TABLE t (id int)`, "")
 	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
-		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Limits: invoke.Limits{RatePerSecond: 0.5, Burst: 1}}
+		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Limits: config.Limits{Limits: invoke.Limits{RatePerSecond: 0.5, Burst: 1}}}
 	f := newServerFixture(t, cfg)
 	cs, err := apitest.ConnectMCP(t, f.http.URL, allToken)
 	if err != nil {

@@ -173,8 +173,8 @@ func TestDockerCompose(t *testing.T) {
 		t.Errorf("the runner's database URL must point at the postgres service: %v", u)
 	}
 	grace, _ := time.ParseDuration(pg.StopGracePeriod)
-	if grace <= cfg.DrainDelay+cfg.ShutdownGrace {
-		t.Errorf("stop_grace_period %s is not above drain delay %s + grace %s: Docker would kill a drain", grace, cfg.DrainDelay, cfg.ShutdownGrace)
+	if grace <= cfg.Shutdown.DrainDelay()+cfg.Shutdown.Grace() {
+		t.Errorf("stop_grace_period %s is not above drain delay %s + grace %s: Docker would kill a drain", grace, cfg.Shutdown.DrainDelay(), cfg.Shutdown.Grace())
 	}
 
 	// Every variable the file needs is in .env.example.

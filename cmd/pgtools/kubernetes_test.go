@@ -345,7 +345,7 @@ func TestKubernetesManifests(t *testing.T) {
 	if preStop == 0 {
 		t.Errorf("the pgtools container has no preStop sleep")
 	}
-	drain := time.Duration(preStop)*time.Second + cfg.DrainDelay + cfg.ShutdownGrace
+	drain := time.Duration(preStop)*time.Second + cfg.Shutdown.DrainDelay() + cfg.Shutdown.Grace()
 	if grace := time.Duration(sts.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second; grace <= drain {
 		t.Errorf("terminationGracePeriodSeconds %s is not above preStop + drain delay + grace (%s): the kubelet would kill a drain", grace, drain)
 	}

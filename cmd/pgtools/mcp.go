@@ -82,7 +82,7 @@ Flags:
 	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes}
 	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
 		Str("version", version.Version).Msg("pgtools mcp serving")
-	opts := mcpapi.MCPOptions{ConfirmRowsOver: *confirmRows, StructuredContent: *structured || cfg.MCPStructuredContent}
+	opts := mcpapi.MCPOptions{ConfirmRowsOver: *confirmRows, StructuredContent: *structured || cfg.MCP.StructuredContent}
 	if *confirmRows <= 0 {
 		opts.ConfirmRowsOver = -1
 	}

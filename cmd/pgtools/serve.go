@@ -357,7 +357,7 @@ func serve(ctx context.Context, cfg *config.Config, brokers brokerConfig, log ze
 	defer rt.Close()
 	// Deferred after rt.Close, so it runs first: broker tasks finish before sessions and pools
 	// close. The brokers call the runtime, so they follow reloads too.
-	stopBrokers, err := startBrokers(ctx, brokers, rt, cfg.MaxBodyBytes, 10*time.Second, cfg.Tracer, log)
+	stopBrokers, err := startBrokers(ctx, brokers, rt, cfg.Limits.MaxBodyBytes, 10*time.Second, cfg.Tracer, log)
 	if err != nil {
 		return err
 	}

@@ -17,37 +17,39 @@ import (
 // Token is one API token and what it may do.
 type Token struct {
 	// Secret is the bearer token. It never appears in logs.
-	Secret string
+	Secret string `json:"token"`
+	// TokenFile is a file holding Secret (the config file's token_file), read at load.
+	TokenFile string `json:"token_file,omitempty"`
 	// Name is the principal name used in logs and for session ownership (default "token-N").
-	Name string
+	Name string `json:"name"`
 	// Scopes granted: "read", "write", "ddl".
-	Scopes []string
+	Scopes []string `json:"scopes"`
 	// Databases limits the token to these databases; empty means all.
-	Databases []string
+	Databases []string `json:"databases"`
 	// MaxResponseBytes lowers every database's response byte cap for this token (0: the
 	// databases' caps apply).
-	MaxResponseBytes int
+	MaxResponseBytes int `json:"max_response_bytes"`
 	// DefaultFormat is the row format of this token's calls that give none ("objects", "columns"
 	// or "csv"; "" for the database's).
-	DefaultFormat string
+	DefaultFormat string `json:"default_format"`
 	// Tools, when set, is the only tools (wire names) the token may list and call; empty allows
 	// every tool its scopes and databases permit (docs/design.md §12).
-	Tools []string
+	Tools []string `json:"tools,omitempty"`
 	// Role is the PostgreSQL role the token's calls run as (SET LOCAL ROLE; docs/design.md §11); "" runs
 	// them as the runner's login role.
-	Role string
+	Role string `json:"role"`
 	// ActAs lets the token act for end users: a request with the header X-PgTools-Act-As:
 	// <subject> runs as principal "<name>:<subject>" with ActAsRole and the claims
 	// {"sub": subject, "via": name} plus ActAsClaims. Without it the header is refused.
-	ActAs bool
+	ActAs bool `json:"act_as"`
 	// ActAsRole is the role of the calls made for a subject (default: Role).
-	ActAsRole string
+	ActAsRole string `json:"act_as_role,omitempty"`
 	// ActAsClaims are fixed claims added to every subject's claim set, e.g. {"app": "crm"};
 	// "sub" and "via" are always the runner's.
-	ActAsClaims map[string]any
+	ActAsClaims map[string]any `json:"act_as_claims,omitempty"`
 	// Origin says where the token was configured ("config file tokens[0]", "env PGTOOLS_TOKENS",
 	// "--token"), for check-config and messages.
-	Origin string
+	Origin string `json:"source,omitempty"`
 }
 
 // ActAsHeader is the HTTP header naming the end user a token with act_as acts for.

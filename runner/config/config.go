@@ -25,15 +25,15 @@ import (
 const (
 	// DefaultListen is Config.Listen when unset.
 	DefaultListen = "127.0.0.1:8080"
-	// DefaultMaxBodyBytes is Config.MaxBodyBytes when unset: 1 MiB.
+	// DefaultMaxBodyBytes is Limits.MaxBodyBytes when unset: 1 MiB.
 	DefaultMaxBodyBytes = 1 << 20
-	// DefaultMaxSessions is Config.MaxSessions when unset.
+	// DefaultMaxSessions is Sessions.MaxSessions when unset.
 	DefaultMaxSessions = session.DefaultMaxSessions
-	// DefaultMaxTransactions is Config.MaxTransactions when unset.
+	// DefaultMaxTransactions is Sessions.MaxTransactions when unset.
 	DefaultMaxTransactions = 10
-	// DefaultSessionTTL is Config.SessionTTL when unset.
+	// DefaultSessionTTL is Sessions.TTLSeconds when unset.
 	DefaultSessionTTL = session.DefaultTTL
-	// DefaultShutdownGrace is Config.ShutdownGrace when unset.
+	// DefaultShutdownGrace is Shutdown.GraceSeconds when unset.
 	DefaultShutdownGrace = 10 * time.Second
 	// DefaultMaxConns is DatabaseConfig.MaxConns when unset.
 	DefaultMaxConns = 10
@@ -42,161 +42,146 @@ const (
 )
 
 // Config is the runner's whole configuration, from a config file (schemas/config.schema.json),
-// environment and flags. Build it with LoadConfigFile and the caller's overrides, then call
-// Validate once, which fills the defaults (see withDefaults); the zero value of a field means
-// its default.
+// environment and flags. It has the config file's shape: every field's json tag is the file's
+// key, LoadConfigFile decodes the file straight into it, and check-config prints a redacted copy
+// of it with every default filled (EffectiveJSON). Build it with LoadConfigFile and the caller's
+// overrides, then call Validate once, which fills the defaults (withDefaults); the zero value of
+// a field means its default.
 type Config struct {
+	// File is the config file the settings came from, "" for none (for messages).
+	File string `json:"config_file,omitempty"`
 	// Listen is the HTTP listen address (default "127.0.0.1:8080"). Without tokens it must be a
 	// loopback address.
-	Listen string
+	Listen string `json:"listen"`
 	// MetricsListen is a separate address serving only /metrics, /healthz and /readyz; "" (the
 	// default) serves /metrics on Listen.
-	MetricsListen string
+	MetricsListen string `json:"metrics_listen"`
 	// OpenAPIPublic serves /openapi.json without a token, listing the built-in tools only (never
 	// the operator's custom tools); a request with a token still gets its own list. Default
 	// false: /openapi.json needs a token like /v1/tools.
-	OpenAPIPublic bool
+	OpenAPIPublic bool `json:"openapi_public"`
 	// Tokens are the accepted API tokens; none (and no JWT) means open access, on loopback only.
-	Tokens []auth.Token
+	Tokens []auth.Token `json:"tokens"`
 	// JWT, when set, also accepts JSON Web Tokens from one issuer as bearer tokens (docs/design.md §11).
-	JWT *auth.JWTConfig
+	JWT *auth.JWTConfig `json:"-"`
 	// MCPOAuth, when set, makes /mcp an OAuth 2.1 resource server; it needs JWT.
-	MCPOAuth *auth.MCPOAuthConfig
-	// MCPStructuredContent adds outputSchema and structuredContent to the MCP tools, on /mcp and
-	// pgtools mcp (MCPOptions.StructuredContent; default false: each result once, as text).
-	MCPStructuredContent bool
+	MCPOAuth *auth.MCPOAuthConfig `json:"mcp_oauth,omitempty"`
+	// MCP configures the tools on /mcp and pgtools mcp.
+	MCP MCPConfig `json:"mcp"`
 	// Databases are the configured databases by name; tools default to "default".
-	Databases map[string]DatabaseConfig
-	// MaxBodyBytes caps a request body, in bytes (default 1 MiB).
-	MaxBodyBytes int64
-	// Limits are the per-token call limits (default: none).
-	Limits invoke.Limits
-	// LogLevel is debug, info (default), warn or error.
-	LogLevel string
+	Databases map[string]DatabaseConfig `json:"databases"`
+	// Limits are the per-token call limits and the request body cap.
+	Limits Limits `json:"limits"`
+	// Sessions caps pg_tx sessions and pg_transaction calls.
+	Sessions Sessions `json:"sessions"`
+	// Shutdown is how serve stops on SIGTERM.
+	Shutdown Shutdown `json:"shutdown"`
 	// AuditLog is the audit log path, "-" for stderr, "" for none.
-	AuditLog string
-	// MaxSessions caps open pg_tx sessions (default 10 sessions).
-	MaxSessions int
-	// MaxSessionsPerPrincipal caps the sessions one principal may hold, read-only ones included
-	// (default: see ConnLimits).
-	MaxSessionsPerPrincipal int
-	// MaxTransactions caps pg_transaction calls running at once, each on a connection of its own
-	// (default 10).
-	MaxTransactions int
-	// MaxTransactionsPerPrincipal caps the pg_transaction calls one principal may run at once
-	// (default: see ConnLimits).
-	MaxTransactionsPerPrincipal int
-	// MaxSessionsPerSubject caps the sessions one end user of an act_as token or JWT issuer may
-	// hold within the owner's share (default: half of it, at least 1; see ConnLimits).
-	MaxSessionsPerSubject int
-	// MaxTransactionsPerSubject caps the pg_transaction calls one end user of an act_as token or
-	// JWT issuer may run at once within the owner's share (default: half of it, at least 1).
-	MaxTransactionsPerSubject int
-	// ExtraPrincipals counts the principals besides the API tokens (or the open-access local
-	// principal) that share the session and transaction limits: 1 when serve joins n8n brokers.
-	// The command sets it; it only changes the per-principal defaults.
-	ExtraPrincipals int
-	// SessionTTL is a session's idle lifetime (default 30 minutes; the file gives seconds).
-	SessionTTL time.Duration
-	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while requests are still served
-	// (default 0).
-	DrainDelay time.Duration
-	// ShutdownGrace is how long in-flight calls may run after the listener closes before they are
-	// cancelled (default 10 s). Set ShutdownGraceSet to use an explicit 0.
-	ShutdownGrace    time.Duration
-	ShutdownGraceSet bool
+	AuditLog string `json:"audit_log"`
+	// LogLevel is debug, info (default), warn or error.
+	LogLevel string `json:"log_level"`
 	// ReplicaID names this runner among the replicas of a deployment: every pg_tx session id
 	// starts with its tag (session.ReplicaTag), so a replica can say that a session belongs to
 	// another one and a proxy can route by prefix. Default: the host name (a Kubernetes pod's
 	// name). Up to 63 letters, digits, '.', '_' or '-'.
-	ReplicaID string
-	// Tracer, when set, traces every tool call and its database round trips with OpenTelemetry
-	// (the command builds it from the OTEL_* environment: TracingEnabled, NewTracerProvider);
-	// nil, the default, traces nothing.
-	Tracer invoke.TracerProvider
+	ReplicaID string `json:"replica_id"`
 	// CustomTools are the operator-defined tools (docs/design.md §13), in config order. Validate fills
 	// their defaults (database "default", mode "read") and checks their structure; their
 	// statements are checked on their databases when the registry is built (tools.Options.CustomTools).
-	CustomTools []tools.CustomTool
-	// File is the config file the settings came from, "" for none (for messages).
-	File string
+	CustomTools []tools.CustomTool `json:"-"`
+
+	// ExtraPrincipals counts the principals besides the API tokens (or the open-access local
+	// principal) that share the session and transaction limits: 1 when serve joins n8n brokers.
+	// The command sets it; it only changes the per-principal defaults.
+	ExtraPrincipals int `json:"-"`
+	// Tracer, when set, traces every tool call and its database round trips with OpenTelemetry
+	// (the command builds it from the OTEL_* environment: TracingEnabled, NewTracerProvider);
+	// nil, the default, traces nothing.
+	Tracer invoke.TracerProvider `json:"-"`
+}
+
+// MCPConfig is the config file's "mcp" object.
+type MCPConfig struct {
+	// StructuredContent adds outputSchema and structuredContent to the MCP tools, on /mcp and
+	// pgtools mcp (mcpapi.MCPOptions.StructuredContent; default false: each result once, as text).
+	StructuredContent bool `json:"structured_content"`
+}
+
+// Limits are the config file's "limits": the per-principal call limits, over HTTP and MCP alike
+// (zero means no limit), and the request body cap.
+type Limits struct {
+	invoke.Limits
+	// MaxBodyBytes caps a request body, in bytes (default 1 MiB).
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+}
+
+// Sessions are the config file's "sessions": caps on pg_tx sessions and pg_transaction calls.
+// The per-principal and per-subject shares default as ConnLimits says.
+type Sessions struct {
+	// MaxSessions caps open pg_tx sessions (default 10 sessions).
+	MaxSessions int `json:"max_sessions"`
+	// MaxSessionsPerPrincipal caps the sessions one principal may hold, read-only ones included.
+	MaxSessionsPerPrincipal int `json:"max_sessions_per_principal"`
+	// MaxTransactions caps pg_transaction calls running at once (default 10).
+	MaxTransactions int `json:"max_transactions"`
+	// MaxTransactionsPerPrincipal caps the pg_transaction calls one principal may run at once.
+	MaxTransactionsPerPrincipal int `json:"max_transactions_per_principal"`
+	// MaxSessionsPerSubject caps the sessions one end user of an act_as token or JWT issuer may
+	// hold within the owner's share (default: half of it, at least 1).
+	MaxSessionsPerSubject int `json:"max_sessions_per_subject"`
+	// MaxTransactionsPerSubject caps the pg_transaction calls one end user of an act_as token or
+	// JWT issuer may run at once within the owner's share (default: half of it, at least 1).
+	MaxTransactionsPerSubject int `json:"max_transactions_per_subject"`
+	// TTLSeconds is a session's idle lifetime in seconds (default 1800; the file gives whole
+	// seconds).
+	TTLSeconds float64 `json:"ttl_seconds"`
+}
+
+// TTL is TTLSeconds as a duration.
+func (s Sessions) TTL() time.Duration { return seconds(s.TTLSeconds) }
+
+// Shutdown is the config file's "shutdown".
+type Shutdown struct {
+	// DrainDelaySeconds is how long, after SIGTERM, /readyz answers 503 while requests are still
+	// served (default 0).
+	DrainDelaySeconds float64 `json:"drain_delay_seconds"`
+	// GraceSeconds is how long in-flight calls may run after the listener closes before they are
+	// cancelled (default 10; nil takes the default, so an explicit 0 is kept).
+	GraceSeconds *float64 `json:"grace_seconds"`
+}
+
+// DrainDelay is DrainDelaySeconds as a duration.
+func (s Shutdown) DrainDelay() time.Duration { return seconds(s.DrainDelaySeconds) }
+
+// Grace is GraceSeconds as a duration (DefaultShutdownGrace when unset).
+func (s Shutdown) Grace() time.Duration {
+	if s.GraceSeconds == nil {
+		return DefaultShutdownGrace
+	}
+	return seconds(*s.GraceSeconds)
 }
 
 // DatabaseConfig is one database's connection and policy.
 type DatabaseConfig struct {
 	// URL is the PostgreSQL connection string. It is a secret: never logged or printed; see
 	// DescribeDSN for what may be shown.
-	URL string
+	URL string `json:"url"`
+	// URLFile is a file holding URL (read at load).
+	URLFile string `json:"url_file,omitempty"`
+	// PasswordFile is a file holding Password (read at load).
+	PasswordFile string `json:"password_file,omitempty"`
 	// Password, when set, replaces the password in URL (from password_file).
-	Password string
+	Password string `json:"-"`
 	// MaxConns is the stateless pool size, in connections (default 10).
-	MaxConns int32
+	MaxConns int32 `json:"max_conns"`
 	// Policy is what the operator allows on this database; Validate fills its defaults with
 	// tools.Policy.WithDefaults.
-	Policy tools.Policy
+	Policy tools.Policy `json:"-"`
 	// Origin says where URL came from ("config file", "env DATABASE_URL", "--database-url"), for
 	// check-config and messages.
-	Origin string
-}
-
-// fileConfig mirrors config.schema.json.
-type fileConfig struct {
-	Listen        string `json:"listen"`
-	MetricsListen string `json:"metrics_listen"`
-	OpenAPIPublic bool   `json:"openapi_public"`
-	Tokens        []struct {
-		Token            string         `json:"token"`
-		TokenFile        string         `json:"token_file"`
-		Name             string         `json:"name"`
-		Scopes           []string       `json:"scopes"`
-		Databases        []string       `json:"databases"`
-		MaxResponseBytes int            `json:"max_response_bytes"`
-		DefaultFormat    string         `json:"default_format"`
-		Tools            []string       `json:"tools"`
-		Role             string         `json:"role"`
-		ActAs            bool           `json:"act_as"`
-		ActAsRole        string         `json:"act_as_role"`
-		ActAsClaims      map[string]any `json:"act_as_claims"`
-	} `json:"tokens"`
-	JWT       *jwtFile             `json:"jwt"`
-	MCPOAuth  *auth.MCPOAuthConfig `json:"mcp_oauth"`
-	MCP       mcpFile              `json:"mcp"`
-	Databases map[string]struct {
-		URL          string     `json:"url"`
-		URLFile      string     `json:"url_file"`
-		PasswordFile string     `json:"password_file"`
-		MaxConns     int32      `json:"max_conns"`
-		Policy       policyFile `json:"policy"`
-	} `json:"databases"`
-	Limits struct {
-		MaxBodyBytes          int64   `json:"max_body_bytes"`
-		RatePerSecond         float64 `json:"rate_per_second"`
-		Burst                 int     `json:"burst"`
-		MaxConcurrentPerToken int     `json:"max_concurrent_per_token"`
-		MaxConcurrentPerSub   int     `json:"max_concurrent_per_subject"`
-	} `json:"limits"`
-	Sessions struct {
-		MaxSessions                 int   `json:"max_sessions"`
-		MaxSessionsPerPrincipal     int   `json:"max_sessions_per_principal"`
-		MaxTransactions             int   `json:"max_transactions"`
-		MaxTransactionsPerPrincipal int   `json:"max_transactions_per_principal"`
-		MaxSessionsPerSubject       int   `json:"max_sessions_per_subject"`
-		MaxTransactionsPerSubject   int   `json:"max_transactions_per_subject"`
-		TTLSeconds                  int64 `json:"ttl_seconds"`
-	} `json:"sessions"`
-	Shutdown struct {
-		DrainDelaySeconds float64  `json:"drain_delay_seconds"`
-		GraceSeconds      *float64 `json:"grace_seconds"`
-	} `json:"shutdown"`
-	AuditLog    string           `json:"audit_log"`
-	LogLevel    string           `json:"log_level"`
-	ReplicaID   string           `json:"replica_id"`
-	CustomTools []customToolFile `json:"custom_tools"`
-}
-
-// mcpFile is the config file's "mcp" object: see Config.MCPStructuredContent.
-type mcpFile struct {
-	StructuredContent bool `json:"structured_content"`
+	Origin string `json:"source,omitempty"`
+	// Connection is what check-config shows of URL (EffectiveJSON fills it; never read).
+	Connection *ConnSummary `json:"connection,omitempty"`
 }
 
 // ConfigError lists every problem found in a configuration, one per line, each naming where the
@@ -253,87 +238,85 @@ func LoadConfigFile(path string) (*Config, error) {
 	if problems := validateConfigDoc(raw); len(problems) > 0 {
 		return nil, &ConfigError{Source: source, Problems: problems}
 	}
-	var fc fileConfig
-	if err := json.Unmarshal(raw, &fc); err != nil {
-		// The schema accepted the document, so this is a type the struct cannot hold.
-		return nil, &ConfigError{Source: source, Problems: []string{err.Error()}}
+	// What does not have the file's shape yet: a policy's durations are milliseconds in the file,
+	// a custom tool's parameters JSON Schema keywords, and jwt's file keys.
+	var rest struct {
+		Databases map[string]struct {
+			Policy policyFile `json:"policy"`
+		} `json:"databases"`
+		JWT         *jwtFile         `json:"jwt"`
+		CustomTools []customToolFile `json:"custom_tools"`
 	}
-	cfg := &Config{Listen: fc.Listen, MetricsListen: fc.MetricsListen, OpenAPIPublic: fc.OpenAPIPublic, Databases: map[string]DatabaseConfig{},
-		MaxBodyBytes: fc.Limits.MaxBodyBytes, LogLevel: fc.LogLevel, AuditLog: fc.AuditLog,
-		Limits: invoke.Limits{RatePerSecond: fc.Limits.RatePerSecond, Burst: fc.Limits.Burst, MaxConcurrent: fc.Limits.MaxConcurrentPerToken,
-			MaxConcurrentPerSubject: fc.Limits.MaxConcurrentPerSub},
-		MaxSessions: fc.Sessions.MaxSessions, SessionTTL: time.Duration(fc.Sessions.TTLSeconds) * time.Second,
-		DrainDelay: seconds(fc.Shutdown.DrainDelaySeconds), File: path,
-		MaxSessionsPerPrincipal: fc.Sessions.MaxSessionsPerPrincipal, MaxTransactions: fc.Sessions.MaxTransactions,
-		MaxTransactionsPerPrincipal: fc.Sessions.MaxTransactionsPerPrincipal, ReplicaID: fc.ReplicaID,
-		MaxSessionsPerSubject: fc.Sessions.MaxSessionsPerSubject, MaxTransactionsPerSubject: fc.Sessions.MaxTransactionsPerSubject}
-	if g := fc.Shutdown.GraceSeconds; g != nil {
-		cfg.ShutdownGrace, cfg.ShutdownGraceSet = seconds(*g), true
-	}
-	var problems []string
-	cfg.CustomTools, problems = customTools(fc.CustomTools)
-	for i, t := range fc.Tokens {
-		secret := t.Token
-		if t.TokenFile != "" {
-			s, err := readSecretFile(t.TokenFile)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("tokens[%d].token_file: %v", i, err))
-				continue
-			}
-			if len(s) < minTokenLen {
-				problems = append(problems, fmt.Sprintf("tokens[%d].token_file: the token in %s is %d characters long; use at least %d (openssl rand -hex 24)", i, t.TokenFile, len(s), minTokenLen))
-				continue
-			}
-			secret = s
+	cfg := &Config{}
+	for _, into := range []any{cfg, &rest} {
+		if err := json.Unmarshal(raw, into); err != nil {
+			// The schema accepted the document, so this is a type the struct cannot hold.
+			return nil, &ConfigError{Source: source, Problems: []string{err.Error()}}
 		}
-		cfg.Tokens = append(cfg.Tokens, auth.Token{Secret: secret, Name: t.Name, Scopes: t.Scopes, Databases: t.Databases,
-			MaxResponseBytes: t.MaxResponseBytes, DefaultFormat: t.DefaultFormat, Tools: t.Tools, Role: t.Role, ActAs: t.ActAs, ActAsRole: t.ActAsRole, ActAsClaims: t.ActAsClaims,
-			Origin: fmt.Sprintf("config file tokens[%d]", i)})
 	}
-	if fc.JWT != nil {
-		j, more := fc.JWT.jwtConfig()
+	cfg.File = path
+	var problems []string
+	cfg.CustomTools, problems = customTools(rest.CustomTools)
+	for i := range cfg.Tokens {
+		t := &cfg.Tokens[i]
+		t.Origin = fmt.Sprintf("config file tokens[%d]", i)
+		if t.TokenFile == "" {
+			continue
+		}
+		s, err := readSecretFile(t.TokenFile)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("tokens[%d].token_file: %v", i, err))
+			continue
+		}
+		if len(s) < minTokenLen {
+			problems = append(problems, fmt.Sprintf("tokens[%d].token_file: the token in %s is %d characters long; use at least %d (openssl rand -hex 24)", i, t.TokenFile, len(s), minTokenLen))
+			continue
+		}
+		t.Secret = s
+	}
+	if rest.JWT != nil {
+		j, more := rest.JWT.jwtConfig()
 		problems = append(problems, more...)
 		cfg.JWT = j
 	}
-	if m := fc.MCPOAuth; m != nil {
-		cfg.MCPOAuth = &auth.MCPOAuthConfig{Resource: m.Resource, AuthorizationServers: m.AuthorizationServers, ScopesSupported: m.ScopesSupported}
-	}
-	cfg.MCPStructuredContent = fc.MCP.StructuredContent
-	for _, name := range slices.Sorted(maps.Keys(fc.Databases)) {
-		d := fc.Databases[name]
-		url := d.URL
+	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
+		d := cfg.Databases[name]
+		d.Origin = "config file"
 		if d.URLFile != "" {
 			s, err := readSecretFile(d.URLFile)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("databases.%s.url_file: %v", name, err))
 				continue
 			}
-			url = s
+			d.URL = s
 		}
-		var password string
 		if d.PasswordFile != "" {
 			s, err := readSecretFile(d.PasswordFile)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("databases.%s.password_file: %v", name, err))
 				continue
 			}
-			password = s
+			d.Password = s
 		}
-		p := d.Policy
-		pol := tools.Policy{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: p.AllowedSchemas,
-			AllowTables: p.AllowTables, DenyTables: p.DenyTables, TableLists: p.TableLists, DefaultLimit: p.DefaultLimit, MaxLimit: p.MaxLimit,
-			MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: p.DefaultFormat, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
-			LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, PoolWait: time.Duration(p.PoolWaitMS) * time.Millisecond,
-			TransactionTimeout: time.Duration(p.TransactionTimeoutMS) * time.Millisecond,
-			MaxAffectedRows:    p.MaxAffectedRows, DisabledTools: p.DisabledTools,
-			ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues,
-			DescribeExec:    p.PreparedStatements != nil && !*p.PreparedStatements}
-		cfg.Databases[name] = DatabaseConfig{URL: url, Password: password, MaxConns: d.MaxConns, Policy: pol, Origin: "config file"}
+		d.Policy = rest.Databases[name].Policy.policy()
+		cfg.Databases[name] = d
 	}
 	if len(problems) > 0 {
 		return nil, &ConfigError{Source: source, Problems: problems}
 	}
 	return cfg, nil
+}
+
+// policy is the tools.Policy the file's policy object describes.
+func (p policyFile) policy() tools.Policy {
+	return tools.Policy{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: p.AllowedSchemas,
+		AllowTables: p.AllowTables, DenyTables: p.DenyTables, TableLists: p.TableLists, DefaultLimit: p.DefaultLimit, MaxLimit: p.MaxLimit,
+		MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: p.DefaultFormat, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
+		LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, PoolWait: time.Duration(p.PoolWaitMS) * time.Millisecond,
+		TransactionTimeout: time.Duration(p.TransactionTimeoutMS) * time.Millisecond,
+		MaxAffectedRows:    p.MaxAffectedRows, DisabledTools: p.DisabledTools,
+		ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues,
+		DescribeExec:    p.PreparedStatements != nil && !*p.PreparedStatements}
 }
 
 // minTokenLen is the shortest accepted API token.
@@ -444,23 +427,24 @@ func (c Config) withDefaults() Config {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
+	if c.Limits.MaxBodyBytes <= 0 {
+		c.Limits.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if !c.ShutdownGraceSet && c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = DefaultShutdownGrace
+	if c.Shutdown.GraceSeconds == nil {
+		g := DefaultShutdownGrace.Seconds()
+		c.Shutdown.GraceSeconds = &g
 	}
 	if c.Limits.RatePerSecond > 0 && c.Limits.Burst <= 0 {
 		c.Limits.Burst = max(1, int(math.Ceil(c.Limits.RatePerSecond)))
 	}
-	if c.MaxSessions <= 0 {
-		c.MaxSessions = DefaultMaxSessions
+	if c.Sessions.MaxSessions <= 0 {
+		c.Sessions.MaxSessions = DefaultMaxSessions
 	}
-	if c.MaxTransactions <= 0 {
-		c.MaxTransactions = DefaultMaxTransactions
+	if c.Sessions.MaxTransactions <= 0 {
+		c.Sessions.MaxTransactions = DefaultMaxTransactions
 	}
-	if c.SessionTTL <= 0 {
-		c.SessionTTL = DefaultSessionTTL
+	if c.Sessions.TTLSeconds <= 0 {
+		c.Sessions.TTLSeconds = DefaultSessionTTL.Seconds()
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
@@ -511,23 +495,23 @@ func (c *Config) Validate() error {
 		add("metrics_listen: %s is also the API's listen address; leave metrics_listen unset to serve /metrics there, or pick another port", c.MetricsListen)
 	}
 	limits := c.ConnLimits()
-	if c.MaxSessionsPerPrincipal > limits.MaxSessions {
-		add("sessions.max_sessions_per_principal: %d is above max_sessions %d; lower it or raise max_sessions", c.MaxSessionsPerPrincipal, limits.MaxSessions)
+	if c.Sessions.MaxSessionsPerPrincipal > limits.MaxSessions {
+		add("sessions.max_sessions_per_principal: %d is above max_sessions %d; lower it or raise max_sessions", c.Sessions.MaxSessionsPerPrincipal, limits.MaxSessions)
 	}
-	if c.MaxTransactionsPerPrincipal > limits.MaxTransactions {
-		add("sessions.max_transactions_per_principal: %d is above max_transactions %d; lower it or raise max_transactions", c.MaxTransactionsPerPrincipal, limits.MaxTransactions)
+	if c.Sessions.MaxTransactionsPerPrincipal > limits.MaxTransactions {
+		add("sessions.max_transactions_per_principal: %d is above max_transactions %d; lower it or raise max_transactions", c.Sessions.MaxTransactionsPerPrincipal, limits.MaxTransactions)
 	}
-	if c.MaxSessionsPerSubject > limits.MaxSessionsPerPrincipal {
-		add("sessions.max_sessions_per_subject: %d is above a token's share of %d sessions (max_sessions_per_principal); lower it or raise that share", c.MaxSessionsPerSubject, limits.MaxSessionsPerPrincipal)
+	if c.Sessions.MaxSessionsPerSubject > limits.MaxSessionsPerPrincipal {
+		add("sessions.max_sessions_per_subject: %d is above a token's share of %d sessions (max_sessions_per_principal); lower it or raise that share", c.Sessions.MaxSessionsPerSubject, limits.MaxSessionsPerPrincipal)
 	}
-	if c.MaxTransactionsPerSubject > limits.MaxTransactionsPerPrincipal {
-		add("sessions.max_transactions_per_subject: %d is above a token's share of %d pg_transaction calls (max_transactions_per_principal); lower it or raise that share", c.MaxTransactionsPerSubject, limits.MaxTransactionsPerPrincipal)
+	if c.Sessions.MaxTransactionsPerSubject > limits.MaxTransactionsPerPrincipal {
+		add("sessions.max_transactions_per_subject: %d is above a token's share of %d pg_transaction calls (max_transactions_per_principal); lower it or raise that share", c.Sessions.MaxTransactionsPerSubject, limits.MaxTransactionsPerPrincipal)
 	}
 	if !validReplicaID(c.ReplicaID) {
 		add("replica_id: %q is not a replica name; use up to 63 letters, digits, '.', '_' or '-' (e.g. the pod name)", c.ReplicaID)
 	}
-	if l := c.Limits; l.MaxConcurrentPerSubject > 0 && (l.MaxConcurrent <= 0 || l.MaxConcurrentPerSubject > l.MaxConcurrent) {
-		add("limits.max_concurrent_per_subject: %d needs limits.max_concurrent_per_token at least as high (now %d); raise that or lower this", l.MaxConcurrentPerSubject, l.MaxConcurrent)
+	if l := c.Limits; l.MaxConcurrentPerSubject > 0 && (l.MaxConcurrentPerToken <= 0 || l.MaxConcurrentPerSubject > l.MaxConcurrentPerToken) {
+		add("limits.max_concurrent_per_subject: %d needs limits.max_concurrent_per_token at least as high (now %d); raise that or lower this", l.MaxConcurrentPerSubject, l.MaxConcurrentPerToken)
 	}
 	if c.Limits.Burst > 0 && c.Limits.RatePerSecond <= 0 {
 		add("limits.burst: has no effect without limits.rate_per_second; set both, or remove burst")

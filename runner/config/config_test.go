@@ -54,11 +54,11 @@ func TestLoadConfigFile(t *testing.T) {
 		d.Policy.DefaultFormat != "columns" || cfg.Tokens[0].DefaultFormat != "csv" {
 		t.Fatalf("config not loaded as written: %+v", cfg)
 	}
-	if cfg.Limits.RatePerSecond != 2.5 || cfg.Limits.Burst != 3 || cfg.Limits.MaxConcurrent != 3 {
+	if cfg.Limits.RatePerSecond != 2.5 || cfg.Limits.Burst != 3 || cfg.Limits.MaxConcurrentPerToken != 3 {
 		t.Errorf("limits = %+v, want rate 2.5, burst 3 (rate rounded up), concurrency 3", cfg.Limits)
 	}
-	if cfg.DrainDelay != 1500*time.Millisecond || cfg.ShutdownGrace != 0 || !cfg.ShutdownGraceSet {
-		t.Errorf("shutdown = %v / %v (set %v), want 1.5s and an explicit 0", cfg.DrainDelay, cfg.ShutdownGrace, cfg.ShutdownGraceSet)
+	if cfg.Shutdown.DrainDelay() != 1500*time.Millisecond || cfg.Shutdown.Grace() != 0 || cfg.Shutdown.GraceSeconds == nil {
+		t.Errorf("shutdown = %v / %v (set %v), want 1.5s and an explicit 0", cfg.Shutdown.DrainDelay(), cfg.Shutdown.Grace(), cfg.Shutdown.GraceSeconds != nil)
 	}
 }
 

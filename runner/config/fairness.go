@@ -48,9 +48,9 @@ func (c *Config) Principals() int {
 // half, at least 1. A subject's share within it is half the owner's share, at least 1.
 func (c *Config) ConnLimits() ConnLimits {
 	d := c.withDefaults()
-	l := ConnLimits{MaxSessions: d.MaxSessions, MaxSessionsPerPrincipal: d.MaxSessionsPerPrincipal,
-		MaxTransactions: d.MaxTransactions, MaxTransactionsPerPrincipal: d.MaxTransactionsPerPrincipal,
-		MaxSessionsPerSubject: d.MaxSessionsPerSubject, MaxTransactionsPerSubject: d.MaxTransactionsPerSubject}
+	l := ConnLimits{MaxSessions: d.Sessions.MaxSessions, MaxSessionsPerPrincipal: d.Sessions.MaxSessionsPerPrincipal,
+		MaxTransactions: d.Sessions.MaxTransactions, MaxTransactionsPerPrincipal: d.Sessions.MaxTransactionsPerPrincipal,
+		MaxSessionsPerSubject: d.Sessions.MaxSessionsPerSubject, MaxTransactionsPerSubject: d.Sessions.MaxTransactionsPerSubject}
 	if l.MaxSessionsPerPrincipal <= 0 {
 		l.MaxSessionsPerPrincipal = share(l.MaxSessions, c.Principals())
 	}

@@ -34,9 +34,9 @@ func TestConnLimitsDefaults(t *testing.T) {
 		{"two tokens get half each", Config{Tokens: []auth.Token{tok("a"), tok("b")}}, ConnLimits{10, 5, 10, 5, 2, 2}},
 		{"a token beside a JWT issuer gets half", Config{Tokens: []auth.Token{tok("a")}, JWT: &auth.JWTConfig{}}, ConnLimits{10, 5, 10, 5, 2, 2}},
 		{"a token beside the n8n broker gets half", Config{Tokens: []auth.Token{tok("a")}, ExtraPrincipals: 1}, ConnLimits{10, 5, 10, 5, 2, 2}},
-		{"half of one slot is still one", Config{MaxSessions: 1, MaxTransactions: 3, Tokens: []auth.Token{tok("a"), tok("b")}}, ConnLimits{1, 1, 3, 1, 1, 1}},
-		{"explicit shares win", Config{MaxSessions: 20, MaxSessionsPerPrincipal: 3, MaxTransactions: 4, MaxTransactionsPerPrincipal: 4,
-			MaxSessionsPerSubject: 3, Tokens: []auth.Token{tok("a"), tok("b")}}, ConnLimits{20, 3, 4, 4, 3, 2}},
+		{"half of one slot is still one", Config{Sessions: Sessions{MaxSessions: 1, MaxTransactions: 3}, Tokens: []auth.Token{tok("a"), tok("b")}}, ConnLimits{1, 1, 3, 1, 1, 1}},
+		{"explicit shares win", Config{Sessions: Sessions{MaxSessions: 20, MaxSessionsPerPrincipal: 3, MaxTransactions: 4, MaxTransactionsPerPrincipal: 4,
+			MaxSessionsPerSubject: 3}, Tokens: []auth.Token{tok("a"), tok("b")}}, ConnLimits{20, 3, 4, 4, 3, 2}},
 	}
 	for _, c := range cases {
 		if got := c.cfg.ConnLimits(); got != c.want {
@@ -80,7 +80,7 @@ func TestConnLimitsConfig(t *testing.T) {
 	if err := json.Unmarshal(raw, &eff); err != nil {
 		t.Fatal(err)
 	}
-	if eff.Tokens[0].MaxResponseBytes == nil || *eff.Tokens[0].MaxResponseBytes != 4096 || eff.Tokens[1].MaxResponseBytes != nil {
+	if eff.Tokens[0].MaxResponseBytes == nil || *eff.Tokens[0].MaxResponseBytes != 4096 || eff.Tokens[1].MaxResponseBytes == nil || *eff.Tokens[1].MaxResponseBytes != 0 {
 		t.Errorf("effective tokens: %s", raw)
 	}
 	want := map[string]int{"max_sessions": 6, "max_sessions_per_principal": 2, "max_transactions": 8,
@@ -91,16 +91,16 @@ func TestConnLimitsConfig(t *testing.T) {
 		}
 	}
 
-	cfg.MaxSessionsPerPrincipal, cfg.MaxTransactionsPerPrincipal = 7, 9
-	cfg.MaxSessionsPerSubject, cfg.MaxTransactionsPerSubject = 0, 0
+	cfg.Sessions.MaxSessionsPerPrincipal, cfg.Sessions.MaxTransactionsPerPrincipal = 7, 9
+	cfg.Sessions.MaxSessionsPerSubject, cfg.Sessions.MaxTransactionsPerSubject = 0, 0
 	var ce *ConfigError
 	if err := cfg.Validate(); !errors.As(err, &ce) || len(ce.Problems) != 2 ||
 		!strings.Contains(err.Error(), "max_sessions_per_principal: 7 is above max_sessions 6") ||
 		!strings.Contains(err.Error(), "max_transactions_per_principal: 9 is above max_transactions 8") {
 		t.Errorf("shares above the totals: %v", err)
 	}
-	cfg.MaxSessionsPerPrincipal, cfg.MaxTransactionsPerPrincipal = 2, 4
-	cfg.MaxSessionsPerSubject, cfg.MaxTransactionsPerSubject = 3, 5
+	cfg.Sessions.MaxSessionsPerPrincipal, cfg.Sessions.MaxTransactionsPerPrincipal = 2, 4
+	cfg.Sessions.MaxSessionsPerSubject, cfg.Sessions.MaxTransactionsPerSubject = 3, 5
 	if err := cfg.Validate(); !errors.As(err, &ce) || len(ce.Problems) != 2 ||
 		!strings.Contains(err.Error(), "max_sessions_per_subject: 3 is above a token's share of 2 sessions") ||
 		!strings.Contains(err.Error(), "max_transactions_per_subject: 5 is above a token's share of 4 pg_transaction calls") {

@@ -19,7 +19,7 @@ import (
 // get buckets of their own on first use, in dyn, except that the end users of one act_as token
 // share that token's bucket, so spreading calls over subjects does not lift its limit. Calls in
 // flight are counted per quota owner (tools.Principal.QuotaOwner: the token, or the JWT issuer,
-// with all its subjects) against MaxConcurrent, and per subject against its subject share. It is
+// with all its subjects) against MaxConcurrentPerToken, and per subject against its subject share. It is
 // safe for concurrent use.
 type Limiter struct {
 	limits  Limits
@@ -36,7 +36,7 @@ type principalLimit struct {
 
 // newLimiter returns nil when limits limit nothing, so the hot path skips it entirely.
 func NewLimiter(limits Limits, principals []string, m *Metrics) *Limiter {
-	if limits.RatePerSecond <= 0 && limits.MaxConcurrent <= 0 {
+	if limits.RatePerSecond <= 0 && limits.MaxConcurrentPerToken <= 0 {
 		return nil
 	}
 	l := &Limiter{limits: limits, metrics: m, per: map[string]*principalLimit{}}
@@ -114,7 +114,7 @@ func (l *Limiter) Admit(p tools.Principal) (a Admission, retryAfter time.Duratio
 // enter counts a call of p in flight, in its subject's share first (a subject over it is the one
 // to wait), then in its owner's, or says which is full. On success a holds the counters to leave.
 func (l *Limiter) enter(p tools.Principal, a *Admission) *tools.Error {
-	limit := int64(l.limits.MaxConcurrent)
+	limit := int64(l.limits.MaxConcurrentPerToken)
 	if limit <= 0 {
 		return nil
 	}
@@ -178,23 +178,23 @@ func (l Limits) SubjectShare() int {
 	if l.MaxConcurrentPerSubject > 0 {
 		return l.MaxConcurrentPerSubject
 	}
-	return max(1, l.MaxConcurrent/2)
+	return max(1, l.MaxConcurrentPerToken/2)
 }
 
 // Limits are per-principal limits on tool calls, over HTTP and MCP alike. Zero means no limit.
 type Limits struct {
 	// RatePerSecond is the sustained rate of tool calls per token, refilling a token bucket
 	// (default 0: unlimited).
-	RatePerSecond float64
+	RatePerSecond float64 `json:"rate_per_second"`
 	// Burst is the bucket size: calls allowed at once above the rate (default: RatePerSecond
 	// rounded up, at least 1).
-	Burst int
-	// MaxConcurrent is the most calls one token may have in flight (default 0: unlimited); the
+	Burst int `json:"burst"`
+	// MaxConcurrentPerToken is the most calls one token may have in flight (default 0: unlimited); the
 	// end users of an act_as token and the subjects of a JWT issuer count against their token's
 	// or issuer's limit together.
-	MaxConcurrent int
+	MaxConcurrentPerToken int `json:"max_concurrent_per_token"`
 	// MaxConcurrentPerSubject is the most calls one end user (an act_as subject or a JWT's sub)
-	// may have in flight within its token's or issuer's MaxConcurrent (default: half of it, at
-	// least 1; unlimited when MaxConcurrent is).
-	MaxConcurrentPerSubject int
+	// may have in flight within its token's or issuer's MaxConcurrentPerToken (default: half of it, at
+	// least 1; unlimited when MaxConcurrentPerToken is).
+	MaxConcurrentPerSubject int `json:"max_concurrent_per_subject"`
 }
