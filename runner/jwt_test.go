@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/tools"
@@ -81,6 +83,13 @@ func publicJWK(t *testing.T, key any, kid string, alg jwkset.ALG) jwkset.JWK {
 }
 
 func (iss *issuer) url() string { return iss.srv.URL + "/jwks.json" }
+
+// fetches is how many times the JWKS was served.
+func (iss *issuer) fetches() int {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	return iss.hits
+}
 
 // claims are valid claims for subject sub with role and the secret tenant claim.
 func validClaims(sub, role string) jwt.MapClaims {
@@ -281,8 +290,9 @@ func TestJWTHS256Secret(t *testing.T) {
 	}
 }
 
-// TestJWKSRefreshOnUnknownKid: a key the issuer publishes after the first fetch is found by
-// fetching the JWKS again when a token names its kid.
+// TestJWKSRefreshOnUnknownKid: a key the issuer publishes after the last fetch is found by
+// fetching the JWKS again when a token names its kid, at most once per jwksMinRefetch however
+// many unknown kids arrive.
 func TestJWKSRefreshOnUnknownKid(t *testing.T) {
 	t.Parallel()
 	iss := newIssuer(t)
@@ -292,6 +302,9 @@ func TestJWKSRefreshOnUnknownKid(t *testing.T) {
 	}
 	rk := v.keys.(*remoteKeys)
 	ctx := t.Context()
+	if n := iss.fetches(); n != 1 {
+		t.Fatalf("the JWKS was fetched %d times at start, want 1", n)
+	}
 	if _, terr := v.verify(ctx, sign(t, jwt.SigningMethodRS256, "rsa-1", iss.rsa, validClaims("erin", "agent")), false); terr != nil {
 		t.Fatal(terr)
 	}
@@ -300,21 +313,27 @@ func TestJWKSRefreshOnUnknownKid(t *testing.T) {
 	iss.extra = append(iss.extra, publicJWK(t, &rotated.PublicKey, "rsa-2", jwkset.AlgRS256))
 	iss.mu.Unlock()
 	token := sign(t, jwt.SigningMethodRS256, "rsa-2", rotated, validClaims("erin", "agent"))
-	// Within the refetch interval the unknown kid is refused without another fetch.
+	// Within the refetch interval of the start's fetch the unknown kid is refused without another.
 	if _, terr := v.verify(ctx, token, false); terr == nil || !strings.Contains(terr.Message, "unknown kid") {
 		t.Fatalf("unknown kid within the refetch interval: %v", terr)
 	}
-	rk.mu.Lock()
-	rk.tried = time.Now().Add(-2 * jwksMinRefetch)
-	rk.mu.Unlock()
+	if n := iss.fetches(); n != 1 {
+		t.Fatalf("the JWKS was fetched %d times within the refetch interval, want 1", n)
+	}
+	rk.gate = rate.NewLimiter(rate.Every(jwksMinRefetch), 1) // the interval has passed
 	if _, terr := v.verify(ctx, token, false); terr != nil {
 		t.Fatalf("after rotation: %v", terr)
 	}
-	iss.mu.Lock()
-	hits := iss.hits
-	iss.mu.Unlock()
-	if hits != 2 {
-		t.Errorf("the JWKS was fetched %d times, want 2 (first use, one refresh)", hits)
+	// Made-up kids right after that fetch cause no other.
+	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	for i := range 20 {
+		forged := sign(t, jwt.SigningMethodRS256, fmt.Sprintf("made-up-%d", i), other, validClaims("erin", "agent"))
+		if _, terr := v.verify(ctx, forged, false); terr == nil || !strings.Contains(terr.Message, "unknown kid") {
+			t.Fatalf("made-up kid %d: %v", i, terr)
+		}
+	}
+	if n := iss.fetches(); n != 2 {
+		t.Errorf("the JWKS was fetched %d times, want 2 (start, one refresh)", n)
 	}
 }
 
