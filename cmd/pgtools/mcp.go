@@ -76,7 +76,7 @@ Flags:
 	}
 	defer rt.Close()
 	reg := rt.Registry()
-	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes}
+	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes, Grant: tools.GrantMCPFlags}
 	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
 		Str("version", runner.Version).Msg("pgtools mcp serving")
 	opts := runner.MCPOptions{ConfirmRowsOver: *confirmRows, StructuredContent: *structured || cfg.MCPStructuredContent}
