@@ -301,7 +301,7 @@ func newRemoteKeys(ctx context.Context, url string, client *http.Client, refresh
 		}
 	}
 	// jwkset decodes the response as it arrives, without a bound.
-	c.Transport = cappedTransport{base: c.Transport, max: maxJWKSBytes}
+	c.Transport = jwksTransport{base: c.Transport, max: maxJWKSBytes}
 	held, err := jwkset.NewStorageFromHTTP(url, jwkset.HTTPClientStorageOptions{
 		Client: c, Ctx: ctx, HTTPTimeout: jwksHTTPTimeout, RefreshInterval: refresh, NoErrorReturnFirstHTTPReq: true,
 		// Only values are captured: a closure holding the remoteKeys would keep it reachable
@@ -350,14 +350,16 @@ func (r *remoteKeys) empty(ctx context.Context) bool {
 // errJWKSTooLarge refuses a JWKS response over maxJWKSBytes.
 var errJWKSTooLarge = fmt.Errorf("the JWKS is larger than %d KiB", maxJWKSBytes>>10)
 
-// cappedTransport cuts every response body at max bytes: reading past it fails with
-// errJWKSTooLarge, so an oversized key set is refused, never half-read.
-type cappedTransport struct {
+// jwksTransport asks for JSON and cuts every response body at max bytes: reading past it fails
+// with errJWKSTooLarge, so an oversized key set is refused, never half-read.
+type jwksTransport struct {
 	base http.RoundTripper
 	max  int64
 }
 
-func (c cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (c jwksTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context()) // a RoundTripper must not change its caller's request
+	req.Header.Set("Accept", "application/json")
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
 		return nil, err
