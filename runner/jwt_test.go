@@ -164,5 +164,7 @@ func TestJWTValidTokensRunAsTheirRole(t *testing.T) {
 	ro := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(authtest.With(authtest.ValidClaims("carol", f.role), "scope", nil), "scp", []string{"read"}))
 	if status, body, _ := f.post(t, "/v1/tools/execute_sql", ro, insertProbe); status == http.StatusOK {
 		t.Fatalf("a read-only token wrote: %v", body)
+	} else if fix, _ := body["suggestion"].(string); !strings.Contains(fix, "token with the write scope") || strings.Contains(fix, "--scopes") {
+		t.Errorf("the refusal over HTTP does not name a token as the fix: %v", body)
 	}
 }

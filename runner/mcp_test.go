@@ -94,6 +94,9 @@ func TestMCPPrincipals(t *testing.T) {
 			if !out.IsError || lacksWrite != (name == "reader") {
 				t.Fatalf("%s: insert_data: %s", name, out.Text)
 			}
+			if fix, _ := out.Object["suggestion"].(string); lacksWrite && (!strings.Contains(fix, "token with the write scope") || strings.Contains(fix, "--scopes")) {
+				t.Fatalf("%s: insert_data over MCP-over-HTTP names no token as the fix: %s", name, out.Text)
+			}
 			res, err = sessions[name].CallTool(t.Context(), read)
 			if err != nil {
 				t.Fatal(err)

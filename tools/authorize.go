@@ -25,8 +25,9 @@ type gate struct {
 	audits func(args map[string]any) bool
 	// echoesSession: every result in a session names it (pg_tx), not only those that write.
 	echoesSession bool
-	// readOnlyFix and scopeFix are the suggestions for a write refused by a read-only database or
-	// a token without the write scope; scopeMsg names what needed the scope.
+	// readOnlyFix is the suggestion for a write refused by a read-only database; scopeFix, when
+	// set, the way to do without the write scope (the refusal adds how to get it); scopeMsg
+	// names what needed the scope.
 	readOnlyFix, scopeFix, scopeMsg string
 }
 
@@ -202,12 +203,14 @@ func (r *Registry) authorize(req *request, t *toolEntry) *Error {
 		return errorf(ErrNotAllowed, "Use another tool; the operator disabled this one for this database.",
 			"Tool %s is disabled on database %q", tool, db.Name)
 	}
-	req.allowDDL = db.Policy.AllowDDL && p.Can("ddl")
+	if req.allowDDL = db.Policy.AllowDDL && p.Can("ddl"); !req.allowDDL {
+		req.ddlFix = p.ddlFix(db.Policy.AllowDDL)
+	}
 	if !g.isWrite(req.args) {
 		return nil
 	}
 	if !p.Can("write") {
-		return errorf(ErrNotAllowed, g.scopeFix, "Your token lacks the \"write\" scope that %s needs", g.scopeMsg)
+		return p.lacksScope("write", g.scopeMsg, g.scopeFix)
 	}
 	if db.Policy.ReadOnly {
 		return errorf(ErrNotAllowed, g.readOnlyFix, "Database %q is read-only under the operator's policy", db.Name)

@@ -286,7 +286,7 @@ func runCustom(ctx context.Context, req *request, t CustomTool) (Result, *Error)
 	}
 	dry := boolArg(req.args, "dry_run")
 	st := writeStmt{op: t.Name, sql: t.SQL, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
-		free: true, allowDDL: req.allowDDL, maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: format, dryRun: dry}
+		free: true, allowDDL: req.allowDDL, ddlFix: req.ddlFix, maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: format, dryRun: dry}
 	if dry {
 		st.keepRows, st.maxAffected = previewRows, 0 // a dry run reports the count; the cap applies when it is applied
 	}

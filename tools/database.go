@@ -210,6 +210,9 @@ type Principal struct {
 	// subject share of its own, so spreading calls over many subjects does not lift the bound.
 	// "" means Name: the principal is its own owner.
 	Quota string
+	// Grant is how Scopes were configured (default GrantToken), so a refusal for a missing
+	// scope names the fix the caller can act on: a token, or pgtools mcp's --scopes.
+	Grant Grant
 }
 
 // QuotaOwner is the name p's quota is counted under: Quota, or Name when p is its own owner.

@@ -61,6 +61,12 @@ func TestErrorGolden(t *testing.T) {
 		{category: ErrPermissionDenied, tool: "execute_sql", args: `{"sql":"select pg_read_file('postgresql.conf')"}`},
 		{category: ErrTimeout, policy: Policy{StatementTimeout: 300 * time.Millisecond}, tool: "execute_sql", args: `{"sql":"select pg_sleep(5)"}`},
 		{category: ErrNotAllowed, p: &Principal{Name: "writer", Scopes: []string{"write"}}, tool: "select_query", args: `{"table":"orders"}`},
+		{category: ErrNotAllowed, name: "mcp-flags-scope", p: &Principal{Name: "mcp-stdio", Scopes: []string{"read"}, Grant: GrantMCPFlags}, tool: "insert_data", args: `{"table":"orders","row":{"status":"x"},"autocommit":true}`},
+		{category: ErrNotAllowed, name: "mcp-flags-ddl", write: true, p: &Principal{Name: "mcp-stdio", Scopes: []string{"read", "write"}, Grant: GrantMCPFlags},
+			tool: "execute_sql", args: `{"sql":"create table scratch2 (i int)","mode":"write","autocommit":true}`,
+			setup: func(b *bundle) {
+				b.db.Exec(b.t, "GRANT CREATE ON SCHEMA public TO "+quoteIdent(b.db.RoleName("agent")))
+			}},
 		{category: ErrNotAllowed, name: "tool-allow-list", p: &Principal{Name: "narrow", Scopes: []string{"read"}, Tools: []string{"select_query", "pg_tx"}}, tool: "describe_schema", args: `{}`},
 		{category: ErrSessionNotFound, tool: "select_query", args: `{"table":"orders","session_id":"00000000-0000-4000-8000-000000000000"}`},
 		{category: ErrUnknownTool, tool: "drop_everything", args: `{}`},

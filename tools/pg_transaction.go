@@ -45,7 +45,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			return nil, failedAt(i, perr)
 		}
 		stmts[i] = writeStmt{op: op, sql: sql, params: params, free: true, keepRows: req.db.Policy.DefaultLimit,
-			maxBytes: req.maxBytes, allowDDL: req.allowDDL,
+			maxBytes: req.maxBytes, allowDDL: req.allowDDL, ddlFix: req.ddlFix,
 			maxAffected: req.db.Policy.MaxAffectedRows, format: format}
 	}
 

@@ -34,6 +34,7 @@ type request struct {
 	db        *Database
 	session   *Session       // the session session_id names, locked for the call (nil: stateless)
 	allowDDL  bool           // the database allows DDL and the principal has the ddl scope
+	ddlFix    string         // without allowDDL: the suggestion naming what would allow DDL
 	args      map[string]any // validated arguments, numbers as json.Number (for policy, masking and audit)
 	in        any            // the same arguments decoded into the tool's struct (*selectArgs, …)
 	started   time.Time
@@ -261,8 +262,7 @@ func (r *Registry) unknownTool(tool string) *Error {
 // validates, then into the tool's struct. m is set as far as parsing got, for masking.
 func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[string]any, in any, err *Error) {
 	if !p.Can(t.scope) {
-		return nil, nil, errorf(ErrNotAllowed, "Ask the operator for a token with the "+t.scope+" scope.",
-			"Your token lacks the %q scope that %s needs", t.scope, t.info.Name)
+		return nil, nil, p.lacksScope(t.scope, t.info.Name, "")
 	}
 	var args any
 	if len(strings.TrimSpace(string(rawArgs))) == 0 {

@@ -46,7 +46,7 @@ func builtinTools() []toolDef {
 		defineTool("select_query", gate{access: readsOnly, session: always}, selectQuery),
 		defineTool("describe_schema", gate{access: readsOnly}, describeSchema),
 		withPreview(defineTool("execute_sql", gate{access: writesWhen, writes: modeWrite, intent: true, session: always, readOnlyFix: noWritesFix,
-			scopeFix: `Use mode "read", or ask the operator for a token with the write scope.`, scopeMsg: `execute_sql with mode "write"`}, executeSQL),
+			scopeFix: `Use mode "read"`, scopeMsg: `execute_sql with mode "write"`}, executeSQL),
 			previewStatement),
 		defineTool("insert_data", gate{access: writesAlways, intent: true, session: always, readOnlyFix: noWritesFix}, insertData),
 		withPreview(defineTool("update_data", gate{access: writesAlways, intent: true, session: always, readOnlyFix: noWritesFix}, updateData),
@@ -57,7 +57,7 @@ func builtinTools() []toolDef {
 			return strArg(args, "action") == "begin" && !boolArg(args, "read_only")
 		}, session: sessionAction, audits: endsSession, echoesSession: true,
 			readOnlyFix: `Begin with "read_only": true; this database accepts no writes.`,
-			scopeFix:    `Begin with "read_only": true, or ask the operator for a token with the write scope.`, scopeMsg: "a read-write session"}, pgTx),
+			scopeFix:    `Begin with "read_only": true`, scopeMsg: "a read-write session"}, pgTx),
 		defineTool("pg_transaction", gate{access: writesAlways, readOnlyFix: noWritesFix}, pgTransaction),
 	}
 }

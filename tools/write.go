@@ -29,6 +29,7 @@ type writeStmt struct {
 	free        bool        // agent-written SQL: classify by command tag and catalog changes
 	confirm     bool        // confirm_destructive
 	allowDDL    bool        // policy allows DDL and the principal has the ddl scope
+	ddlFix      string      // without allowDDL: the suggestion naming what would allow DDL
 	who         identity    // the role and claims the statement runs with (outside a session)
 }
 
@@ -140,7 +141,7 @@ func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before ef
 					what = "is not a data change (a utility statement such as SET)"
 				}
 				return out, false, &Error{Type: ErrNotAllowed, Message: fmt.Sprintf("The statement (%s) %s, and DDL is not allowed here; it was rolled back", describeTag(out.tag), what),
-					Suggestion: "Use INSERT, UPDATE, DELETE or MERGE, or ask the operator to enable allow_ddl for this database and give your token the ddl scope."}
+					Suggestion: st.ddlFix}
 			}
 			if isDestructive(out.tag) && !st.confirm {
 				return out, false, &Error{Type: ErrConfirmationRequired, Message: fmt.Sprintf("%s removes data or objects irreversibly; it was rolled back", out.tag),

@@ -79,7 +79,7 @@ Flags:
 	}
 	defer rt.Close()
 	reg := rt.Registry()
-	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes}
+	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes, Grant: tools.GrantMCPFlags}
 	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
 		Str("version", version.Version).Msg("pgtools mcp serving")
 	opts := mcpapi.MCPOptions{ConfirmRowsOver: *confirmRows, StructuredContent: *structured || cfg.MCP.StructuredContent}

@@ -88,6 +88,10 @@ func TestMCPStdio(t *testing.T) {
 		if !out.IsError || out.Object["errorType"] != "not_allowed" || !strings.Contains(out.Object["error"].(string), `lacks the "write" scope`) {
 			t.Fatalf("insert_data with --scopes read: %s\n%s", out.Text, stderr.String())
 		}
+		// Over stdio there is no token: the fix is the flag the MCP client starts pgtools with.
+		if fix, _ := out.Object["suggestion"].(string); !strings.Contains(fix, "--scopes read,write") || strings.Contains(out.Text, "token") {
+			t.Errorf("insert_data with --scopes read names no --scopes fix, or a token: %s", out.Text)
+		}
 		res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "select_query", Arguments: map[string]any{"table": "orders"}})
 		if err != nil || res.IsError {
 			t.Fatalf("select_query with --scopes read: %v %+v", err, res)

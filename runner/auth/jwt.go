@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,9 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/MicahParks/jwkset"
@@ -18,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/pgtools/pgtools/tools"
 )
@@ -30,12 +32,12 @@ const (
 	DefaultJWTLeeway = 30 * time.Second
 	// DefaultJWTRoleClaim is JWTConfig.RoleClaim when unset, the claim PostgREST reads too.
 	DefaultJWTRoleClaim = "role"
-	// DefaultJWKSRefresh is how long a JWKS fetched from a URL is used before it is fetched again.
+	// DefaultJWKSRefresh is how often a JWKS URL is fetched again in the background.
 	DefaultJWKSRefresh = time.Hour
 	// jwksMinRefetch spaces the fetches an unknown kid triggers, so tokens with made-up key ids
 	// cannot make the runner hammer the issuer.
 	jwksMinRefetch = 10 * time.Second
-	// maxJWKSBytes caps a JWKS document.
+	// maxJWKSBytes caps a JWKS document; a larger one is refused and the previous keys stay.
 	maxJWKSBytes = 1 << 20
 	// MaxJWTBytes caps a bearer JWT, checked before it is decoded: a token is a few hundred
 	// bytes to a few KiB, and every byte past that is base64 and JSON work an unauthenticated
@@ -66,9 +68,10 @@ type JWTConfig struct {
 	JWKSFile string
 	// JWKS is the key set read from JWKSFile.
 	JWKS []byte
-	// JWKSURL is an http(s) URL of the issuer's JSON Web Key Set, fetched on first use, again
-	// after DefaultJWKSRefresh, and when a token names a key id it does not hold (at most every
-	// 10 s).
+	// JWKSURL is an http(s) URL of the issuer's JSON Web Key Set, fetched when the runner
+	// starts (a failure is logged and tokens are refused until a fetch succeeds), again every
+	// DefaultJWKSRefresh in the background, and when a token names a key id it does not hold
+	// (at most every 10 s). A fetch is bounded by 10 s and 1 MiB.
 	JWKSURL string
 	// Leeway is the clock skew allowed on exp and nbf (default 30 s).
 	Leeway time.Duration
@@ -83,6 +86,10 @@ type JWTConfig struct {
 	DefaultScopes []string
 	// Databases limits the issuer's principals to these databases; empty means all.
 	Databases []string
+
+	// jwksRefresh is the background refresh interval of JWKSURL (0: DefaultJWKSRefresh); tests
+	// shorten it to watch the refresh run and stop.
+	jwksRefresh time.Duration
 }
 
 // WithDefaults fills the unset fields of j.
@@ -113,19 +120,20 @@ type jwtVerifier struct {
 
 // keySource gives the verification keys: a fixed set, or a JWKS fetched from a URL.
 type keySource interface {
-	// keyfunc returns the key lookup for one verification.
-	keyfunc(ctx context.Context) (jwt.Keyfunc, error)
-	// refresh fetches the keys again after a token named an unknown key id; it reports whether
-	// new keys were fetched (false when the last fetch was too recent).
-	refresh(ctx context.Context) bool
+	// keyfunc returns the key lookup of one verification.
+	keyfunc(ctx context.Context) jwt.Keyfunc
+	// empty reports whether the source holds no key at all: a JWKS URL not fetched yet.
+	empty(ctx context.Context) bool
 }
 
 type staticKeys struct{ kf jwt.Keyfunc }
 
-func (s staticKeys) keyfunc(context.Context) (jwt.Keyfunc, error) { return s.kf, nil }
-func (s staticKeys) refresh(context.Context) bool                 { return false }
+func (s staticKeys) keyfunc(context.Context) jwt.Keyfunc { return s.kf }
+func (s staticKeys) empty(context.Context) bool          { return false }
 
-// newJWTVerifier builds the verifier of cfg (validated). A JWKS URL is fetched on first use, through client (nil: a client with a 10 s timeout).
+// newJWTVerifier builds the verifier of cfg (validated). A JWKS URL is fetched at once, through
+// client (nil: http.DefaultTransport), and refreshed in the background for as long as the
+// verifier is in use.
 func newJWTVerifier(cfg JWTConfig, resource string, client *http.Client, log zerolog.Logger) (*jwtVerifier, error) {
 	cfg = cfg.WithDefaults()
 	v := &jwtVerifier{cfg: cfg, resource: resource}
@@ -144,10 +152,16 @@ func newJWTVerifier(cfg JWTConfig, resource string, client *http.Client, log zer
 		v.keys = staticKeys{kf: kf.Keyfunc}
 	case cfg.JWKSURL != "":
 		v.methods = asymmetricMethods
-		if client == nil {
-			client = &http.Client{Timeout: 10 * time.Second}
+		// The handler that holds v has no Close, and a reload drops it with its generation, so
+		// the background refresh ends when v is garbage: the cleanup cancels its context.
+		ctx, cancel := context.WithCancel(context.Background())
+		rk, err := newRemoteKeys(ctx, cfg.JWKSURL, client, cmp.Or(cfg.jwksRefresh, DefaultJWKSRefresh), log)
+		if err != nil {
+			cancel()
+			return nil, err
 		}
-		v.keys = &remoteKeys{url: cfg.JWKSURL, client: client, log: log, ttl: DefaultJWKSRefresh}
+		runtime.AddCleanup(rk, func(cancel context.CancelFunc) { cancel() }, cancel)
+		v.keys = rk
 	default:
 		return nil, errors.New("jwt: no key source: give secret_file, jwks_file or jwks_url")
 	}
@@ -158,78 +172,129 @@ func newJWTVerifier(cfg JWTConfig, resource string, client *http.Client, log zer
 // "signed" with a public key as an HMAC secret is refused.
 var asymmetricMethods = []string{jwt.SigningMethodRS256.Alg(), jwt.SigningMethodES256.Alg()}
 
-// remoteKeys is a JWKS fetched from a URL and cached: fetched on first use, again when older
-// than ttl, and when a token names an unknown kid (at most every jwksMinRefetch). A failed fetch
-// keeps the previous keys.
-type remoteKeys struct {
-	url    string
-	client *http.Client
-	log    zerolog.Logger
-	ttl    time.Duration
+// jwksHTTPTimeout bounds one fetch of a JWKS URL.
+const jwksHTTPTimeout = 10 * time.Second
 
-	mu      sync.Mutex
-	kf      keyfunc.Keyfunc
-	fetched time.Time // last successful fetch
-	tried   time.Time // last attempt
+// remoteKeys is a JWKS fetched from a URL by jwkset: once when built, then every refresh
+// interval in the background until the context given to newRemoteKeys ends, and when a token
+// names a key id it does not hold (at most every jwksMinRefetch). A failed fetch keeps the
+// previous keys.
+type remoteKeys struct {
+	held     jwkset.Storage  // the keys of the last successful fetch
+	cached   keyfunc.Keyfunc // lookups in held, never fetching
+	fetching keyfunc.Keyfunc // the same lookups, fetching the JWKS again for an unknown kid
+	// gate spaces the fetches unknown kids trigger, so tokens with made-up key ids cannot make
+	// the runner hammer the issuer. It refuses rather than waits: jwkset's own limiter makes a
+	// lookup wait for its turn, and the bound of that wait also cuts the fetch short, so
+	// jwkset's limiter is left unlimited and this one decides.
+	gate *rate.Limiter
 }
 
-func (r *remoteKeys) keyfunc(ctx context.Context) (jwt.Keyfunc, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.kf == nil || time.Since(r.fetched) > r.ttl {
-		if err := r.fetchLocked(ctx); err != nil && r.kf == nil {
-			return nil, err
+// newRemoteKeys fetches the JWKS at url and keeps it fresh until ctx ends. A failed first fetch
+// is logged, not returned: the runner starts while the issuer is down, refuses tokens until a
+// fetch succeeds, and tries again when a token names a key id (and every refresh interval).
+func newRemoteKeys(ctx context.Context, url string, client *http.Client, refresh time.Duration, log zerolog.Logger) (*remoteKeys, error) {
+	c := &http.Client{Transport: http.DefaultTransport}
+	if client != nil {
+		c = new(http.Client)
+		*c = *client
+		if c.Transport == nil {
+			c.Transport = http.DefaultTransport
 		}
 	}
-	return r.kf.KeyfuncCtx(ctx), nil
-}
-
-func (r *remoteKeys) refresh(ctx context.Context) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if time.Since(r.tried) < jwksMinRefetch {
-		return false
-	}
-	return r.fetchLocked(ctx) == nil
-}
-
-// fetchLocked fetches the JWKS; r.mu is held, so concurrent verifications wait for one fetch.
-func (r *remoteKeys) fetchLocked(ctx context.Context) error {
-	r.tried = time.Now()
-	kf, err := r.fetch(ctx)
+	// jwkset decodes the response as it arrives, without a bound.
+	c.Transport = jwksTransport{base: c.Transport, max: maxJWKSBytes}
+	held, err := jwkset.NewStorageFromHTTP(url, jwkset.HTTPClientStorageOptions{
+		Client: c, Ctx: ctx, HTTPTimeout: jwksHTTPTimeout, RefreshInterval: refresh, NoErrorReturnFirstHTTPReq: true,
+		// Only values are captured: a closure holding the remoteKeys would keep it reachable
+		// from the refresh goroutine, and its cleanup would never run.
+		RefreshErrorHandler: func(_ context.Context, err error) {
+			log.Warn().Str("jwks_url", url).Err(err).Msg("fetching the JWT issuer's keys from jwt.jwks_url failed; " +
+				"tokens signed with keys not fetched yet are refused until a fetch succeeds")
+		},
+	})
 	if err != nil {
-		r.log.Warn().Str("jwks_url", r.url).Err(err).Msg("fetching the JWT issuer's keys failed")
-		return err
+		return nil, fmt.Errorf("jwt.jwks_url: %w", err)
 	}
-	r.kf, r.fetched = kf, time.Now()
-	return nil
+	fetching, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{HTTPURLs: map[string]jwkset.Storage{url: held},
+		RateLimitWaitMax: jwksHTTPTimeout, RefreshUnknownKID: rate.NewLimiter(rate.Inf, 0)})
+	if err != nil {
+		return nil, fmt.Errorf("jwt.jwks_url: %w", err)
+	}
+	r := &remoteKeys{held: held, gate: rate.NewLimiter(rate.Every(jwksMinRefetch), 1)}
+	r.gate.Allow() // the fetch just made counts: the next one an unknown kid triggers waits its turn
+	if r.cached, err = keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: held}); err != nil {
+		return nil, fmt.Errorf("jwt.jwks_url: %w", err)
+	}
+	if r.fetching, err = keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: fetching}); err != nil {
+		return nil, fmt.Errorf("jwt.jwks_url: %w", err)
+	}
+	return r, nil
 }
 
-func (r *remoteKeys) fetch(ctx context.Context) (keyfunc.Keyfunc, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("building the JWKS request: %w", err)
+func (r *remoteKeys) keyfunc(ctx context.Context) jwt.Keyfunc {
+	cached, fetching := r.cached.KeyfuncCtx(ctx), r.fetching.KeyfuncCtx(ctx)
+	return func(t *jwt.Token) (any, error) {
+		key, err := cached(t)
+		if !errors.Is(err, jwkset.ErrKeyNotFound) || !r.gate.Allow() {
+			return key, err
+		}
+		// The issuer may have rotated its keys since the last fetch.
+		return fetching(t)
 	}
+}
+
+func (r *remoteKeys) empty(ctx context.Context) bool {
+	keys, err := r.held.KeyReadAll(ctx)
+	return err == nil && len(keys) == 0
+}
+
+// errJWKSTooLarge refuses a JWKS response over maxJWKSBytes.
+var errJWKSTooLarge = fmt.Errorf("the JWKS is larger than %d KiB", maxJWKSBytes>>10)
+
+// jwksTransport asks for JSON and cuts every response body at max bytes: reading past it fails
+// with errJWKSTooLarge, so an oversized key set is refused, never half-read.
+type jwksTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (c jwksTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context()) // a RoundTripper must not change its caller's request
 	req.Header.Set("Accept", "application/json")
-	resp, err := r.client.Do(req)
+	resp, err := c.base.RoundTrip(req)
 	if err != nil {
-		return nil, fmt.Errorf("fetching the JWKS: %w", err)
+		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetching the JWKS: HTTP status %d", resp.StatusCode)
+	if resp.ContentLength > c.max {
+		resp.Body.Close()
+		return nil, errJWKSTooLarge
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes))
-	if err != nil {
-		return nil, fmt.Errorf("reading the JWKS: %w", err)
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max}
+	return resp, nil
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// A body of exactly max bytes ends here; one more byte is one too many.
+		var one [1]byte
+		n, err := b.ReadCloser.Read(one[:])
+		if n > 0 {
+			return 0, errJWKSTooLarge
+		}
+		return 0, err
 	}
-	kf, err := keyfunc.NewJWKSetJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("the JWKS is not a JSON Web Key Set: %w", err)
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
 	}
-	return kf, nil
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // looksLikeJWT tells a compact JWS (three base64url parts, a JSON header) from an opaque token.
@@ -246,21 +311,13 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string, mcp bool) (tools.P
 		return tools.Principal{}, jwtError(fmt.Sprintf("The bearer token (a JWT) is larger than %d KiB", MaxJWTBytes>>10),
 			"Send the token exactly as the issuer gave it; if it is that large, have the issuer put fewer claims in it.")
 	}
-	kf, err := v.keys.keyfunc(ctx)
-	if err != nil {
-		return tools.Principal{}, jwtError("The runner cannot fetch the keys of the token issuer",
-			"Retry in a minute; if it persists, the operator should check jwt.jwks_url.")
-	}
 	parser := jwt.NewParser(jwt.WithValidMethods(v.methods), jwt.WithIssuer(v.cfg.Issuer), jwt.WithLeeway(v.cfg.Leeway),
 		jwt.WithExpirationRequired(), jwt.WithJSONNumber())
 	claims := jwt.MapClaims{}
-	_, err = parser.ParseWithClaims(raw, claims, kf)
-	if err != nil && errors.Is(err, jwkset.ErrKeyNotFound) && v.keys.refresh(ctx) {
-		// The issuer may have rotated its keys since the last fetch.
-		if kf, err = v.keys.keyfunc(ctx); err == nil {
-			claims = jwt.MapClaims{}
-			_, err = parser.ParseWithClaims(raw, claims, kf)
-		}
+	_, err := parser.ParseWithClaims(raw, claims, v.keys.keyfunc(ctx))
+	if err != nil && !errors.Is(err, jwt.ErrTokenMalformed) && v.keys.empty(ctx) {
+		return tools.Principal{}, jwtError("The runner cannot fetch the keys of the token issuer",
+			"Retry in a minute; if it persists, the operator should check jwt.jwks_url.")
 	}
 	if err != nil {
 		return tools.Principal{}, v.describe(err)

@@ -3,15 +3,16 @@ package auth
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/pgtools/pgtools/runner/auth/authtest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 )
 
 // TestJWTHS256Secret: with a secret only HS256 verifies; an RS256 token is refused.
@@ -39,8 +40,9 @@ func TestJWTHS256Secret(t *testing.T) {
 	}
 }
 
-// TestJWKSRefreshOnUnknownKid: a key the issuer publishes after the first fetch is found by
-// fetching the JWKS again when a token names its kid.
+// TestJWKSRefreshOnUnknownKid: a key the issuer publishes after the last fetch is found by
+// fetching the JWKS again when a token names its kid, at most once per jwksMinRefetch however
+// many unknown kids arrive.
 func TestJWKSRefreshOnUnknownKid(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t)
@@ -50,24 +52,36 @@ func TestJWKSRefreshOnUnknownKid(t *testing.T) {
 	}
 	rk := v.keys.(*remoteKeys)
 	ctx := t.Context()
+	if n := iss.Hits(); n != 1 {
+		t.Fatalf("the JWKS was fetched %d times at start, want 1", n)
+	}
 	if _, terr := v.verify(ctx, authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.ValidClaims("erin", "agent")), false); terr != nil {
 		t.Fatal(terr)
 	}
 	rotated, _ := rsa.GenerateKey(rand.Reader, 2048)
 	iss.Publish(authtest.PublicJWK(t, &rotated.PublicKey, "rsa-2", jwkset.AlgRS256))
 	token := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-2", rotated, authtest.ValidClaims("erin", "agent"))
-	// Within the refetch interval the unknown kid is refused without another fetch.
+	// Within the refetch interval of the start's fetch the unknown kid is refused without another.
 	if _, terr := v.verify(ctx, token, false); terr == nil || !strings.Contains(terr.Message, "unknown kid") {
 		t.Fatalf("unknown kid within the refetch interval: %v", terr)
 	}
-	rk.mu.Lock()
-	rk.tried = time.Now().Add(-2 * jwksMinRefetch)
-	rk.mu.Unlock()
+	if n := iss.Hits(); n != 1 {
+		t.Fatalf("the JWKS was fetched %d times within the refetch interval, want 1", n)
+	}
+	rk.gate = rate.NewLimiter(rate.Every(jwksMinRefetch), 1) // the interval has passed
 	if _, terr := v.verify(ctx, token, false); terr != nil {
 		t.Fatalf("after rotation: %v", terr)
 	}
-	if hits := iss.Hits(); hits != 2 {
-		t.Errorf("the JWKS was fetched %d times, want 2 (first use, one refresh)", hits)
+	// Made-up kids right after that fetch cause no other.
+	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	for i := range 20 {
+		forged := authtest.Sign(t, jwt.SigningMethodRS256, fmt.Sprintf("made-up-%d", i), other, authtest.ValidClaims("erin", "agent"))
+		if _, terr := v.verify(ctx, forged, false); terr == nil || !strings.Contains(terr.Message, "unknown kid") {
+			t.Fatalf("made-up kid %d: %v", i, terr)
+		}
+	}
+	if n := iss.Hits(); n != 2 {
+		t.Errorf("the JWKS was fetched %d times, want 2 (start, one refresh)", n)
 	}
 }
 

@@ -78,6 +78,9 @@ func (iss *JWKSIssuer) Publish(k jwkset.JWK) {
 	iss.extra = append(iss.extra, k)
 }
 
+// Handler serves the JWKS, for a test server that wraps it (a flaky or oversized issuer).
+func (iss *JWKSIssuer) Handler() http.Handler { return iss.srv.Config.Handler }
+
 // Hits counts the fetches of the JWKS so far.
 func (iss *JWKSIssuer) Hits() int {
 	iss.mu.Lock()
