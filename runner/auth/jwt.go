@@ -28,7 +28,7 @@ import (
 const (
 	// DefaultJWTName is JWTConfig.Name when unset: principals are named "jwt:<sub>".
 	DefaultJWTName = "jwt"
-	// DefaultJWTLeeway is JWTConfig.Leeway when unset: the clock skew allowed on exp and nbf.
+	// DefaultJWTLeeway is JWTConfig.LeewaySeconds when unset: the clock skew allowed on exp and nbf.
 	DefaultJWTLeeway = 30 * time.Second
 	// DefaultJWTRoleClaim is JWTConfig.RoleClaim when unset, the claim PostgREST reads too.
 	DefaultJWTRoleClaim = "role"
@@ -54,38 +54,38 @@ var DefaultJWTScopes = []string{"read"}
 type JWTConfig struct {
 	// Name prefixes the principal names of the issuer's subjects: "<name>:<sub>" (default "jwt").
 	// It must differ from every API token's name.
-	Name string
+	Name string `json:"name"`
 	// Issuer is the required "iss" claim, e.g. "https://auth.example.com/".
-	Issuer string
+	Issuer string `json:"issuer"`
 	// Audience is the required "aud" of tokens on the HTTP API (default: MCPOAuth's resource).
-	Audience string
+	Audience string `json:"audience"`
 	// Secret is the HS256 key, read from SecretFile. A secret: never logged.
-	Secret []byte
+	Secret []byte `json:"-"`
 	// SecretFile is where Secret came from (for messages and check-config).
-	SecretFile string
+	SecretFile string `json:"secret_file,omitempty"`
 	// JWKSFile is a JSON Web Key Set file with the issuer's public keys, read once at start
 	// into JWKS.
-	JWKSFile string
+	JWKSFile string `json:"jwks_file,omitempty"`
 	// JWKS is the key set read from JWKSFile.
-	JWKS []byte
+	JWKS []byte `json:"-"`
 	// JWKSURL is an http(s) URL of the issuer's JSON Web Key Set, fetched when the runner
 	// starts (a failure is logged and tokens are refused until a fetch succeeds), again every
 	// DefaultJWKSRefresh in the background, and when a token names a key id it does not hold
 	// (at most every 10 s). A fetch is bounded by 10 s and 1 MiB.
-	JWKSURL string
-	// Leeway is the clock skew allowed on exp and nbf (default 30 s).
-	Leeway time.Duration
+	JWKSURL string `json:"jwks_url,omitempty"`
+	// LeewaySeconds is the clock skew allowed on exp and nbf, in seconds (default 30).
+	LeewaySeconds float64 `json:"leeway_seconds"`
 	// RoleClaim names the claim holding the PostgreSQL role (default "role").
-	RoleClaim string
+	RoleClaim string `json:"role_claim"`
 	// Roles is the allow-list of roles a token may name; a token naming another is refused.
-	Roles []string
+	Roles []string `json:"roles"`
 	// DefaultRole is the role of a token without the role claim ("" refuses such tokens). It
 	// must be in Roles.
-	DefaultRole string
+	DefaultRole string `json:"default_role"`
 	// DefaultScopes are the scopes of a token with neither "scope" nor "scp" (default ["read"]).
-	DefaultScopes []string
+	DefaultScopes []string `json:"default_scopes"`
 	// Databases limits the issuer's principals to these databases; empty means all.
-	Databases []string
+	Databases []string `json:"databases"`
 
 	// jwksRefresh is the background refresh interval of JWKSURL (0: DefaultJWKSRefresh); tests
 	// shorten it to watch the refresh run and stop.
@@ -97,8 +97,8 @@ func (j JWTConfig) WithDefaults() JWTConfig {
 	if j.Name == "" {
 		j.Name = DefaultJWTName
 	}
-	if j.Leeway <= 0 {
-		j.Leeway = DefaultJWTLeeway
+	if j.LeewaySeconds <= 0 {
+		j.LeewaySeconds = DefaultJWTLeeway.Seconds()
 	}
 	if j.RoleClaim == "" {
 		j.RoleClaim = DefaultJWTRoleClaim
@@ -311,7 +311,7 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string, mcp bool) (tools.P
 		return tools.Principal{}, jwtError(fmt.Sprintf("The bearer token (a JWT) is larger than %d KiB", MaxJWTBytes>>10),
 			"Send the token exactly as the issuer gave it; if it is that large, have the issuer put fewer claims in it.")
 	}
-	parser := jwt.NewParser(jwt.WithValidMethods(v.methods), jwt.WithIssuer(v.cfg.Issuer), jwt.WithLeeway(v.cfg.Leeway),
+	parser := jwt.NewParser(jwt.WithValidMethods(v.methods), jwt.WithIssuer(v.cfg.Issuer), jwt.WithLeeway(time.Duration(v.cfg.LeewaySeconds*float64(time.Second))),
 		jwt.WithExpirationRequired(), jwt.WithJSONNumber())
 	claims := jwt.MapClaims{}
 	_, err := parser.ParseWithClaims(raw, claims, v.keys.keyfunc(ctx))

@@ -63,7 +63,7 @@ type Config struct {
 	// Tokens are the accepted API tokens; none (and no JWT) means open access, on loopback only.
 	Tokens []auth.Token `json:"tokens"`
 	// JWT, when set, also accepts JSON Web Tokens from one issuer as bearer tokens (docs/design.md §11).
-	JWT *auth.JWTConfig `json:"-"`
+	JWT *auth.JWTConfig `json:"jwt,omitempty"`
 	// MCPOAuth, when set, makes /mcp an OAuth 2.1 resource server; it needs JWT.
 	MCPOAuth *auth.MCPOAuthConfig `json:"mcp_oauth,omitempty"`
 	// MCP configures the tools on /mcp and pgtools mcp.
@@ -239,12 +239,11 @@ func LoadConfigFile(path string) (*Config, error) {
 		return nil, &ConfigError{Source: source, Problems: problems}
 	}
 	// What does not have the file's shape yet: a policy's durations are milliseconds in the file,
-	// a custom tool's parameters JSON Schema keywords, and jwt's file keys.
+	// and a custom tool's parameters JSON Schema keywords.
 	var rest struct {
 		Databases map[string]struct {
 			Policy policyFile `json:"policy"`
 		} `json:"databases"`
-		JWT         *jwtFile         `json:"jwt"`
 		CustomTools []customToolFile `json:"custom_tools"`
 	}
 	cfg := &Config{}
@@ -274,10 +273,8 @@ func LoadConfigFile(path string) (*Config, error) {
 		}
 		t.Secret = s
 	}
-	if rest.JWT != nil {
-		j, more := rest.JWT.jwtConfig()
-		problems = append(problems, more...)
-		cfg.JWT = j
+	if cfg.JWT != nil {
+		problems = append(problems, readJWTFiles(cfg.JWT)...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
 		d := cfg.Databases[name]

@@ -28,7 +28,6 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 	type view struct {
 		Config
 		Databases   map[string]database `json:"databases"`
-		JWT         *jwtEff             `json:"jwt,omitempty"`
 		CustomTools []customToolJSON    `json:"custom_tools"`
 	}
 	v := view{Config: *c, Databases: map[string]database{}, CustomTools: effectiveCustomTools(c.CustomTools)}
@@ -52,19 +51,15 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		}
 		v.Tokens[i] = t
 	}
-	if j := c.JWT; j != nil {
-		e := &jwtEff{Name: j.Name, Issuer: j.Issuer, LeewaySeconds: j.Leeway.Seconds(), RoleClaim: j.RoleClaim,
-			Roles: j.Roles, DefaultScopes: j.DefaultScopes, Databases: j.Databases}
-		if len(e.Databases) == 0 {
-			e.Databases = all
+	if c.JWT != nil {
+		j := *c.JWT
+		if len(j.Databases) == 0 {
+			j.Databases = all
 		}
-		e.Audience = optional(j.Audience)
 		if j.Audience == "" && c.MCPOAuth != nil {
-			e.Audience = &c.MCPOAuth.Resource
+			j.Audience = c.MCPOAuth.Resource
 		}
-		e.SecretFile, e.JWKSFile, e.JWKSURL = optional(j.SecretFile), optional(j.JWKSFile), optional(j.JWKSURL)
-		e.DefaultRole = optional(j.DefaultRole)
-		v.JWT = e
+		v.JWT = &j
 	}
 	for name, d := range c.Databases {
 		summary, err := DescribeDSN(d.URL, d.Password)
@@ -82,22 +77,6 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 				PreparedStatements: ptr(!p.DescribeExec)}}
 	}
 	return json.MarshalIndent(v, "", "  ")
-}
-
-// jwtEff is the jwt object as check-config prints it.
-type jwtEff struct {
-	Name          string   `json:"name"`
-	Issuer        string   `json:"issuer"`
-	Audience      *string  `json:"audience"`
-	SecretFile    *string  `json:"secret_file,omitempty"`
-	JWKSFile      *string  `json:"jwks_file,omitempty"`
-	JWKSURL       *string  `json:"jwks_url,omitempty"`
-	LeewaySeconds float64  `json:"leeway_seconds"`
-	RoleClaim     string   `json:"role_claim"`
-	Roles         []string `json:"roles"`
-	DefaultRole   *string  `json:"default_role"`
-	DefaultScopes []string `json:"default_scopes"`
-	Databases     []string `json:"databases"`
 }
 
 func orEmpty(s []string) []string {

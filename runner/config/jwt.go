@@ -12,48 +12,26 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 )
 
-// jwtFile is the config file's "jwt" object.
-type jwtFile struct {
-	Name          string   `json:"name"`
-	Issuer        string   `json:"issuer"`
-	Audience      string   `json:"audience"`
-	SecretFile    string   `json:"secret_file"`
-	JWKSFile      string   `json:"jwks_file"`
-	JWKSURL       string   `json:"jwks_url"`
-	LeewaySeconds *float64 `json:"leeway_seconds"`
-	RoleClaim     string   `json:"role_claim"`
-	Roles         []string `json:"roles"`
-	DefaultRole   string   `json:"default_role"`
-	DefaultScopes []string `json:"default_scopes"`
-	Databases     []string `json:"databases"`
-}
-
-// jwtConfig turns the file's jwt object into an auth.JWTConfig, reading the secret file.
-func (f *jwtFile) jwtConfig() (*auth.JWTConfig, []string) {
-	j := &auth.JWTConfig{Name: f.Name, Issuer: f.Issuer, Audience: f.Audience, SecretFile: f.SecretFile, JWKSFile: f.JWKSFile,
-		JWKSURL: f.JWKSURL, RoleClaim: f.RoleClaim, Roles: f.Roles, DefaultRole: f.DefaultRole,
-		DefaultScopes: f.DefaultScopes, Databases: f.Databases}
-	if f.LeewaySeconds != nil {
-		j.Leeway = seconds(*f.LeewaySeconds)
-	}
-	if f.SecretFile != "" {
-		s, err := readSecretFile(f.SecretFile)
+// readJWTFiles reads the secret and key set files j names into j.Secret and j.JWKS.
+func readJWTFiles(j *auth.JWTConfig) []string {
+	if j.SecretFile != "" {
+		s, err := readSecretFile(j.SecretFile)
 		if err != nil {
-			return nil, []string{"jwt.secret_file: " + err.Error()}
+			return []string{"jwt.secret_file: " + err.Error()}
 		}
 		if len(s) < 32 {
-			return nil, []string{fmt.Sprintf("jwt.secret_file: the HS256 secret in %s is %d bytes long; use at least 32 (openssl rand -hex 32)", f.SecretFile, len(s))}
+			return []string{fmt.Sprintf("jwt.secret_file: the HS256 secret in %s is %d bytes long; use at least 32 (openssl rand -hex 32)", j.SecretFile, len(s))}
 		}
 		j.Secret = []byte(s)
 	}
-	if f.JWKSFile != "" {
-		raw, err := os.ReadFile(f.JWKSFile)
+	if j.JWKSFile != "" {
+		raw, err := os.ReadFile(j.JWKSFile)
 		if err != nil {
-			return nil, []string{fmt.Sprintf("jwt.jwks_file: cannot read %s: %v", f.JWKSFile, unwrapPathError(err))}
+			return []string{fmt.Sprintf("jwt.jwks_file: cannot read %s: %v", j.JWKSFile, unwrapPathError(err))}
 		}
 		j.JWKS = raw
 	}
-	return j, nil
+	return nil
 }
 
 // validateJWT reports the problems of the jwt settings j that span fields, one line each.
