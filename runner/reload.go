@@ -19,7 +19,7 @@ import (
 //
 // What changes: tokens, JWT and OAuth settings, per-token limits, the body cap, structured
 // content, openapi_public, each database's policy (but for the settings baked into its pool) and
-// custom tools. What needs a restart, and is logged as such and kept: database URLs, passwords,
+// custom tools. What needs a restart, and is logged as such and kept: the n8n brokers, database URLs, passwords,
 // max_conns and the timeouts and exec mode the pool's connections carry, the listen addresses,
 // the replica id, the audit log, session and pg_transaction limits and the session TTL, drain
 // and shutdown timings, the log level. Adding or removing a database is refused: the new
@@ -110,6 +110,8 @@ func processChanges(was, now *config.Config) []string {
 	add(was.ConnLimits() != now.ConnLimits(), "session and pg_transaction limits")
 	add(was.Sessions.TTLSeconds != now.Sessions.TTLSeconds, "sessions.ttl_seconds")
 	add(was.Shutdown.DrainDelay() != now.Shutdown.DrainDelay() || was.Shutdown.Grace() != now.Shutdown.Grace(), "shutdown")
+	wn, nn := was.N8N, now.N8N
+	add(!slices.Equal(wn.Brokers, nn.Brokers) || wn.Token != nn.Token || wn.Principal != nn.Principal || wn.Role != nn.Role || wn.ActAs != nn.ActAs, "n8n")
 	return out
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/runner/n8n"
 	"github.com/pgtools/pgtools/tools"
@@ -34,8 +36,8 @@ func (f *brokerFlags) register(fs *flag.FlagSet, getenv func(string) string) {
 	f.getenv = getenv
 	fs.Var(&f.urls, "n8n-broker", "n8n task broker to join as an external task runner of type pgtools, e.g. http://127.0.0.1:5679 (repeatable: one per n8n process); env PGTOOLS_N8N_BROKERS=\"url1,url2\"")
 	fs.StringVar(&f.tokenFile, "n8n-broker-token-file", "", "file holding the brokers' auth token, the N8N_RUNNERS_AUTH_TOKEN n8n runs with (default: env N8N_RUNNERS_AUTH_TOKEN)")
-	fs.StringVar(&f.principal, "n8n-principal", "n8n-broker", "principal that broker tasks run as, with scopes read,write; it owns the sessions they open")
-	fs.StringVar(&f.role, "n8n-role", "", "PostgreSQL role broker tasks run as (SET LOCAL ROLE; checked at start like a token's role); default: the login role")
+	fs.StringVar(&f.principal, "n8n-principal", "", "principal that broker tasks run as, with scopes read,write; it owns the sessions they open (default: the config file's n8n.principal, or n8n-broker)")
+	fs.StringVar(&f.role, "n8n-role", "", "PostgreSQL role broker tasks run as (SET LOCAL ROLE; checked at start like a token's role); default: the config file's n8n.role, or the login role")
 	fs.BoolVar(&f.actAs, "n8n-act-as", false, "let broker tasks name an end user in the \"subject\" setting (the node's \"Act as user\" field): they run as <n8n-principal>:<subject> with request.jwt.claims {\"sub\", \"via\"}")
 }
 
@@ -47,10 +49,11 @@ type brokerConfig struct {
 	actAs     *auth.ActAs // nil: tasks may not name a subject
 }
 
-// config merges flags and environment (flags win) and validates them. tokens are the API
-// tokens, whose principal names the broker principal must not take: it would share their
-// sessions.
-func (f *brokerFlags) config(tokens []auth.Token) (brokerConfig, error) {
+// config merges flags, environment and the config file's n8n object (flags win, then the
+// environment) and validates them. The API tokens of cfg name principals the broker principal
+// must not take: it would share their sessions.
+func (f *brokerFlags) config(cfg *config.Config) (brokerConfig, error) {
+	file := cfg.N8N
 	urls := []string(f.urls)
 	if len(urls) == 0 {
 		for _, u := range strings.Split(f.getenv("PGTOOLS_N8N_BROKERS"), ",") {
@@ -58,6 +61,9 @@ func (f *brokerFlags) config(tokens []auth.Token) (brokerConfig, error) {
 				urls = append(urls, u)
 			}
 		}
+	}
+	if len(urls) == 0 {
+		urls = file.Brokers
 	}
 	if len(urls) == 0 {
 		return brokerConfig{}, nil
@@ -70,7 +76,7 @@ func (f *brokerFlags) config(tokens []auth.Token) (brokerConfig, error) {
 			return brokerConfig{}, fmt.Errorf("n8n broker %s is listed twice", u)
 		}
 	}
-	token := f.getenv("N8N_RUNNERS_AUTH_TOKEN")
+	token := cmp.Or(f.getenv("N8N_RUNNERS_AUTH_TOKEN"), file.Token)
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {
@@ -79,19 +85,17 @@ func (f *brokerFlags) config(tokens []auth.Token) (brokerConfig, error) {
 		token = strings.TrimSpace(string(b))
 	}
 	if token == "" {
-		return brokerConfig{}, errors.New("--n8n-broker needs the brokers' auth token: set N8N_RUNNERS_AUTH_TOKEN to the value n8n runs with, or pass --n8n-broker-token-file")
+		return brokerConfig{}, errors.New("joining n8n brokers needs the brokers' auth token: set N8N_RUNNERS_AUTH_TOKEN to the value n8n runs with, pass --n8n-broker-token-file, or set n8n.token_file in the config file")
 	}
-	if f.principal == "" {
-		return brokerConfig{}, errors.New("--n8n-principal is empty; give the broker principal a name, e.g. n8n-broker")
-	}
-	for _, t := range tokens {
-		if t.Name == f.principal {
-			return brokerConfig{}, fmt.Errorf("--n8n-principal %q is also an API token's name, so the two would share sessions; choose another name", f.principal)
+	principal := cmp.Or(f.principal, file.Principal, config.DefaultN8NPrincipal)
+	for _, t := range cfg.Tokens {
+		if t.Name == principal {
+			return brokerConfig{}, fmt.Errorf("the n8n principal %q (--n8n-principal or n8n.principal) is also an API token's name, so the two would share sessions; choose another name", principal)
 		}
 	}
 	bc := brokerConfig{urls: urls, token: token,
-		principal: tools.Principal{Name: f.principal, Scopes: []string{"read", "write"}, Role: f.role}}
-	if f.actAs {
+		principal: tools.Principal{Name: principal, Scopes: []string{"read", "write"}, Role: cmp.Or(f.role, file.Role)}}
+	if f.actAs || file.ActAs {
 		bc.actAs = &auth.ActAs{}
 	}
 	return bc, nil

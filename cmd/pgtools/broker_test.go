@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -82,6 +83,70 @@ func TestServeRefusesBadBrokerConfig(t *testing.T) {
 		}
 		for k := range c.env {
 			delete(env, k)
+		}
+	}
+}
+
+// TestServeJoinsBrokersFromConfigFile: the config file's n8n object alone joins a broker (its
+// token read from n8n.token_file), a flag overrides the file's principal, and check-config shows
+// the settings without the token.
+func TestServeJoinsBrokersFromConfigFile(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	db.Exec(t, `CREATE TABLE orders (id int PRIMARY KEY, status text); INSERT INTO orders VALUES (1, 'paid'), (2, 'open')`)
+	const brokerToken = "n8n-runners-auth-token-from-a-file-42"
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "broker-token")
+	if err := os.WriteFile(tokenFile, []byte(brokerToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := brokertest.New(t, brokerToken)
+	doc, _ := json.Marshal(map[string]any{
+		"databases": map[string]any{"default": map[string]any{"url": db.RoleDSN(t, "brkf")}},
+		"n8n":       map[string]any{"brokers": []string{b.URL}, "token_file": tokenFile, "principal": "n8n-file"},
+	})
+	cfgFile := filepath.Join(dir, "pgtools.json")
+	if err := os.WriteFile(cfgFile, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"check-config", "--config", cfgFile}, &out, &errOut, envOf(nil)); code != 0 {
+		t.Fatalf("check-config: %d %s", code, errOut.String())
+	}
+	var eff struct {
+		N8N map[string]any `json:"n8n"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &eff); err != nil || eff.N8N["principal"] != "n8n-file" || eff.N8N["token_file"] != tokenFile {
+		t.Errorf("check-config's n8n: %v %v", eff.N8N, err)
+	}
+	if strings.Contains(out.String()+errOut.String(), brokerToken) {
+		t.Fatal("check-config printed the broker token")
+	}
+
+	for _, c := range []struct {
+		flags     []string
+		principal string
+	}{
+		{nil, "n8n-file"},
+		{[]string{"--n8n-principal", "n8n-flag"}, "n8n-flag"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var stdout, stderr lockedBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- run(ctx, append([]string{"serve", "--config", cfgFile, "--listen", "127.0.0.1:0"}, c.flags...), &stdout, &stderr, envOf(nil))
+		}()
+		waitFor(t, &stderr, regexp.MustCompile(`"listen":"([^"]+)"`))
+		rn := b.NextRunner(t, 10*time.Second)
+		taskID := rn.StartTask(t, map[string]any{"tool": "select_query", "args": map[string]any{"table": "orders", "where": "status = $1", "params": []string{"paid"}}})
+		if ans := rn.Answer(t, taskID, 5*time.Second); ans.Type != "runner:taskdone" || !bytes.Contains(ans.Result(), []byte(`"rowCount":1`)) {
+			t.Fatalf("%v: got %s", c.flags, ans.Raw)
+		}
+		waitFor(t, &stderr, regexp.MustCompile(`"principal":"(`+c.principal+`)"`))
+		stopRun(t, cancel, done, "serve", &stderr, 15*time.Second)
+		if strings.Contains(stderr.String(), brokerToken) {
+			t.Fatalf("serve logged the broker token: %s", stderr.String())
 		}
 	}
 }

@@ -26,7 +26,7 @@ func cmdCheckConfig(ctx context.Context, args []string, stdout, stderr io.Writer
 	var f serveFlags
 	f.register(fs, getenv)
 	database := fs.Bool("database", false, "also connect to the databases as serve would and print, instead of the effective configuration, the SQL (GRANT, REVOKE, ALTER) that makes them match it: the roles callers act as, the table lists as grants, statement text hidden between subjects of one role, temp_file_limit; exit 1 while there is any")
-	noSecrets := fs.Bool("no-secrets", false, "check the config file's structure without reading the files it names for secrets and TLS (token_file, password_file, url_file, sslrootcert, sslcert, sslkey): placeholders stand in, e.g. in CI where they are not mounted")
+	noSecrets := fs.Bool("no-secrets", false, "check the config file's structure without reading the files it names for secrets and TLS (token_file, password_file, url_file, n8n.token_file, sslrootcert, sslcert, sslkey): placeholders stand in, e.g. in CI where they are not mounted")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: pgtools check-config [--no-secrets] [--config FILE] [serve flags]
 
@@ -76,7 +76,7 @@ Flags:
 		fmt.Fprintf(stderr, "pgtools check-config: %v\n", restore(err.Error()))
 		return 1
 	}
-	if len(f.brokers.urls) > 0 || getenv("PGTOOLS_N8N_BROKERS") != "" {
+	if len(f.brokers.urls) > 0 || getenv("PGTOOLS_N8N_BROKERS") != "" || len(cfg.N8N.Brokers) > 0 {
 		cfg.ExtraPrincipals = 1 // as serve counts the broker principal in the per-principal shares
 	}
 	if *database {
@@ -102,7 +102,7 @@ Flags:
 func checkDatabases(ctx context.Context, cfg *config.Config, bf brokerFlags, stdout, stderr io.Writer) int {
 	var callers []config.ExtraCaller
 	if len(bf.urls) > 0 {
-		b, err := bf.config(cfg.Tokens)
+		b, err := bf.config(cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
 			return 1

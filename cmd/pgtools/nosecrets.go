@@ -40,7 +40,7 @@ func (w *withoutSecrets) Restore(s string) string { return w.restore.Replace(s) 
 var tlsFileSetting = regexp.MustCompile(`\b(sslrootcert|sslcert|sslkey)=([^&\s'"]+)`)
 
 // configWithoutSecrets writes into dir a copy of the config file at path with placeholders for
-// token_file, password_file, url_file and the sslrootcert/sslcert/sslkey files of every URL.
+// token_file, password_file, url_file, n8n.token_file and the sslrootcert/sslcert/sslkey files of every URL.
 // A file that is not a JSON object is copied as it is, for the loader to report.
 func configWithoutSecrets(path, dir string) (*withoutSecrets, error) {
 	raw, err := os.ReadFile(path)
@@ -104,6 +104,13 @@ func configWithoutSecrets(path, dir string) (*withoutSecrets, error) {
 				keep(err)
 				tok["token_file"] = p
 			}
+		}
+	}
+	if n, ok := doc["n8n"].(map[string]any); ok {
+		if f, isStr := n["token_file"].(string); isStr && f != "" {
+			p, err := placeholder("n8n.token_file", f, "placeholder-n8n-token-"+randomHex(16))
+			keep(err)
+			n["token_file"] = p
 		}
 	}
 	if dbs, ok := doc["databases"].(map[string]any); ok {

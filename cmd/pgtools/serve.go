@@ -274,7 +274,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fmt.Fprintf(stderr, "pgtools serve: %v\n", err)
 		return 2
 	}
-	brokers, err := f.brokers.config(cfg.Tokens)
+	brokers, err := f.brokers.config(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "pgtools serve: %v\n", err)
 		return 2

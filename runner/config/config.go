@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -37,6 +38,8 @@ const (
 	DefaultShutdownGrace = 10 * time.Second
 	// DefaultMaxConns is DatabaseConfig.MaxConns when unset.
 	DefaultMaxConns = 10
+	// DefaultN8NPrincipal is N8NConfig.Principal when unset.
+	DefaultN8NPrincipal = "n8n-broker"
 	// DefaultLogLevel is Config.LogLevel when unset.
 	DefaultLogLevel = "info"
 )
@@ -68,6 +71,8 @@ type Config struct {
 	MCPOAuth *auth.MCPOAuthConfig `json:"mcp_oauth,omitempty"`
 	// MCP configures the tools on /mcp and pgtools mcp.
 	MCP MCPConfig `json:"mcp"`
+	// N8N joins n8n task brokers as their external task runner.
+	N8N N8NConfig `json:"n8n"`
 	// Databases are the configured databases by name; tools default to "default".
 	Databases map[string]DatabaseConfig `json:"databases"`
 	// Limits are the per-token call limits and the request body cap.
@@ -105,6 +110,24 @@ type MCPConfig struct {
 	// StructuredContent adds outputSchema and structuredContent to the MCP tools, on /mcp and
 	// pgtools mcp (mcpapi.MCPOptions.StructuredContent; default false: each result once, as text).
 	StructuredContent bool `json:"structured_content"`
+}
+
+// N8NConfig is the config file's "n8n": the task brokers serve joins and as whom their tasks
+// run. serve's flags and environment override it (cmd/pgtools).
+type N8NConfig struct {
+	// Brokers are the brokers' URLs; none joins none.
+	Brokers []string `json:"brokers"`
+	// TokenFile holds the brokers' auth token (N8N_RUNNERS_AUTH_TOKEN), read into Token at load.
+	TokenFile string `json:"token_file,omitempty"`
+	// Token is the brokers' auth token. A secret: never logged or printed.
+	Token string `json:"-"`
+	// Principal is the principal broker tasks run as, with scopes read and write (default
+	// DefaultN8NPrincipal).
+	Principal string `json:"principal"`
+	// Role is the PostgreSQL role broker tasks run as ("": the login role).
+	Role string `json:"role"`
+	// ActAs lets a task name an end user it acts for.
+	ActAs bool `json:"act_as"`
 }
 
 // Limits are the config file's "limits": the per-principal call limits, over HTTP and MCP alike
@@ -276,6 +299,11 @@ func LoadConfigFile(path string) (*Config, error) {
 	if cfg.JWT != nil {
 		problems = append(problems, readJWTFiles(cfg.JWT)...)
 	}
+	if f := cfg.N8N.TokenFile; f != "" {
+		if cfg.N8N.Token, err = readSecretFile(f); err != nil {
+			problems = append(problems, "n8n.token_file: "+err.Error())
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
 		d := cfg.Databases[name]
 		d.Origin = "config file"
@@ -446,6 +474,7 @@ func (c Config) withDefaults() Config {
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
 	}
+	c.N8N.Principal = cmp.Or(c.N8N.Principal, DefaultN8NPrincipal)
 	if c.ReplicaID == "" {
 		// "" when unknown or not a plain name: the session manager then picks a random tag.
 		if h, err := os.Hostname(); err == nil && validReplicaID(h) {
