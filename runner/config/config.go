@@ -299,30 +299,24 @@ func LoadConfigFile(path string) (*Config, error) {
 	if cfg.JWT != nil {
 		problems = append(problems, readJWTFiles(cfg.JWT)...)
 	}
-	if f := cfg.N8N.TokenFile; f != "" {
-		if cfg.N8N.Token, err = readSecretFile(f); err != nil {
-			problems = append(problems, "n8n.token_file: "+err.Error())
+	// readInto reads the secret file named at key into *into, if one is named.
+	readInto := func(key, file string, into *string) {
+		if file == "" {
+			return
 		}
+		s, err := readSecretFile(file)
+		if err != nil {
+			problems = append(problems, key+": "+err.Error())
+			return
+		}
+		*into = s
 	}
+	readInto("n8n.token_file", cfg.N8N.TokenFile, &cfg.N8N.Token)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
 		d := cfg.Databases[name]
 		d.Origin = "config file"
-		if d.URLFile != "" {
-			s, err := readSecretFile(d.URLFile)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("databases.%s.url_file: %v", name, err))
-				continue
-			}
-			d.URL = s
-		}
-		if d.PasswordFile != "" {
-			s, err := readSecretFile(d.PasswordFile)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("databases.%s.password_file: %v", name, err))
-				continue
-			}
-			d.Password = s
-		}
+		readInto("databases."+name+".url_file", d.URLFile, &d.URL)
+		readInto("databases."+name+".password_file", d.PasswordFile, &d.Password)
 		d.Policy = rest.Databases[name].Policy.policy()
 		cfg.Databases[name] = d
 	}
