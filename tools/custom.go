@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -17,43 +18,116 @@ import (
 // CustomTool is an operator-defined tool (docs/design.md §13): one parameterized statement published
 // under a name of its own, served on every transport like a built-in tool and under the same
 // rules — reads in READ ONLY transactions with the row and byte caps; writes with stated intent,
-// max_affected_rows, dry_run and the audit log; scopes, roles and claims.
+// max_affected_rows, dry_run and the audit log; scopes, roles and claims. Its JSON is an entry of
+// the config file's custom_tools.
 type CustomTool struct {
 	// Name is the wire name: lower-case letters, digits and underscores, starting with a letter,
 	// at most 64 characters, distinct from the built-in tools.
-	Name string
+	Name string `json:"name"`
 	// Description is what the model reads about the tool.
-	Description string
+	Description string `json:"description"`
 	// Database is the configured database it runs on (default "default").
-	Database string
+	Database string `json:"database"`
 	// SQL is one statement with $1 … $n, bound to Parameters in order.
-	SQL string
+	SQL string `json:"sql"`
 	// Mode is "read" (default) or "write".
-	Mode string
+	Mode string `json:"mode"`
 	// Parameters are the statement's parameters, in $n order.
-	Parameters []CustomParam
+	Parameters []CustomParam `json:"parameters,omitempty"`
 }
 
 // CustomParam is one parameter of a CustomTool.
 type CustomParam struct {
 	// Name is the argument name (lower-case letters, digits, underscores).
-	Name string
+	Name string `json:"name"`
 	// Type is its JSON type: string, integer, number, boolean, array or object.
-	Type string
-	// Items is the JSON type of an array's elements (default string).
-	Items string
+	Type string `json:"type"`
+	// Items is the JSON type of an array's elements (default string); the file spells it
+	// {"type": …}, as JSON Schema does.
+	Items string `json:"-"`
 	// Description is what the model reads about it.
-	Description string
+	Description string `json:"description,omitempty"`
 	// Required makes the argument mandatory; an optional one without Default binds NULL.
-	Required bool
+	Required bool `json:"required,omitempty"`
 	// Default is bound when the argument is absent.
-	Default any
+	Default any `json:"default,omitempty"`
 	// Enum limits the values.
-	Enum []any
+	Enum []any `json:"enum,omitempty"`
 	// Minimum and Maximum bound a number (nil: unbounded).
-	Minimum, Maximum *float64
+	Minimum *float64 `json:"minimum,omitempty"`
+	Maximum *float64 `json:"maximum,omitempty"`
 	// MaxLength bounds a string's length in characters (0: unbounded).
-	MaxLength int
+	MaxLength int `json:"maxLength,omitempty"`
+}
+
+// customParamJSON is a CustomParam as the config file spells it: items as a JSON Schema object,
+// and default and enum as raw JSON, decoded with UseNumber so that an integer default binds as
+// the integer it is (as call arguments do).
+type customParamJSON struct {
+	customParamFields
+	Items   *customItems    `json:"items,omitempty"`
+	Default json.RawMessage `json:"default,omitempty"`
+	Enum    json.RawMessage `json:"enum,omitempty"`
+}
+
+type (
+	customParamFields CustomParam // CustomParam's fields without its JSON methods
+	customItems       struct {
+		Type string `json:"type"`
+	}
+)
+
+// UnmarshalJSON reads a parameter as the config file spells it (customParamJSON).
+func (p *CustomParam) UnmarshalJSON(b []byte) error {
+	var f customParamJSON
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*p = CustomParam(f.customParamFields)
+	if f.Items != nil {
+		p.Items = f.Items.Type
+	}
+	p.Default = nil
+	if err := decodeNumbers(f.Default, &p.Default); err != nil {
+		return fmt.Errorf("parameter %q: default: %w", p.Name, err)
+	}
+	var enum any
+	if err := decodeNumbers(f.Enum, &enum); err != nil {
+		return fmt.Errorf("parameter %q: enum: %w", p.Name, err)
+	}
+	p.Enum, _ = enum.([]any)
+	return nil
+}
+
+// MarshalJSON writes p as the config file spells it (customParamJSON).
+func (p CustomParam) MarshalJSON() ([]byte, error) {
+	f := customParamJSON{customParamFields: customParamFields(p)}
+	f.customParamFields.Default, f.customParamFields.Enum = nil, nil
+	if p.Items != "" {
+		f.Items = &customItems{Type: p.Items}
+	}
+	var err error
+	if p.Default != nil {
+		if f.Default, err = json.Marshal(p.Default); err != nil {
+			return nil, err
+		}
+	}
+	if p.Enum != nil {
+		if f.Enum, err = json.Marshal(p.Enum); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(f)
+}
+
+// decodeNumbers decodes raw into *v keeping numbers as json.Number; nothing for no raw.
+func decodeNumbers(raw json.RawMessage, v *any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	return d.Decode(v)
 }
 
 var customName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)

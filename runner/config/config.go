@@ -93,7 +93,7 @@ type Config struct {
 	// CustomTools are the operator-defined tools (docs/design.md §13), in config order. Validate fills
 	// their defaults (database "default", mode "read") and checks their structure; their
 	// statements are checked on their databases when the registry is built (tools.Options.CustomTools).
-	CustomTools []tools.CustomTool `json:"-"`
+	CustomTools []tools.CustomTool `json:"custom_tools"`
 
 	// ExtraPrincipals counts the principals besides the API tokens (or the open-access local
 	// principal) that share the session and transaction limits: 1 when serve joins n8n brokers.
@@ -261,13 +261,11 @@ func LoadConfigFile(path string) (*Config, error) {
 	if problems := validateConfigDoc(raw); len(problems) > 0 {
 		return nil, &ConfigError{Source: source, Problems: problems}
 	}
-	// What does not have the file's shape yet: a policy's durations are milliseconds in the file,
-	// and a custom tool's parameters JSON Schema keywords.
+	// What does not have the file's shape yet: a policy's durations are milliseconds in the file.
 	var rest struct {
 		Databases map[string]struct {
 			Policy policyFile `json:"policy"`
 		} `json:"databases"`
-		CustomTools []customToolFile `json:"custom_tools"`
 	}
 	cfg := &Config{}
 	for _, into := range []any{cfg, &rest} {
@@ -278,7 +276,6 @@ func LoadConfigFile(path string) (*Config, error) {
 	}
 	cfg.File = path
 	var problems []string
-	cfg.CustomTools, problems = customTools(rest.CustomTools)
 	for i := range cfg.Tokens {
 		t := &cfg.Tokens[i]
 		t.Origin = fmt.Sprintf("config file tokens[%d]", i)

@@ -19,76 +19,6 @@ import (
 	"github.com/pgtools/pgtools/tools"
 )
 
-// customToolFile is one entry of the config file's custom_tools (schemas/config.schema.json,
-// $defs/custom_tool).
-type customToolFile struct {
-	Name        string            `json:"name"`
-	Description string            `json:"description"`
-	Database    string            `json:"database"`
-	SQL         string            `json:"sql"`
-	Mode        string            `json:"mode"`
-	Parameters  []customParamFile `json:"parameters"`
-}
-
-// customParamFile is one parameter of a custom tool as the config file spells it: the keys of a
-// JSON Schema property, plus name and required.
-type customParamFile struct {
-	Name        string                 `json:"name"`
-	Type        string                 `json:"type"`
-	Items       *struct{ Type string } `json:"items"`
-	Description string                 `json:"description"`
-	Required    bool                   `json:"required"`
-	Default     json.RawMessage        `json:"default"`
-	Enum        json.RawMessage        `json:"enum"`
-	Minimum     *float64               `json:"minimum"`
-	Maximum     *float64               `json:"maximum"`
-	MaxLength   int                    `json:"maxLength"`
-}
-
-// customTools converts the config file's custom_tools. default and enum are decoded with
-// UseNumber, so an integer default binds as the integer it is (as call arguments do).
-func customTools(list []customToolFile) ([]tools.CustomTool, []string) {
-	var out []tools.CustomTool
-	var problems []string
-	for i, f := range list {
-		t := tools.CustomTool{Name: f.Name, Description: f.Description, Database: f.Database, SQL: f.SQL, Mode: f.Mode}
-		for j, p := range f.Parameters {
-			cp := tools.CustomParam{Name: p.Name, Type: p.Type, Description: p.Description, Required: p.Required,
-				Minimum: p.Minimum, Maximum: p.Maximum, MaxLength: p.MaxLength}
-			if p.Items != nil {
-				cp.Items = p.Items.Type
-			}
-			var err error
-			if cp.Default, err = decodeNumbers(p.Default); err != nil {
-				problems = append(problems, fmt.Sprintf("custom_tools[%d].parameters[%d].default: %v", i, j, err))
-			}
-			if len(p.Enum) > 0 {
-				var enum []any
-				if v, err := decodeNumbers(p.Enum); err != nil {
-					problems = append(problems, fmt.Sprintf("custom_tools[%d].parameters[%d].enum: %v", i, j, err))
-				} else {
-					enum, _ = v.([]any)
-				}
-				cp.Enum = enum
-			}
-			t.Parameters = append(t.Parameters, cp)
-		}
-		out = append(out, t)
-	}
-	return out, problems
-}
-
-func decodeNumbers(raw json.RawMessage) (any, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	err := d.Decode(&v)
-	return v, err
-}
-
 // customToolDefaults fills what a custom tool leaves out: database "default", mode "read".
 func customToolDefaults(list []tools.CustomTool) []tools.CustomTool {
 	out := slices.Clone(list)
@@ -231,19 +161,14 @@ func valueProblem(p tools.CustomParam, v any) string {
 // customToolJSON is a custom tool as check-config prints it: the config's keys with their
 // defaults, and the JSON Schema of its arguments as every transport serves it.
 type customToolJSON struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Database    string          `json:"database"`
-	Mode        string          `json:"mode"`
-	SQL         string          `json:"sql"`
+	tools.CustomTool
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 func effectiveCustomTools(list []tools.CustomTool) []customToolJSON {
 	out := make([]customToolJSON, 0, len(list))
 	for _, t := range list {
-		out = append(out, customToolJSON{Name: t.Name, Description: t.Description, Database: t.Database, Mode: t.Mode,
-			SQL: t.SQL, InputSchema: t.Schema()})
+		out = append(out, customToolJSON{CustomTool: t, InputSchema: t.Schema()})
 	}
 	return out
 }
