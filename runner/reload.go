@@ -57,7 +57,7 @@ func (rt *Runtime) Reload(ctx context.Context, load func() (*config.Config, erro
 		}
 		pol := now.Policy
 		// The pool's connections carry these as session defaults: keep what they were opened with.
-		pol.StatementTimeout, pol.LockTimeout, pol.DescribeExec = was.Policy.StatementTimeout, was.Policy.LockTimeout, was.Policy.DescribeExec
+		pol.StatementTimeout, pol.LockTimeout, pol.PreparedStatements = was.Policy.StatementTimeout, was.Policy.LockTimeout, was.Policy.PreparedStatements
 		dbs = append(dbs, tools.NewDatabase(name, rt.dbs[name].Pool, pol))
 	}
 	restart = append(restart, processChanges(rt.opened, cfg)...)
@@ -94,7 +94,7 @@ func poolChanges(was, now config.DatabaseConfig) []string {
 	add(was.MaxConns != now.MaxConns, "max_conns")
 	add(was.Policy.StatementTimeout != now.Policy.StatementTimeout, "statement_timeout")
 	add(was.Policy.LockTimeout != now.Policy.LockTimeout, "lock_timeout")
-	add(was.Policy.DescribeExec != now.Policy.DescribeExec, "prepared_statements")
+	add(was.Policy.PreparesStatements() != now.Policy.PreparesStatements(), "prepared_statements")
 	return out
 }
 

@@ -104,6 +104,8 @@ func TestPoolChangesCoverWhatThePoolCarries(t *testing.T) {
 			v.SetString("x")
 		case reflect.Slice:
 			v.Set(reflect.ValueOf([]string{"x"}))
+		case reflect.Pointer:
+			v.Set(reflect.New(v.Type().Elem())) // a pointer to false: the opposite of the default
 		default:
 			t.Fatalf("field of kind %s: teach this test to set it", v.Kind())
 		}

@@ -17,7 +17,7 @@ func BenchmarkSelectByPK(b *testing.B) {
 	for _, mode := range []struct {
 		name string
 		pol  Policy
-	}{{"prepared", Policy{}}, {"describe-exec", Policy{DescribeExec: true}}} {
+	}{{"prepared", Policy{}}, {"describe-exec", Policy{PreparedStatements: new(bool)}}} {
 		b.Run(mode.name, func(b *testing.B) {
 			bn := newBundleConns(b, mode.pol, 1)
 			args := make([][]byte, 50)

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,53 +17,96 @@ import (
 	"github.com/pgtools/pgtools/tools/wire"
 )
 
-// Policy is what the operator allows on one database. The zero value of a field means its default.
+// Policy is what the operator allows on one database. The zero value of a field means its
+// default. Its JSON is a database's "policy" object of the config file, whose durations are
+// whole milliseconds (statement_timeout_ms, …).
 type Policy struct {
 	// ReadOnly refuses every write tool on this database (default false).
-	ReadOnly bool
+	ReadOnly bool `json:"read_only"`
 	// AllowDDL lets execute_sql write run DDL for tokens with the ddl scope (default false).
-	AllowDDL bool
+	AllowDDL bool `json:"allow_ddl"`
 	// AllowedSchemas limits the schemas whose tables are visible (default: all but system schemas).
-	AllowedSchemas []string
+	AllowedSchemas []string `json:"allowed_schemas"`
 	// AllowTables, when set, is the only tables visible, as "schema.name" or "name" (any schema).
-	AllowTables []string
+	AllowTables []string `json:"allow_tables"`
 	// DenyTables hides tables, as "schema.name" or "name" (any schema); it wins over AllowTables.
-	DenyTables []string
+	DenyTables []string `json:"deny_tables"`
 	// TableLists says what AllowTables and DenyTables are: TableListsEnforced (the default)
 	// makes them grants, checked at start against the privileges of every role a caller can act
 	// as (CheckTableGrants); TableListsAdvisory keeps them checks of the table argument only.
-	TableLists string
+	TableLists string `json:"table_lists"`
 	// DefaultLimit is the row limit of a read when the caller gives none (default 1000 rows).
-	DefaultLimit int
+	DefaultLimit int `json:"default_limit"`
 	// MaxLimit is the hard row limit a caller may ask for (default 10000 rows).
-	MaxLimit int
+	MaxLimit int `json:"max_limit"`
 	// MaxResponseBytes cuts a result's rows at this JSON size (default 4 MiB).
-	MaxResponseBytes int
+	MaxResponseBytes int `json:"max_response_bytes"`
 	// StatementTimeout bounds each statement on the server (default 30 s).
-	StatementTimeout time.Duration
+	StatementTimeout time.Duration `json:"-"`
 	// LockTimeout bounds each lock wait on the server (default 5 s).
-	LockTimeout time.Duration
+	LockTimeout time.Duration `json:"-"`
 	// TransactionTimeout bounds a whole pg_transaction call, all its operations together, and
 	// each call inside a pg_tx session (default twice StatementTimeout). Past it the call's work
 	// is rolled back and its locks are released: statement timeouts alone let a batch of many
 	// statements hold a lock for minutes.
-	TransactionTimeout time.Duration
+	TransactionTimeout time.Duration `json:"-"`
 	// PoolWait bounds the wait for a free connection (default 5 s).
-	PoolWait time.Duration
+	PoolWait time.Duration `json:"-"`
 	// MaxAffectedRows is the default cap on rows one update or delete may change (default 1000).
-	MaxAffectedRows int
+	MaxAffectedRows int `json:"max_affected_rows"`
 	// DisabledTools lists wire names of tools refused on this database.
-	DisabledTools []string
-	// ShowErrorValues keeps values PostgreSQL echoes in error details (default false: masked).
-	ShowErrorValues bool
+	DisabledTools []string `json:"disabled_tools"`
+	// MaskErrorValues replaces the values PostgreSQL echoes in error details (a duplicate key's
+	// value, a failing row) with a placeholder (nil: true, the default); MasksErrorValues reads it.
+	MaskErrorValues *bool `json:"mask_error_values"`
 	// DefaultFormat is the row format of calls that give none: "objects" (default), "columns" or
 	// "csv" (docs/design.md §12).
-	DefaultFormat string
-	// DescribeExec parses every read statement on each call as PostgreSQL's unnamed statement
-	// (pgx's describe-exec mode), still in one round trip, instead of preparing it once per
-	// connection under a name (default false). For poolers in transaction mode that cannot track
-	// named prepared statements.
-	DescribeExec bool
+	DefaultFormat string `json:"default_format"`
+	// PreparedStatements prepares every read statement once per connection under a name (nil:
+	// true, the default). False parses it on each call as PostgreSQL's unnamed statement (pgx's
+	// describe-exec mode), still in one round trip: for poolers in transaction mode that cannot
+	// track named prepared statements. PreparesStatements reads it.
+	PreparedStatements *bool `json:"prepared_statements"`
+}
+
+// MasksErrorValues reports whether error details are masked (MaskErrorValues, default true).
+func (p Policy) MasksErrorValues() bool { return p.MaskErrorValues == nil || *p.MaskErrorValues }
+
+// PreparesStatements reports whether reads use named prepared statements (PreparedStatements,
+// default true).
+func (p Policy) PreparesStatements() bool {
+	return p.PreparedStatements == nil || *p.PreparedStatements
+}
+
+// policyJSON is a Policy as the config file spells it: durations in whole milliseconds.
+type policyJSON struct {
+	policyFields
+	StatementTimeoutMS   int64 `json:"statement_timeout_ms"`
+	LockTimeoutMS        int64 `json:"lock_timeout_ms"`
+	TransactionTimeoutMS int64 `json:"transaction_timeout_ms"`
+	PoolWaitMS           int64 `json:"pool_wait_ms"`
+}
+
+type policyFields Policy // Policy's fields without its JSON methods
+
+// UnmarshalJSON reads a policy object of the config file.
+func (p *Policy) UnmarshalJSON(b []byte) error {
+	var f policyJSON
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*p = Policy(f.policyFields)
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	p.StatementTimeout, p.LockTimeout = ms(f.StatementTimeoutMS), ms(f.LockTimeoutMS)
+	p.TransactionTimeout, p.PoolWait = ms(f.TransactionTimeoutMS), ms(f.PoolWaitMS)
+	return nil
+}
+
+// MarshalJSON writes p as a policy object of the config file.
+func (p Policy) MarshalJSON() ([]byte, error) {
+	return json.Marshal(policyJSON{policyFields: policyFields(p),
+		StatementTimeoutMS: p.StatementTimeout.Milliseconds(), LockTimeoutMS: p.LockTimeout.Milliseconds(),
+		TransactionTimeoutMS: p.TransactionTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds()})
 }
 
 // withDefaults returns p with every zero field set to its default.

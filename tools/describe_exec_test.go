@@ -36,7 +36,8 @@ func TestDescribeExecPreparesNothing(t *testing.T) {
 	for _, describeExec := range []bool{false, true} {
 		t.Run(fmt.Sprintf("DescribeExec=%v", describeExec), func(t *testing.T) {
 			t.Parallel()
-			b := newBundleConns(t, Policy{DescribeExec: describeExec}, 1)
+			prepared := !describeExec
+			b := newBundleConns(t, Policy{PreparedStatements: &prepared}, 1)
 			for i := 1; i <= 3; i++ {
 				out := b.mustCall(t, "select_query", fmt.Sprintf(`{"table":"customers","columns":"id","where":"id = $1","params":[%d]}`, i))
 				if rs := rows(t, out); len(rs) != 1 || fmt.Sprint(rs[0]["id"]) != fmt.Sprint(i) {

@@ -75,7 +75,7 @@ var relKinds = map[byte]string{'r': "table", 'v': "view", 'm': "materialized vie
 func describeSchema(ctx context.Context, req *request, a *describeArgs) (Result, *Error) {
 	const op = "describe"
 	cc := callContext{ReadOnly: true, Database: req.db.Name}
-	mask := !req.db.Policy.ShowErrorValues
+	mask := req.db.Policy.MasksErrorValues()
 	if name := a.Table; name != "" {
 		if sc := a.Schema; sc != "" {
 			if parts, ok := splitQualified(name); ok && len(parts) == 1 {

@@ -129,5 +129,5 @@ func redactValues(e *Error, args map[string]any) {
 // masked as db's policy says. (The session manager, which cannot import tools, gets the same
 // answer from pgerr.Classify with what session.Target carries.)
 func ClassifyError(ctx context.Context, err error, db *Database) *Error {
-	return classify(ctx, err, callContext{Database: db.Name}, !db.Policy.ShowErrorValues)
+	return classify(ctx, err, callContext{Database: db.Name}, db.Policy.MasksErrorValues())
 }

@@ -55,7 +55,7 @@ func (db *Database) runRead(ctx context.Context, st wire.Stmt) (*wire.RowSet, er
 	ctx, cancel := withCallDeadline(ctx, &db.Policy)
 	defer cancel()
 	pc := conn.Conn().PgConn()
-	st.Unnamed = db.Policy.DescribeExec
+	st.Unnamed = !db.Policy.PreparesStatements()
 	rs, destroy, err := wire.Read(ctx, pc, st, wire.StatelessRead)
 	release(conn, destroy || pc.IsClosed())
 	return rs, err

@@ -26,7 +26,7 @@ type stmtInfo struct {
 // quoting slip behind `status = "paid"`), the column and $n a value did not fit, the rule of a
 // violated CHECK constraint, and the next step inside a read-only session.
 func (req *request) statementError(ctx context.Context, err error, info stmtInfo) *Error {
-	e := classify(ctx, err, callContext{ReadOnly: info.readOnly, Database: req.db.Name}, !req.db.Policy.ShowErrorValues)
+	e := classify(ctx, err, callContext{ReadOnly: info.readOnly, Database: req.db.Name}, req.db.Policy.MasksErrorValues())
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || ctx.Err() != nil {
 		return e

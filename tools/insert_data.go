@@ -28,7 +28,7 @@ func insertData(ctx context.Context, req *request, a *insertArgs) (Result, *Erro
 func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (Result, *Error) {
 	const op = "insert"
 	cc := callContext{Database: req.db.Name}
-	mask := !req.db.Policy.ShowErrorValues
+	mask := req.db.Policy.MasksErrorValues()
 	rel, err := req.db.resolveTable(ctx, req.who().role, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")

@@ -83,7 +83,7 @@ func pgTx(ctx context.Context, req *request, a *txArgs) (Result, *Error) {
 			return nil, sessionLost(s)
 		}
 		if err != nil {
-			e := classify(ctx, err, cc, !req.db.Policy.ShowErrorValues)
+			e := classify(ctx, err, cc, req.db.Policy.MasksErrorValues())
 			e.Message += "; the session has ended and nothing of it was committed"
 			return nil, e
 		}

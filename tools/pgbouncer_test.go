@@ -49,7 +49,7 @@ func TestTransactionPoolerNeedsDescribeExec(t *testing.T) {
 	})
 
 	t.Run("describe-exec", func(t *testing.T) {
-		pol := Policy{DescribeExec: true}
+		pol := Policy{PreparedStatements: new(bool)}
 		regA, _ := registryOver(t, bouncer, pol, 1)
 		regB, _ := registryOver(t, bouncer, pol, 1)
 		for i := 1; i <= 5; i++ {

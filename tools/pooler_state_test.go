@@ -61,8 +61,8 @@ func newPoolerFixture(t *testing.T, dsn func(b *bundle) string) *poolerFixture {
 		INSERT INTO inventory.customers VALUES (1001, 'inventory row', NULL, 'XX');
 		GRANT USAGE ON SCHEMA inventory TO `+agent+`; GRANT SELECT ON inventory.customers TO `+agent)
 	target := dsn(b)
-	writer, _ := registryOver(t, target, Policy{DescribeExec: true, AllowDDL: true}, 1)
-	reader, _ := registryOver(t, target, Policy{DescribeExec: true}, 1)
+	writer, _ := registryOver(t, target, Policy{PreparedStatements: new(bool), AllowDDL: true}, 1)
+	reader, _ := registryOver(t, target, Policy{PreparedStatements: new(bool)}, 1)
 	clock := &fakeNow{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	mgr := session.New(session.Config{TTL: time.Minute, Clock: clock.Now})
 	t.Cleanup(func() { mgr.Close(context.Background()) })

@@ -247,7 +247,7 @@ func finishError(err *Error, t *toolEntry, db *Database, args map[string]any) {
 	if err.Operation == "" {
 		err.Operation = t.operation
 	}
-	if db == nil || !db.Policy.ShowErrorValues {
+	if db == nil || db.Policy.MasksErrorValues() {
 		redactValues(err, args)
 	}
 	clipEchoes(err) // after masking, which must see whole values

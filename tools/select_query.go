@@ -47,7 +47,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	cc := callContext{ReadOnly: true, Database: req.db.Name}
 	rel, err := req.db.resolveTable(ctx, req.who().role, a.Table)
 	if err != nil {
-		return nil, withOp(classify(ctx, err, cc, !req.db.Policy.ShowErrorValues), op, "")
+		return nil, withOp(classify(ctx, err, cc, req.db.Policy.MasksErrorValues()), op, "")
 	}
 	table := rel.display()
 

@@ -26,7 +26,7 @@ type TxOptions = session.Options
 func sessionTarget(p Principal, db *Database) session.Target {
 	who := identityOf(p)
 	return session.Target{Database: db.Name, Config: db.Pool.Config().ConnConfig, Who: session.Identity{Role: who.role, Claims: who.claims},
-		Assert: who.sql(false), MaskValues: !db.Policy.ShowErrorValues, Quota: p.QuotaOwner()}
+		Assert: who.sql(false), MaskValues: db.Policy.MasksErrorValues(), Quota: p.QuotaOwner()}
 }
 
 // sessionIdentity is the identity s acts as, fixed at begin.
@@ -86,7 +86,7 @@ func readIn(ctx context.Context, db *Database, s *Session, st wire.Stmt) (*wire.
 	callCtx, cancel := withCallDeadline(ctx, db.Policy.sessionCall()) // the frame's statement_timeout is cut alike
 	defer cancel()
 	pc := s.Conn().PgConn()
-	st.Unnamed = db.Policy.DescribeExec
+	st.Unnamed = !db.Policy.PreparesStatements()
 	rs, destroy, err := wire.Read(callCtx, pc, st, db.sessionFrame)
 	if destroy && pc.TxStatus() != 'T' {
 		if err != nil {

@@ -24,7 +24,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 			Suggestion: fmt.Sprintf(`Give a where that selects the rows to %s, e.g. "id = $1" with params [42]. To really %s every row, say so: where "true" (still capped by max_affected_rows).`, op, op)}
 	}
 	cc := callContext{Database: req.db.Name}
-	mask := !req.db.Policy.ShowErrorValues
+	mask := req.db.Policy.MasksErrorValues()
 	params, perr := paramList(a.Params.v)
 	if perr != nil {
 		return nil, withOp(perr, op, "")

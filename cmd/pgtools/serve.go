@@ -136,7 +136,7 @@ func (p policyFlags) apply(fs *flag.FlagSet, cfg *config.Config) error {
 		pol.LockTimeout = p.locked
 	}
 	if set["prepared-statements"] {
-		pol.DescribeExec = !p.preparedStatements
+		pol.PreparedStatements = &p.preparedStatements
 	}
 	cfg.Databases["default"] = d
 	return nil

@@ -199,7 +199,7 @@ type DatabaseConfig struct {
 	MaxConns int32 `json:"max_conns"`
 	// Policy is what the operator allows on this database; Validate fills its defaults with
 	// tools.Policy.WithDefaults.
-	Policy tools.Policy `json:"-"`
+	Policy tools.Policy `json:"policy"`
 	// Origin says where URL came from ("config file", "env DATABASE_URL", "--database-url"), for
 	// check-config and messages.
 	Origin string `json:"source,omitempty"`
@@ -226,29 +226,6 @@ func (e *ConfigError) Error() string {
 	return head + "\n  " + strings.Join(e.Problems, "\n  ")
 }
 
-// policyFile is a database's policy as the config file (and the effective config printed by
-// check-config) spells it.
-type policyFile struct {
-	ReadOnly             bool     `json:"read_only"`
-	AllowDDL             bool     `json:"allow_ddl"`
-	AllowedSchemas       []string `json:"allowed_schemas"`
-	AllowTables          []string `json:"allow_tables"`
-	DenyTables           []string `json:"deny_tables"`
-	TableLists           string   `json:"table_lists"`
-	DefaultLimit         int      `json:"default_limit"`
-	MaxLimit             int      `json:"max_limit"`
-	MaxResponseBytes     int      `json:"max_response_bytes"`
-	DefaultFormat        string   `json:"default_format"`
-	StatementTimeoutMS   int64    `json:"statement_timeout_ms"`
-	LockTimeoutMS        int64    `json:"lock_timeout_ms"`
-	TransactionTimeoutMS int64    `json:"transaction_timeout_ms"`
-	PoolWaitMS           int64    `json:"pool_wait_ms"`
-	MaxAffectedRows      int      `json:"max_affected_rows"`
-	DisabledTools        []string `json:"disabled_tools"`
-	MaskErrorValues      *bool    `json:"mask_error_values"`
-	PreparedStatements   *bool    `json:"prepared_statements"`
-}
-
 // LoadConfigFile reads a JSON config file, validates it against the schema and reads the secrets
 // its *_file keys name. Every problem is reported, one line per path, naming the fix; the error
 // is then a *ConfigError (or an I/O error when the file cannot be read at all).
@@ -261,18 +238,10 @@ func LoadConfigFile(path string) (*Config, error) {
 	if problems := validateConfigDoc(raw); len(problems) > 0 {
 		return nil, &ConfigError{Source: source, Problems: problems}
 	}
-	// What does not have the file's shape yet: a policy's durations are milliseconds in the file.
-	var rest struct {
-		Databases map[string]struct {
-			Policy policyFile `json:"policy"`
-		} `json:"databases"`
-	}
 	cfg := &Config{}
-	for _, into := range []any{cfg, &rest} {
-		if err := json.Unmarshal(raw, into); err != nil {
-			// The schema accepted the document, so this is a type the struct cannot hold.
-			return nil, &ConfigError{Source: source, Problems: []string{err.Error()}}
-		}
+	if err := json.Unmarshal(raw, cfg); err != nil {
+		// The schema accepted the document, so this is a type the struct cannot hold.
+		return nil, &ConfigError{Source: source, Problems: []string{err.Error()}}
 	}
 	cfg.File = path
 	var problems []string
@@ -314,25 +283,12 @@ func LoadConfigFile(path string) (*Config, error) {
 		d.Origin = "config file"
 		readInto("databases."+name+".url_file", d.URLFile, &d.URL)
 		readInto("databases."+name+".password_file", d.PasswordFile, &d.Password)
-		d.Policy = rest.Databases[name].Policy.policy()
 		cfg.Databases[name] = d
 	}
 	if len(problems) > 0 {
 		return nil, &ConfigError{Source: source, Problems: problems}
 	}
 	return cfg, nil
-}
-
-// policy is the tools.Policy the file's policy object describes.
-func (p policyFile) policy() tools.Policy {
-	return tools.Policy{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: p.AllowedSchemas,
-		AllowTables: p.AllowTables, DenyTables: p.DenyTables, TableLists: p.TableLists, DefaultLimit: p.DefaultLimit, MaxLimit: p.MaxLimit,
-		MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: p.DefaultFormat, StatementTimeout: time.Duration(p.StatementTimeoutMS) * time.Millisecond,
-		LockTimeout: time.Duration(p.LockTimeoutMS) * time.Millisecond, PoolWait: time.Duration(p.PoolWaitMS) * time.Millisecond,
-		TransactionTimeout: time.Duration(p.TransactionTimeoutMS) * time.Millisecond,
-		MaxAffectedRows:    p.MaxAffectedRows, DisabledTools: p.DisabledTools,
-		ShowErrorValues: p.MaskErrorValues != nil && !*p.MaskErrorValues,
-		DescribeExec:    p.PreparedStatements != nil && !*p.PreparedStatements}
 }
 
 // minTokenLen is the shortest accepted API token.

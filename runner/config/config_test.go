@@ -50,7 +50,7 @@ func TestLoadConfigFile(t *testing.T) {
 	}
 	d := cfg.Databases["default"]
 	if cfg.Tokens[0].Secret != "file-token-0123456789abcdef" || d.Password != "s3cret-pw" || d.Policy.MaxLimit != 50 ||
-		d.Policy.StatementTimeout != 1500*time.Millisecond || d.Policy.PoolWait != 250*time.Millisecond || !d.Policy.DescribeExec ||
+		d.Policy.StatementTimeout != 1500*time.Millisecond || d.Policy.PoolWait != 250*time.Millisecond || d.Policy.PreparesStatements() ||
 		d.Policy.DefaultFormat != "columns" || cfg.Tokens[0].DefaultFormat != "csv" {
 		t.Fatalf("config not loaded as written: %+v", cfg)
 	}
@@ -228,7 +228,7 @@ func TestEffectiveJSONRedactsSecrets(t *testing.T) {
 		Tokens: []auth.Token{{Secret: "token-secret-0123456789", Name: "n8n", Scopes: []string{"read"}, Origin: "env PGTOOLS_TOKENS"}},
 		Databases: map[string]DatabaseConfig{
 			"default": {URL: "postgres://app:url-password@db.internal:5432/app?sslmode=verify-full", Origin: "env DATABASE_URL"},
-			"reports": {URL: "postgres://ro@db.internal/reports?sslmode=disable", Password: "file-password", Policy: tools.Policy{ReadOnly: true, DescribeExec: true}},
+			"reports": {URL: "postgres://ro@db.internal/reports?sslmode=disable", Password: "file-password", Policy: tools.Policy{ReadOnly: true, PreparedStatements: new(bool)}},
 		},
 	}
 	if err := cfg.Validate(); err != nil {

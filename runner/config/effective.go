@@ -19,18 +19,13 @@ const redacted = "[REDACTED]"
 // its host, port, database, user and effective TLS mode ("connection"), its password as
 // "[REDACTED]" (or "none"). 0 or "" means "no limit" or "none".
 func (c *Config) EffectiveJSON() ([]byte, error) {
-	// Shallower fields win over the embedded Config's of the same key: the parts whose Go shape
-	// is not yet the file's are printed in the file's.
-	type database struct {
-		DatabaseConfig
-		Policy policyFile `json:"policy"`
-	}
+	// Shallower fields win over the embedded Config's of the same key: custom tools are shown
+	// with the input schema they are served with.
 	type view struct {
 		Config
-		Databases   map[string]database `json:"databases"`
-		CustomTools []customToolJSON    `json:"custom_tools"`
+		CustomTools []customToolJSON `json:"custom_tools"`
 	}
-	v := view{Config: *c, Databases: map[string]database{}, CustomTools: effectiveCustomTools(c.CustomTools)}
+	v := view{Config: *c, CustomTools: effectiveCustomTools(c.CustomTools)}
 	all := slices.Sorted(maps.Keys(c.Databases))
 	cl := c.ConnLimits()
 	v.Sessions = Sessions{MaxSessions: cl.MaxSessions, MaxSessionsPerPrincipal: cl.MaxSessionsPerPrincipal,
@@ -62,20 +57,18 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		}
 		v.JWT = &j
 	}
+	v.Databases = make(map[string]DatabaseConfig, len(c.Databases))
 	for name, d := range c.Databases {
 		summary, err := DescribeDSN(d.URL, d.Password)
 		if err != nil {
 			return nil, err
 		}
 		d.URL, d.Connection, d.Origin = redacted, &summary, cmp.Or(d.Origin, "config")
-		p := d.Policy
-		v.Databases[name] = database{DatabaseConfig: d,
-			Policy: policyFile{ReadOnly: p.ReadOnly, AllowDDL: p.AllowDDL, AllowedSchemas: orEmpty(p.AllowedSchemas),
-				AllowTables: orEmpty(p.AllowTables), DenyTables: orEmpty(p.DenyTables), TableLists: p.TableLists, DefaultLimit: p.DefaultLimit,
-				MaxLimit: p.MaxLimit, MaxResponseBytes: p.MaxResponseBytes, DefaultFormat: cmp.Or(p.DefaultFormat, "objects"), StatementTimeoutMS: p.StatementTimeout.Milliseconds(),
-				LockTimeoutMS: p.LockTimeout.Milliseconds(), TransactionTimeoutMS: p.TransactionTimeout.Milliseconds(), PoolWaitMS: p.PoolWait.Milliseconds(), MaxAffectedRows: p.MaxAffectedRows,
-				DisabledTools: orEmpty(p.DisabledTools), MaskErrorValues: ptr(!p.ShowErrorValues),
-				PreparedStatements: ptr(!p.DescribeExec)}}
+		p := &d.Policy
+		p.AllowedSchemas, p.AllowTables, p.DenyTables = orEmpty(p.AllowedSchemas), orEmpty(p.AllowTables), orEmpty(p.DenyTables)
+		p.DisabledTools, p.DefaultFormat = orEmpty(p.DisabledTools), cmp.Or(p.DefaultFormat, "objects")
+		p.MaskErrorValues, p.PreparedStatements = ptr(p.MasksErrorValues()), ptr(p.PreparesStatements())
+		v.Databases[name] = d
 	}
 	return json.MarshalIndent(v, "", "  ")
 }
