@@ -119,7 +119,7 @@ func documented(section, name string) bool {
 func TestDocsTroubleshootEveryErrorType(t *testing.T) {
 	t.Parallel()
 	section := docsSection(t, "troubleshooting.md", "")
-	file, err := parser.ParseFile(token.NewFileSet(), "../tools/pgerr/pgerr.go", nil, 0)
+	file, err := parser.ParseFile(token.NewFileSet(), "../tools/internal/pgerr/pgerr.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestDocsTroubleshootEveryErrorType(t *testing.T) {
 	})
 	sort.Strings(types)
 	if len(types) < 20 {
-		t.Fatalf("found only %v in tools/pgerr/pgerr.go", types)
+		t.Fatalf("found only %v in tools/internal/pgerr/pgerr.go", types)
 	}
 	for _, et := range types {
 		if !strings.Contains(section, "| `"+et+"` |") {

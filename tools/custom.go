@@ -12,7 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // CustomTool is an operator-defined tool (docs/design.md §13): one parameterized statement published

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/session"
-	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // preparedCount counts the protocol-level prepared statements of the pool's only connection, as

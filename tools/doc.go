@@ -20,7 +20,7 @@
 //     logs, metrics, the audit log and traces name. Registry.Preview routes a call the same
 //     way without running it, for a human's confirmation (preview.go).
 //
-// Below it, by layer: tools/wire speaks PostgreSQL's extended protocol (the pipeline, statement
+// Below it, by layer: tools/internal/wire speaks PostgreSQL's extended protocol (the pipeline, statement
 // cache, binding and row encoder), tools/session owns pg_tx sessions and their manager, and
-// tools/pgerr holds the error object and the classification of PostgreSQL errors.
+// tools/internal/pgerr holds the error object and the classification of PostgreSQL errors.
 package tools

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
-	"github.com/pgtools/pgtools/tools/pgerr"
+	"github.com/pgtools/pgtools/tools/internal/pgerr"
 )
 
 // Error is the one shape every failure takes, from every transport (pgerr.Error).

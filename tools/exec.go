@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 
-	"github.com/pgtools/pgtools/tools/pgerr"
+	"github.com/pgtools/pgtools/tools/internal/pgerr"
 )
 
 // acquire takes a connection from the stateless pool, waiting at most poolWait.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // executeSQL runs one agent-written statement. In read mode it runs in a READ ONLY transaction

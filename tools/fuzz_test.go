@@ -8,7 +8,7 @@ import (
 
 	"github.com/pgtools/pgtools/schemas"
 
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // knownErrorTypes are the categories a call may answer with (docs/design.md §4).

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // opResult is one operation's answer in pg_transaction's results.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/session"
-	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // pgTx is the session factory: begin, commit, rollback, savepoints, list.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/pgtools/pgtools/schemas"
 
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // ToolInfo describes a tool for catalogs (HTTP /v1/tools, MCP tools/list, OpenAPI).

@@ -3,7 +3,7 @@ package tools
 import (
 	"encoding/json"
 
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // Result is a successful tool call's answer (docs/design.md §4): a *RowsResult, *WriteResult,

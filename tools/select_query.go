@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // sessionsUnavailable answers calls naming a session on a registry without a session manager.

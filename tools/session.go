@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/session"
-	"github.com/pgtools/pgtools/tools/wire"
 )
 
 // Session is a pg_tx session (session.Session): the tools run statements on its connection.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgtools/pgtools/tools/pgerr"
-	"github.com/pgtools/pgtools/tools/wire"
+	"github.com/pgtools/pgtools/tools/internal/pgerr"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // writeStmt is one write to run in a transaction, with the checks that decide whether it commits.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pgtools/pgtools/tools/pgerr"
+	"github.com/pgtools/pgtools/tools/internal/pgerr"
 )
 
 // Defaults of Config, also the defaults of the runner's configuration (runner.Config).

@@ -3,7 +3,7 @@ package session
 import (
 	"fmt"
 
-	"github.com/pgtools/pgtools/tools/pgerr"
+	"github.com/pgtools/pgtools/tools/internal/pgerr"
 )
 
 // The shares a begin is checked against, narrowest first: when the caller's own share is full,

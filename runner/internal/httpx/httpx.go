@@ -12,7 +12,7 @@ import (
 )
 
 // StatusFor maps an error category to its HTTP status (docs/design.md §4) from the category
-// table beside the categories (tools/pgerr). A category without an entry answers 500; the
+// table beside the categories (tools/internal/pgerr). A category without an entry answers 500; the
 // Invoker logs such an answer as an internal error.
 func StatusFor(t tools.ErrorType) int {
 	m, _ := tools.ErrorMetaOf(t)

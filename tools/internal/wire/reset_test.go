@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/pgtest"
-	"github.com/pgtools/pgtools/tools/wire"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
