@@ -138,7 +138,7 @@ func (rt *Runtime) handler(g *generation) http.Handler {
 	cfg := g.cfg
 	return httpapi.NewHandlerWith(g.reg, httpapi.HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.MaxBodyBytes,
 		Limits: cfg.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
-		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCPStructuredContent},
+		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCPStructuredContent, AllowedOrigins: cfg.MCPAllowedOrigins},
 		OpenAPIPublic: cfg.OpenAPIPublic})
 }
 

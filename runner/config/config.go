@@ -65,6 +65,9 @@ type Config struct {
 	// MCPStructuredContent adds outputSchema and structuredContent to the MCP tools, on /mcp and
 	// pgtools mcp (MCPOptions.StructuredContent; default false: each result once, as text).
 	MCPStructuredContent bool
+	// MCPAllowedOrigins are the browser origins /mcp accepts besides its own host
+	// (MCPOptions.AllowedOrigins; default none).
+	MCPAllowedOrigins []string
 	// Databases are the configured databases by name; tools default to "default".
 	Databases map[string]DatabaseConfig
 	// MaxBodyBytes caps a request body, in bytes (default 1 MiB).
@@ -196,7 +199,8 @@ type fileConfig struct {
 
 // mcpFile is the config file's "mcp" object: see Config.MCPStructuredContent.
 type mcpFile struct {
-	StructuredContent bool `json:"structured_content"`
+	StructuredContent bool     `json:"structured_content"`
+	AllowedOrigins    []string `json:"allowed_origins,omitempty"`
 }
 
 // ConfigError lists every problem found in a configuration, one per line, each naming where the
@@ -298,7 +302,7 @@ func LoadConfigFile(path string) (*Config, error) {
 	if m := fc.MCPOAuth; m != nil {
 		cfg.MCPOAuth = &auth.MCPOAuthConfig{Resource: m.Resource, AuthorizationServers: m.AuthorizationServers, ScopesSupported: m.ScopesSupported}
 	}
-	cfg.MCPStructuredContent = fc.MCP.StructuredContent
+	cfg.MCPStructuredContent, cfg.MCPAllowedOrigins = fc.MCP.StructuredContent, fc.MCP.AllowedOrigins
 	for _, name := range slices.Sorted(maps.Keys(fc.Databases)) {
 		d := fc.Databases[name]
 		url := d.URL

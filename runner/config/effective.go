@@ -99,7 +99,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 			TTLSeconds: int64(c.SessionTTL / time.Second)},
 		Limits:   limits{MaxBodyBytes: c.MaxBodyBytes},
 		Shutdown: shutdown{DrainDelaySeconds: c.DrainDelay.Seconds(), GraceSeconds: c.ShutdownGrace.Seconds()}}
-	e.MCP.StructuredContent = c.MCPStructuredContent
+	e.MCP.StructuredContent, e.MCP.AllowedOrigins = c.MCPStructuredContent, c.MCPAllowedOrigins
 	if c.File != "" {
 		e.ConfigFile = &c.File
 	}

@@ -50,6 +50,10 @@ type MCPOptions struct {
 	// Tool among them) would otherwise make the model read every row twice. On, for clients that
 	// validate or consume structuredContent in code; the spec asks for the text beside it.
 	StructuredContent bool
+	// AllowedOrigins are the browser origins (scheme://host[:port]) whose pages may call /mcp,
+	// besides the host /mcp is reached at (config mcp.allowed_origins; default none). A request
+	// with another Origin is answered 403, like a foreign Host; one without Origin passes.
+	AllowedOrigins []string
 
 	// SDKOnly sends every message through the go-sdk, skipping the fast path (mcp_fast.go) that
 	// answers plain tools/call requests itself: for comparing the two, message by message.

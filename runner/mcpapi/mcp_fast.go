@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strings"
 
 	"github.com/pgtools/pgtools/runner/invoke"
@@ -31,9 +30,11 @@ import (
 // request carries no per-request client capabilities.
 var fastProtocolVersions = map[string]bool{"": true, "2025-11-25": true, "2025-06-18": true, "2025-03-26": true, "2024-11-05": true}
 
-// fastID matches the request ids the fast path echoes: integers and plain strings, which the
-// SDK writes back as they were sent. Any other id goes to the SDK.
-var fastID = regexp.MustCompile(`^(-?[1-9][0-9]{0,14}|0|"[A-Za-z0-9_.:-]{1,64}")$`)
+// isID reports whether v (valid JSON) is a request id, a number or a string. The fast path
+// echoes it as sent, as the SDK path does (mcp_ids.go); null and other values go to the SDK.
+func isID(v []byte) bool {
+	return len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9')
+}
 
 // fastCall is a tools/call message as the fast path accepts it.
 type fastCall struct {
@@ -63,7 +64,7 @@ func parseFastCall(body []byte) (fastCall, bool) {
 			return once(&seen[2]) && sc.literal(`"tools/call"`)
 		case "id":
 			c.id = sc.value()
-			return once(&seen[1]) && fastID.Match(c.id)
+			return once(&seen[1]) && isID(c.id)
 		case "params":
 			var name, args bool
 			return once(&seen[3]) && sc.object(func(key string) bool {

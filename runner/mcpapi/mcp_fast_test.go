@@ -19,7 +19,7 @@ func referenceFastCall(body []byte) (fastCall, bool) {
 		return fastCall{}, false
 	}
 	id := msg["id"]
-	if !fastID.Match(id) {
+	if !isID(id) {
 		return fastCall{}, false
 	}
 	var params map[string]json.RawMessage
@@ -65,7 +65,8 @@ func TestParseFastCall(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[1]}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}} {}`, "", "", "", false},
-		{`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"x"}}`, "1.5", "x", "", true},
+		{`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":""}}`, "", "", "", false},
 	} {
 		got, ok := parseFastCall([]byte(c.body))

@@ -38,6 +38,7 @@ type HTTP struct {
 	servers *mcpServers // one per principal, built on first use
 	// registered holds the names of the tools the servers offer, for the fast path (mcp_fast.go).
 	registered map[string]bool
+	origins    originPolicy
 }
 
 type mcpPrincipalKey struct{}
@@ -51,6 +52,13 @@ func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBo
 	m.registered = map[string]bool{}
 	for _, t := range reg.Tools() {
 		m.registered[t.Name] = true
+	}
+	var err error
+	if m.origins, err = newOriginPolicy(mcpOpts.AllowedOrigins); err != nil {
+		// The config schema admits origins only, so this is a caller's bug: refuse every
+		// foreign origin rather than guess which were meant.
+		log.Error().Err(err).Msg("mcp: no allowed origins besides the host's own")
+		m.origins, _ = newOriginPolicy(nil)
 	}
 	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return NewMCPServerWith(reg, p, log, inv, mcpOpts) })
 	opts := mcp.StreamableHTTPOptions{
@@ -76,6 +84,10 @@ func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBo
 // SDK's plain-text 400. At most maxBody+1 bytes are read: a longer body still reaches the SDK's
 // own limit, which answers 413.
 func (m *HTTP) Serve(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	if why := m.origins.check(r); why != "" {
+		http.Error(w, "Forbidden: "+why, http.StatusForbidden)
+		return
+	}
 	stream := m.stream
 	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
 		body, err := io.ReadAll(io.LimitReader(r.Body, m.maxBody+1))
@@ -88,6 +100,9 @@ func (m *HTTP) Serve(w http.ResponseWriter, r *http.Request, p tools.Principal) 
 		}
 		if m.serveFast(w, r, p, body) {
 			return
+		}
+		if swapped, swap := swapIDs(body); swap != nil {
+			body, w = swapped, &idRestorer{ResponseWriter: w, swap: swap}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		// Only a message that names a progress token can want notifications; the SDK's own
