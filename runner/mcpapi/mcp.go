@@ -85,8 +85,7 @@ func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, op
 // registry's not_allowed result and its suggestion, as on the HTTP API, rather than the SDK's
 // bare "unknown tool" protocol error.
 func NewMCPServerWith(reg *tools.Registry, p tools.Principal, log zerolog.Logger, inv *invoke.Invoker, opts MCPOptions) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "pgtools", Title: "pgtools: PostgreSQL tools", Version: version.Version},
-		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log)})
+	s := mcp.NewServer(serverImpl(), &mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log)})
 	opts = opts.withDefaults()
 	for _, info := range reg.Tools() {
 		s.AddTool(mcpTool(info, p, inv, opts))
@@ -106,6 +105,11 @@ func NewMCPServerWith(reg *tools.Registry, p tools.Principal, log zerolog.Logger
 		}
 	})
 	return s
+}
+
+// serverImpl is how pgtools names itself to MCP clients.
+func serverImpl() *mcp.Implementation {
+	return &mcp.Implementation{Name: "pgtools", Title: "pgtools: PostgreSQL tools", Version: version.Version}
 }
 
 // mcpTool maps one registry tool to its MCP form and a handler that runs it through inv.
@@ -142,6 +146,11 @@ func mcpTool(info tools.ToolInfo, p tools.Principal, inv *invoke.Invoker, opts M
 			args = nil
 		}
 		reqID := httpRequestID(ctx)
+		// A caller's trace context rides in _meta (as on the fast path), which names the
+		// caller's call rather than the HTTP hop.
+		tp, _ := req.Params.GetMeta()["traceparent"].(string)
+		ts, _ := req.Params.GetMeta()["tracestate"].(string)
+		ctx = invoke.WithTraceParent(ctx, tp, ts)
 		ctx, stop := withHTTPCancel(ctx)
 		defer stop()
 		if token := req.Params.GetProgressToken(); token != nil {

@@ -39,6 +39,7 @@ type HTTP struct {
 	// registered holds the names of the tools the servers offer, for the fast path (mcp_fast.go).
 	registered map[string]bool
 	origins    originPolicy
+	impl       *mcp.Implementation // the servers' own, named in 2026-07-28 results
 }
 
 type mcpPrincipalKey struct{}
@@ -48,10 +49,11 @@ type mcpPrincipalKey struct{}
 // HTTP API, and bodyWait is the body's read deadline (withBodyDeadline sets it; it is named in
 // the 408). mcpOpts configures the tools (MCPOptions).
 func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration, mcpOpts MCPOptions) *HTTP {
-	m := &HTTP{reg: reg, inv: inv, opts: mcpOpts, log: log, maxBody: maxBody, bodyWait: bodyWait}
+	m := &HTTP{reg: reg, inv: inv, opts: mcpOpts.withDefaults(), log: log, maxBody: maxBody, bodyWait: bodyWait, impl: serverImpl()}
 	m.registered = map[string]bool{}
 	for _, t := range reg.Tools() {
-		m.registered[t.Name] = true
+		// A tool that binds arguments to headers (x-mcp-header) has the SDK check them.
+		m.registered[t.Name] = !bytes.Contains(t.InputSchema, []byte("x-mcp-header"))
 	}
 	var err error
 	if m.origins, err = newOriginPolicy(mcpOpts.AllowedOrigins); err != nil {
