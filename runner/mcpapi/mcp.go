@@ -2,6 +2,8 @@ package mcpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -84,28 +86,59 @@ func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, op
 // use (Registry.ToolsFor, docs/design.md §12): a hidden tool called anyway still answers with the
 // registry's not_allowed result and its suggestion, as on the HTTP API, rather than the SDK's
 // bare "unknown tool" protocol error.
+//
+// tools/list lists the tools in name order (the SDK keeps them sorted) with cache hints:
+// cacheScope "private", since the list depends on the caller's token, and ttlMs ToolsListTTL.
+// Its _meta names the caller's catalog (CatalogMetaKey): a digest of the tools as listed, which
+// changes exactly when what this caller sees changes.
 func NewMCPServerWith(reg *tools.Registry, p tools.Principal, log zerolog.Logger, inv *invoke.Invoker, opts MCPOptions) *mcp.Server {
-	s := mcp.NewServer(serverImpl(), &mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log)})
+	s := mcp.NewServer(serverImpl(), &mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log),
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			if _, ok := req.(*mcp.ListToolsRequest); ok {
+				c.TTLMs, c.CacheScope = int(ToolsListTTL/time.Millisecond), "private"
+			}
+		}})
 	opts = opts.withDefaults()
-	for _, info := range reg.Tools() {
-		s.AddTool(mcpTool(info, p, inv, opts))
-	}
 	shown := map[string]bool{}
 	for _, info := range reg.ToolsFor(p) {
 		shown[info.Name] = true
 	}
+	digest := sha256.New()
+	for _, info := range reg.Tools() {
+		t, h := mcpTool(info, p, inv, opts)
+		s.AddTool(t, h)
+		if shown[info.Name] {
+			b, _ := json.Marshal(t) // plain data: cannot fail
+			digest.Write(b)
+		}
+	}
+	catalog := hex.EncodeToString(digest.Sum(nil)[:12])
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
 			if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				// The SDK builds a new slice for every answer, so it is filtered in place.
 				list.Tools = slices.DeleteFunc(list.Tools, func(t *mcp.Tool) bool { return !shown[t.Name] })
+				if list.Meta == nil {
+					list.Meta = mcp.Meta{}
+				}
+				list.Meta[CatalogMetaKey] = catalog
 			}
 			return res, err
 		}
 	})
 	return s
 }
+
+// ToolsListTTL is the ttlMs of tools/list results: how long a client may keep the list. The
+// catalog changes only when the configuration is reloaded (SIGHUP), so a minute bounds how long
+// a client keeps a list from before a reload; a tool called after it was withdrawn answers
+// not_allowed with a suggestion, as on the HTTP API.
+const ToolsListTTL = time.Minute
+
+// CatalogMetaKey names, in a tools/list result's _meta, the digest of the caller's catalog
+// (hex): equal digests, equal lists.
+const CatalogMetaKey = "pgtools.dev/catalog"
 
 // serverImpl is how pgtools names itself to MCP clients.
 func serverImpl() *mcp.Implementation {

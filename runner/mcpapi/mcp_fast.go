@@ -3,11 +3,13 @@ package mcpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -285,7 +287,7 @@ func fastHeadersOK(r *http.Request) bool {
 // carries its version (the header's), its capabilities, optionally its client info, and the
 // Mcp-Method and Mcp-Name headers name the body's method and tool. Anything the SDK would refuse
 // or read further is left to it.
-func fastMetaOK(r *http.Request, c fastCall) (*mcp.ClientCapabilities, bool) {
+func fastMetaOK(r *http.Request, c fastCall, seen *metaCache) (*mcp.ClientCapabilities, bool) {
 	v := r.Header.Get("Mcp-Protocol-Version")
 	if !fastProtocolVersions[v] {
 		return nil, c.meta.version == "" && c.meta.caps == nil && c.meta.clientInfo == nil
@@ -294,16 +296,71 @@ func fastMetaOK(r *http.Request, c fastCall) (*mcp.ClientCapabilities, bool) {
 		return nil, false
 	}
 	if c.meta.clientInfo != nil {
-		var info mcp.Implementation
-		if json.Unmarshal(c.meta.clientInfo, &info) != nil {
+		if _, ok := seen.decode(c.meta.clientInfo, func(b []byte) (any, error) {
+			var info mcp.Implementation
+			return nil, json.Unmarshal(b, &info)
+		}); !ok {
 			return nil, false
 		}
 	}
-	var caps mcp.ClientCapabilities
-	if json.Unmarshal(c.meta.caps, &caps) != nil {
+	caps, ok := seen.decode(c.meta.caps, func(b []byte) (any, error) {
+		var caps mcp.ClientCapabilities
+		err := json.Unmarshal(b, &caps)
+		return &caps, err
+	})
+	if !ok {
 		return nil, false
 	}
-	return &caps, true
+	return caps.(*mcp.ClientCapabilities), true
+}
+
+// metaCacheSize bounds the _meta members metaCache keeps, and metaCacheMaxLen the length of
+// one (a client's description is a few hundred bytes): a client sends the same client info and
+// capabilities with every request, and a server has few kinds of clients. At most 256 KiB.
+const (
+	metaCacheSize   = 256
+	metaCacheMaxLen = 1024
+)
+
+// metaCache keeps the decoding of _meta members already seen, by their bytes, so that a
+// 2026-07-28 call does not pay for decoding its client's description again (reflection-based
+// decoding was a third of what the fast path added). Values are read-only once kept. A nil
+// cache decodes every time.
+type metaCache struct {
+	mu   sync.Mutex
+	byID map[string]metaDecoded
+}
+
+type metaDecoded struct {
+	v  any
+	ok bool
+}
+
+// decode returns what dec makes of b, and whether it succeeded, from the cache when b was seen.
+func (c *metaCache) decode(b []byte, dec func([]byte) (any, error)) (any, bool) {
+	if len(b) > metaCacheMaxLen {
+		c = nil
+	}
+	if c != nil {
+		c.mu.Lock()
+		d, hit := c.byID[string(b)]
+		c.mu.Unlock()
+		if hit {
+			return d.v, d.ok
+		}
+	}
+	v, err := dec(b)
+	if c != nil {
+		c.mu.Lock()
+		if c.byID == nil {
+			c.byID = map[string]metaDecoded{}
+		}
+		if len(c.byID) < metaCacheSize {
+			c.byID[string(b)] = metaDecoded{v, err == nil}
+		}
+		c.mu.Unlock()
+	}
+	return v, err == nil
 }
 
 // loopbackHost reports whether addr (host:port or a host) names the loopback interface, as the
@@ -331,7 +388,7 @@ func (m *HTTP) serveFast(w http.ResponseWriter, r *http.Request, p tools.Princip
 	if !ok || !m.registered[c.tool] {
 		return false // an unknown tool is the SDK's protocol error
 	}
-	caps, ok := fastMetaOK(r, c)
+	caps, ok := fastMetaOK(r, c, &m.metaSeen)
 	if !ok {
 		return false
 	}
@@ -369,14 +426,15 @@ func (m *HTTP) encodeResult(res *mcp.CallToolResult, perRequestMeta bool) ([]byt
 	if !perRequestMeta {
 		return json.Marshal(res)
 	}
+	// _meta comes first and its one member is always the same: m.metaHead. The members after
+	// it never include _meta (res has none), and "content" is always written (not omitempty).
 	out := *res
-	out.Meta = mcp.Meta{mcp.MetaKeyServerInfo: m.impl}
 	out.InputRequests = nil
-	b, err := json.Marshal(&out)
-	if err != nil || len(b) < 2 {
-		return nil, err
+	body, err := json.Marshal(&out)
+	if err != nil || len(body) < 2 || res.Meta != nil {
+		return nil, fmt.Errorf("a result of %d bytes with _meta %v: %w", len(body), res.Meta != nil, err)
 	}
-	b = b[:len(b)-1]
+	b := append(append(append(make([]byte, 0, len(m.metaHead)+len(body)+64), m.metaHead...), ','), body[1:len(body)-1]...)
 	if res.InputRequests == nil {
 		return append(b, `,"resultType":"complete"}`...), nil
 	}
@@ -396,6 +454,6 @@ func TakesFastPath(r *http.Request, body []byte) (tool string, ok bool) {
 	if !parsed || !fastHeadersOK(r) {
 		return c.tool, false
 	}
-	_, ok = fastMetaOK(r, c)
+	_, ok = fastMetaOK(r, c, nil)
 	return c.tool, ok
 }

@@ -3,6 +3,7 @@ package mcpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"time"
@@ -39,7 +40,8 @@ type HTTP struct {
 	// registered holds the names of the tools the servers offer, for the fast path (mcp_fast.go).
 	registered map[string]bool
 	origins    originPolicy
-	impl       *mcp.Implementation // the servers' own, named in 2026-07-28 results
+	metaHead   []byte    // `{"_meta":{"io.modelcontextprotocol/serverInfo":…}`: how 2026-07-28 results start
+	metaSeen   metaCache // the 2026-07-28 _meta members already decoded
 }
 
 type mcpPrincipalKey struct{}
@@ -49,7 +51,10 @@ type mcpPrincipalKey struct{}
 // HTTP API, and bodyWait is the body's read deadline (withBodyDeadline sets it; it is named in
 // the 408). mcpOpts configures the tools (MCPOptions).
 func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration, mcpOpts MCPOptions) *HTTP {
-	m := &HTTP{reg: reg, inv: inv, opts: mcpOpts.withDefaults(), log: log, maxBody: maxBody, bodyWait: bodyWait, impl: serverImpl()}
+	m := &HTTP{reg: reg, inv: inv, opts: mcpOpts.withDefaults(), log: log, maxBody: maxBody, bodyWait: bodyWait}
+	// As the SDK writes a result's _meta (annotateServerInfo): a map of one member.
+	head, _ := json.Marshal(mcp.Meta{mcp.MetaKeyServerInfo: serverImpl()}) // plain data: cannot fail
+	m.metaHead = append([]byte(`{"_meta":`), head...)
 	m.registered = map[string]bool{}
 	for _, t := range reg.Tools() {
 		// A tool that binds arguments to headers (x-mcp-header) has the SDK check them.
