@@ -62,10 +62,7 @@ func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBo
 	}
 	var err error
 	if m.origins, err = newOriginPolicy(mcpOpts.AllowedOrigins); err != nil {
-		// The config schema admits origins only, so this is a caller's bug: refuse every
-		// foreign origin rather than guess which were meant.
-		log.Error().Err(err).Msg("mcp: no allowed origins besides the host's own")
-		m.origins, _ = newOriginPolicy(nil)
+		log.Error().Err(err).Msg("mcp: allowed origins")
 	}
 	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return NewMCPServerWith(reg, p, log, inv, mcpOpts) })
 	opts := mcp.StreamableHTTPOptions{

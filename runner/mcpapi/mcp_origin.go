@@ -19,17 +19,22 @@ type originPolicy struct {
 	allowed map[string]bool // canonical origins: scheme://host[:port], default ports dropped
 }
 
-// newOriginPolicy returns the policy for allowed, a list of origins (scheme://host[:port]). An
-// entry that is not an origin is an error, so that a typo cannot leave a browser app locked out
-// without anyone noticing, nor a wildcard open everything.
+// newOriginPolicy returns the policy for allowed, a list of origins (scheme://host[:port]), and
+// an error naming each entry that is not an origin. Such an entry allows nothing (a wildcard
+// never opens everything); the config schema refuses most of them before they get here.
 func newOriginPolicy(allowed []string) (originPolicy, error) {
 	p := originPolicy{allowed: map[string]bool{}}
+	var bad []string
 	for _, o := range allowed {
 		c, ok := canonicalOrigin(o)
 		if !ok {
-			return originPolicy{}, fmt.Errorf("mcp.allowed_origins: %q is not an origin (scheme://host[:port], e.g. https://app.example.com)", o)
+			bad = append(bad, fmt.Sprintf("%q", o))
+			continue
 		}
 		p.allowed[c] = true
+	}
+	if bad != nil {
+		return p, fmt.Errorf("mcp.allowed_origins: %s not an origin (scheme://host[:port], e.g. https://app.example.com); ignored", strings.Join(bad, ", "))
 	}
 	return p, nil
 }
