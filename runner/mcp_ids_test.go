@@ -223,3 +223,53 @@ func TestMCPOrigin(t *testing.T) {
 		t.Errorf("two Origin headers: status %d, want 403", resp.StatusCode)
 	}
 }
+
+// TestMCPStdioIDsEchoedExactly: on stdio too every answer carries its request's id byte for byte
+// (a batch too, so the client speaks 2025-03-26, the last version with batches), and a
+// notifications/cancelled naming such an id (1.5) cancels that request.
+func TestMCPStdioIDsEchoedExactly(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	db.Exec(t, mcptest.Fixture)
+	reg := toolstest.Registry(t, db.RoleDSN(t, "stdioids"), tools.Policy{}, 4)
+	ids := []string{`1.5e0`, `1e2`, `-0`, `12345678901234567890`, `"\u0041"`, `7`, `"x"`}
+	lines := []string{`{"jsonrpc":"2.0","id":` + ids[0] + `,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"file","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":` + ids[1] + `,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":` + ids[2] + `,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"orders"}}}`,
+		`{"jsonrpc":"2.0","id":` + ids[3] + `,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":` + ids[4] + `,"method":"tools/call","params":{"name":"nope","arguments":{}}}`,
+		`[{"jsonrpc":"2.0","id":` + ids[5] + `,"method":"ping"},{"jsonrpc":"2.0","id":` + ids[6] + `,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"select pg_sleep(3) is null as slept"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5,"reason":"test"}}`,
+	}
+	var out, logs syncBuffer
+	p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read"}}
+	if err := mcpapi.ServeMCPStdio(t.Context(), reg, p, io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), &out, zerolog.New(&logs), mcpapi.MCPOptions{}); err != nil {
+		t.Fatalf("ServeMCPStdio: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, line := range bytes.Split(bytes.TrimSpace([]byte(out.String())), []byte("\n")) {
+		var msgs []json.RawMessage
+		if bytes.HasPrefix(line, []byte("[")) {
+			_ = json.Unmarshal(line, &msgs)
+		} else {
+			msgs = []json.RawMessage{line}
+		}
+		for _, m := range msgs {
+			id := rawID(t, m)
+			seen[id] = true
+			if id == "1.5" && strings.Contains(string(m), "slept") {
+				t.Errorf("the cancelled call ran to its end: %s", m)
+			}
+			if strings.Contains(id, "pgtools-id") {
+				t.Errorf("a stand-in id went out: %s", m)
+			}
+		}
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			t.Errorf("no answer with id %s; output:\n%s", id, out.String())
+		}
+	}
+}

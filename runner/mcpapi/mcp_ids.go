@@ -23,10 +23,22 @@ import (
 // canonical spelling, and strings that need no escaping.
 var exactID = regexp.MustCompile(`^(-?[1-9][0-9]{0,14}|0|"[A-Za-z0-9_.:/+=-]{0,128}")$`)
 
-// idSwap records the ids replaced in one POST: stand-in → original bytes.
+// idSwap records the ids replaced in one POST (or one stdio line): stand-in → original bytes.
 type idSwap struct {
 	from [][]byte // `"jsonrpc":"2.0","id":"<stand-in>"` as the SDK writes it
 	to   [][]byte // `"jsonrpc":"2.0","id":<original>`
+	// standIn and original are the ids themselves, pairwise.
+	standIn, original [][]byte
+}
+
+// restore is b with every stand-in of swap written back as its original.
+func (swap *idSwap) restore(b []byte) []byte {
+	for i, from := range swap.from {
+		if bytes.Contains(b, from) {
+			b = bytes.Replace(b, from, swap.to[i], 1)
+		}
+	}
+	return b
 }
 
 // swapIDs returns body with every id the SDK would not echo exactly replaced by a stand-in, and
@@ -71,9 +83,29 @@ func swapIDs(body []byte) ([]byte, *idSwap) {
 	return out.Bytes(), &swap
 }
 
-// rewriteID rewrites one message, an object, member by member: every member named id (after
-// unescaping, as the SDK reads names) whose value the SDK would change gets the stand-in.
+// rewriteID rewrites one message, an object: every member named id (after unescaping, as the
+// SDK reads names) whose value the SDK would change gets the stand-in.
 func rewriteID(msg []byte, swap *idSwap) ([]byte, bool) {
+	var standIn []byte
+	return rewriteMembers(msg, func(key string, val []byte) []byte {
+		if key != "id" || string(val) == "null" || exactID.Match(val) || !isID(val) {
+			return val
+		}
+		if standIn == nil {
+			var r [12]byte
+			_, _ = rand.Read(r[:])
+			standIn = []byte(`"pgtools-id-` + hex.EncodeToString(r[:]) + `"`)
+			swap.from = append(swap.from, append([]byte(`"jsonrpc":"2.0","id":`), standIn...))
+			swap.to = append(swap.to, append([]byte(`"jsonrpc":"2.0","id":`), val...))
+			swap.standIn, swap.original = append(swap.standIn, standIn), append(swap.original, val)
+		}
+		return standIn
+	})
+}
+
+// rewriteMembers rewrites an object member by member, each value as fn returns it for its key
+// (unescaped, as the SDK reads names), or reports false when msg is not an object.
+func rewriteMembers(msg []byte, fn func(key string, val []byte) []byte) ([]byte, bool) {
 	dec := json.NewDecoder(bytes.NewReader(msg))
 	dec.UseNumber()
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -81,7 +113,6 @@ func rewriteID(msg []byte, swap *idSwap) ([]byte, bool) {
 	}
 	var out bytes.Buffer
 	out.WriteByte('{')
-	var standIn []byte
 	for n := 0; dec.More(); n++ {
 		tok, err := dec.Token()
 		key, isKey := tok.(string)
@@ -98,18 +129,7 @@ func rewriteID(msg []byte, swap *idSwap) ([]byte, bool) {
 		k, _ := json.Marshal(key)
 		out.Write(k)
 		out.WriteByte(':')
-		val = bytes.TrimSpace(val)
-		if key == "id" && string(val) != "null" && !exactID.Match(val) && (val[0] == '"' || val[0] == '-' || val[0] >= '0' && val[0] <= '9') {
-			if standIn == nil {
-				var r [12]byte
-				_, _ = rand.Read(r[:])
-				standIn = []byte(`"pgtools-id-` + hex.EncodeToString(r[:]) + `"`)
-				swap.from = append(swap.from, append([]byte(`"jsonrpc":"2.0","id":`), standIn...))
-				swap.to = append(swap.to, append([]byte(`"jsonrpc":"2.0","id":`), val...))
-			}
-			val = standIn
-		}
-		out.Write(val)
+		out.Write(fn(key, bytes.TrimSpace(val)))
 	}
 	out.WriteByte('}')
 	return out.Bytes(), true
@@ -148,13 +168,7 @@ func (w *idRestorer) WriteHeader(status int) {
 }
 
 func (w *idRestorer) Write(b []byte) (int, error) {
-	out := b
-	for i, from := range w.swap.from {
-		if bytes.Contains(out, from) {
-			out = bytes.Replace(out, from, w.swap.to[i], 1)
-		}
-	}
-	if _, err := w.ResponseWriter.Write(out); err != nil {
+	if _, err := w.ResponseWriter.Write(w.swap.restore(b)); err != nil {
 		return 0, err
 	}
 	return len(b), nil
