@@ -3,12 +3,14 @@ package runner
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -245,7 +247,10 @@ func TestMCPStdioIDsEchoedExactly(t *testing.T) {
 	}
 	var out, logs syncBuffer
 	p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read"}}
-	if err := mcpapi.ServeMCPStdio(t.Context(), reg, p, io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), &out, zerolog.New(&logs), mcpapi.MCPOptions{}); err != nil {
+	// A guard, not a measure: an answer that never settles its request would wait for ever.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := mcpapi.ServeMCPStdio(ctx, reg, p, io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), &out, zerolog.New(&logs), mcpapi.MCPOptions{}); err != nil {
 		t.Fatalf("ServeMCPStdio: %v", err)
 	}
 	seen := map[string]bool{}
