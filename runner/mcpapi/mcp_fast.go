@@ -29,8 +29,8 @@ import (
 // session, a JSON-RPC connection and a goroutine per POST and decodes the message about eight
 // times (on 2026-07-28, each decode with a fresh 64 KiB buffer: half a megabyte per call); that
 // was most of an MCP call's cost. This path reads the message once and answers with the same
-// bytes: TestMCPFastPathAnswersAsTheSDK sends each message both ways, on every version, and
-// compares them, so a client cannot tell which path answered.
+// bytes: TestMCPFastPathAnswersAsTheSDKOnEveryVersion sends each message both ways, on every
+// version, and compares them, so a client cannot tell which path answered.
 
 // fastProtocolVersions are the protocol versions whose tools/call the fast path answers, each
 // with whether its requests carry their metadata in _meta (2026-07-28, SEP-2575): "" (no header:

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // referenceFastCall is parseFastCall's meaning written the slow, obvious way: the whole message
@@ -170,5 +172,27 @@ func TestMCPFastPathRefusesForeignHosts(t *testing.T) {
 		if got := fastHeadersOK(r); got != want {
 			t.Errorf("Host %s on a loopback listener: fast path %v, want %v", host, got, want)
 		}
+	}
+}
+
+// TestFastProtocolVersions walks every entry of fastProtocolVersions: each is a version the
+// go-sdk offers (or none, the header's absence), and carries per-request metadata exactly from
+// 2026-07-28 on.
+func TestFastProtocolVersions(t *testing.T) {
+	t.Parallel()
+	offered := map[string]bool{"": true}
+	for _, v := range mcp.SupportedProtocolVersions() {
+		offered[v] = true
+	}
+	for v, perRequest := range fastProtocolVersions {
+		if !offered[v] {
+			t.Errorf("fast path version %q is not offered by the go-sdk", v)
+		}
+		if perRequest != (v >= "2026-07-28") {
+			t.Errorf("fast path version %q: per-request metadata %v", v, perRequest)
+		}
+	}
+	if len(fastProtocolVersions) != len(offered) {
+		t.Errorf("the fast path knows %d versions, the go-sdk offers %d (and none)", len(fastProtocolVersions), len(offered)-1)
 	}
 }
