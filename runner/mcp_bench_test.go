@@ -70,6 +70,19 @@ func BenchmarkToolCall(b *testing.B) {
 		}
 	}
 	b.Run("mcp", func(b *testing.B) { run(b, mcpCall(agentToken)) })
+	// As the go-sdk client sends a call at its default protocol version: no session, its
+	// version, identity and capabilities in _meta, the method and tool in headers.
+	b.Run("mcp-2026-07-28", func(b *testing.B) {
+		call := mcpCall(agentToken, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "select_query")
+		run(b, func(id int64) *http.Request {
+			body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"tools/call","params":{"_meta":` + mcp20260728Meta +
+				`,"name":"select_query","arguments":` + args(id) + `}}`
+			r := call(id)
+			r.Body = io.NopCloser(strings.NewReader(body))
+			r.ContentLength = int64(len(body))
+			return r
+		})
+	})
 	// Four subjects in turn, as a few users of one agent would call.
 	b.Run("mcp-act-as", func(b *testing.B) {
 		subject := mcpCall(actAsToken, auth.ActAsHeader, "")
@@ -80,3 +93,8 @@ func BenchmarkToolCall(b *testing.B) {
 		})
 	})
 }
+
+// mcp20260728Meta is the _meta the go-sdk client (v1.8.0, at its default protocol version)
+// puts in every request.
+const mcp20260728Meta = `{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},` +
+	`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`

@@ -55,6 +55,12 @@ func newMCPFeatures(t *testing.T) *mcpFeatures {
 // transport: one connection for the client's whole life, as on stdio.
 func (f *mcpFeatures) stdioLike(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return f.stdioLikeVersion(t, opts, "")
+}
+
+// stdioLikeVersion is stdioLike with the client speaking protocol version v ("": its default).
+func (f *mcpFeatures) stdioLikeVersion(t *testing.T, opts *mcp.ClientOptions, v string) *mcp.ClientSession {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	p := tools.Principal{Name: "stdio", Scopes: []string{"read", "write", "ddl"}}
 	ss, err := mcpapi.NewMCPServerWith(f.reg, p, zerolog.Nop(), invoke.NewInvoker(f.reg, zerolog.Nop()), mcpapi.MCPOptions{}).Connect(t.Context(), st, nil)
@@ -62,7 +68,7 @@ func (f *mcpFeatures) stdioLike(t *testing.T, opts *mcp.ClientOptions) *mcp.Clie
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, opts).Connect(t.Context(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, opts).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: v})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +126,12 @@ func callOut(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]a
 // TestMCPElicitation: a DROP without confirm_destructive and a delete over the row threshold ask
 // the human (with the statement or the table and the row count); accept runs the call, decline
 // answers confirmation_required and changes nothing; a client without elicitation keeps the
-// refusal and the plain call. Over stdio-like and Streamable HTTP transports.
+// refusal and the plain call. Over stdio-like and Streamable HTTP transports, with the go-sdk
+// client at its default version (2026-07-28: multi-round-trip input requests) and, on stdio, at
+// 2025-11-25 (elicitation/create requests on the connection): the same semantics either way.
 func TestMCPElicitation(t *testing.T) {
 	t.Parallel()
-	for _, transport := range []string{"stdio", "http"} {
+	for _, transport := range []string{"stdio", "stdio 2025-11-25", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			f := newMCPFeatures(t)
@@ -135,7 +143,12 @@ func TestMCPElicitation(t *testing.T) {
 				if transport == "http" {
 					return f.overHTTP(t, opts)
 				}
-				return f.stdioLike(t, opts)
+				_, v, _ := strings.Cut(transport, " ")
+				cs := f.stdioLikeVersion(t, opts, v)
+				if got := cs.InitializeResult().ProtocolVersion; v != "" && got != v {
+					t.Fatalf("the client speaks %s, want %s", got, v)
+				}
+				return cs
 			}
 			exists := func(table string) bool {
 				return f.db.QueryInt(t, "SELECT count(*) FROM pg_class WHERE relname = $1 AND relkind = 'r'", table) == 1

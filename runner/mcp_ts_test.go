@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,11 @@ func TestMCPTypeScriptClient(t *testing.T) {
 			InputSchema  map[string]any
 			OutputSchema map[string]any
 		}
+		ListHints struct {
+			TTLMs      int
+			CacheScope string
+			Catalog    string
+		}
 		Select, RefusedWrite, Malformed callOutcome
 		UnknownTool                     struct {
 			Code    int
@@ -106,6 +112,20 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	}
 	if report.Server.Name != "pgtools" || len(report.Tools) != len(schemas.ToolNames()) {
 		t.Fatalf("server %+v, %d tools", report.Server, len(report.Tools))
+	}
+	// tools/list in name order, with the cache hints and catalog digest (mcpapi.NewMCPServerWith).
+	if !slices.IsSortedFunc(report.Tools, func(a, b struct {
+		Name         string
+		Annotations  map[string]any
+		InputSchema  map[string]any
+		OutputSchema map[string]any
+	}) int {
+		return strings.Compare(a.Name, b.Name)
+	}) {
+		t.Errorf("tools/list is not in name order")
+	}
+	if h := report.ListHints; h.TTLMs != int(mcpapi.ToolsListTTL.Milliseconds()) || h.CacheScope != "private" || h.Catalog == "" {
+		t.Errorf("tools/list hints as the TypeScript client sees them: %+v", h)
 	}
 	for _, tool := range report.Tools {
 		raw, ok := schemas.Tool(tool.Name)

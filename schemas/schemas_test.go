@@ -527,5 +527,11 @@ func TestConfigDocuments(t *testing.T) {
 		{"pool_wait_ms 0", `{"databases":{"default":{"url":"postgres://x","policy":{"pool_wait_ms":0}}}}`, false},
 		{"empty metrics_listen", `{` + db + `,"metrics_listen":""}`, false},
 		{"openapi_public not a boolean", `{` + db + `,"openapi_public":"yes"}`, false},
+		{"allowed origins", `{` + db + `,"mcp":{"allowed_origins":["https://app.example.com","http://localhost:3000","https://[::1]:8443/"]}}`, true},
+		{"allowed origin with a path", `{` + db + `,"mcp":{"allowed_origins":["https://app.example.com/app"]}}`, false},
+		{"allowed origin wildcard", `{` + db + `,"mcp":{"allowed_origins":["*"]}}`, false},
+		{"allowed origin wildcard host", `{` + db + `,"mcp":{"allowed_origins":["https://*.example.com"]}}`, false},
+		{"allowed origin null", `{` + db + `,"mcp":{"allowed_origins":["null"]}}`, false},
+		{"allowed origin without scheme", `{` + db + `,"mcp":{"allowed_origins":["app.example.com"]}}`, false},
 	})
 }

@@ -152,9 +152,11 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	// The same read acting for an end user: SET LOCAL ROLE and request.jwt.claims in the read's
 	// one round trip.
 	selectAsRole := httpCallAtAs(base+"/v1/tools/select_query", pkBody, tenantToken, true)
-	selectMCP, err := mcpCaller(ctx, client, base+"/mcp", token)
-	if err != nil {
-		return err
+	selectMCP := map[string]caller{}
+	for _, v := range mcpVersions {
+		if selectMCP[v], err = mcpCaller(ctx, client, base+"/mcp", token, v); err != nil {
+			return err
+		}
 	}
 	structuredBase, stopStructured, err := serveStructured(reg, cfg.Tokens)
 	if err != nil {
@@ -254,8 +256,13 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		{"raw pgx, BEGIN READ ONLY/query/COMMIT pipelined", rawPipe},
 		{"pgtools select_query over HTTP", selectPK},
 		{"pgtools select_query over HTTP, as a role with claims", selectAsRole},
-		{mcpName, selectMCP},
 		{"floor: bare net/http handler + raw pipelined", httpCallAt(floorURL, pkBody)},
+	}
+	for _, v := range mcpVersions {
+		contenders = append(contenders, struct {
+			name string
+			fn   caller
+		}{mcpName(v), selectMCP[v]})
 	}
 	for _, c := range contenders { // warm up pools, caches and plans
 		if err := drive(ctx, c.fn, 1, 300); err != nil {
@@ -269,13 +276,19 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	_, wrkErr := exec.LookPath("wrk")
 	const wrkName = "pgtools select_query over HTTP, load from wrk"
 	const floorName = "floor: bare net/http handler + raw pipelined, load from wrk"
-	const mcpWrkName = "pgtools select_query over MCP /mcp, load from wrk"
+	wrkScripts := map[string]string{} // the MCP contenders wrk loads, by name
+	for _, v := range mcpVersions {
+		wrkScripts[mcpWrkName(v)] = wrkMCPScript(v)
+	}
 	names := make([]string, 0, len(contenders)+2)
 	for _, c := range contenders {
 		names = append(names, c.name)
 	}
 	if wrkErr == nil {
-		names = append(names, wrkName, mcpWrkName, floorName)
+		names = append(names, wrkName, floorName)
+		for _, v := range mcpVersions {
+			names = append(names, mcpWrkName(v))
+		}
 	}
 	samples := map[string]*[6][]float64{} // p50, p99, calls/s, server µs, bench µs, p99 at c
 	for _, n := range names {
@@ -291,13 +304,13 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		// Rotate the order each round so no contender always runs right after another.
 		for k := range names {
 			name := names[(k+r)%len(names)]
-			if name == wrkName || name == floorName || name == mcpWrkName {
+			if mcpScript, isMCP := wrkScripts[name]; name == wrkName || name == floorName || isMCP {
 				url, script := base+"/v1/tools/select_query", wrkScript
-				switch name {
-				case floorName:
+				switch {
+				case name == floorName:
 					url = floorURL
-				case mcpWrkName:
-					url, script = base+"/mcp", wrkMCPScript
+				case isMCP:
+					url, script = base+"/mcp", mcpScript
 				}
 				w1, err := runWrk(ctx, script, url, token, 1, d)
 				if err != nil {
@@ -382,11 +395,13 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "CPU per call, PostgreSQL + client/runner process: pgtools %.0f µs vs raw pipelined %.0f µs\n",
 		pgTput.serverUS+pgTput.benchUS, pp.serverUS+pp.benchUS)
-	mcpLat, mcpTput := res[mcpName], res[mcpName]
-	if wrkErr == nil {
-		mcpTput = res[mcpWrkName]
+	for _, v := range mcpVersions {
+		mcpLat, mcpTput := res[mcpName(v)], res[mcpName(v)]
+		if wrkErr == nil {
+			mcpTput = res[mcpWrkName(v)]
+		}
+		printMCPRatios(out, v, o.concurrency, res["pgtools select_query over HTTP"], mcpLat, pgTput, mcpTput, wrkErr == nil)
 	}
-	printMCPRatios(out, o.concurrency, res["pgtools select_query over HTTP"], mcpLat, pgTput, mcpTput, wrkErr == nil)
 
 	// The capped read of a large table.
 	fmt.Fprintf(out, "\n%-58s %10s %14s %16s\n", "capped read (default limit 1000)", "ms/call", "runner KB/call", "backend peak MB")

@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.bigN, "big-n", 20, "calls per large-table measurement")
 	fs.BoolVar(&o.tokensOnly, "tokens-only", false, "print the o200k token figures (catalog, 100-row results per format over HTTP and MCP) and stop")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of one contender's first throughput run (--profile) to this file")
-	fs.StringVar(&o.profile, "profile", "pgtools select_query over HTTP", "the contender --cpuprofile profiles (in-process load), e.g. \""+mcpName+"\"")
+	fs.StringVar(&o.profile, "profile", "pgtools select_query over HTTP", "the contender --cpuprofile profiles (in-process load), e.g. \""+mcpName("2026-07-28")+"\"")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pgtools-bench [flags]\n\nCompares a primary-key select_query through HTTP with raw pgx (bare, BEGIN READ ONLY as three\nround trips, and pipelined) and with the floor of any HTTP tool (a bare net/http handler around\nthe raw pipelined read), the same read as an MCP tools/call on /mcp beside the HTTP API, and a\ncapped read of a large table with raw LIMIT 1001.\n\nFlags:\n")
 		fs.PrintDefaults()

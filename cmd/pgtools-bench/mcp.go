@@ -9,23 +9,46 @@ import (
 	"strconv"
 )
 
-// mcpProtocolVersion is what the bench's MCP client negotiates, as a current client (the
-// TypeScript SDK, Claude Desktop) does: the latest version before the SDK's draft one.
-const mcpProtocolVersion = "2025-11-25"
+// mcpVersions are the protocol versions the bench's MCP clients speak, one contender each:
+// 2025-06-18 and 2025-11-25 (initialize, then calls naming the version in a header) and
+// 2026-07-28, the go-sdk client's default (server/discover, then calls carrying their version,
+// client info and capabilities in _meta and their method and tool in headers, SEP-2575).
+var mcpVersions = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
 
-// mcpCallBody is a tools/call of the primary-key select_query, the same read as pkBody.
-func mcpCallBody(id int) []byte {
-	return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"customers","where":"id = $1","params":[` +
+// perRequestMeta reports whether version v carries its metadata in every request.
+func perRequestMeta(v string) bool { return v >= "2026-07-28" }
+
+// mcpMeta is the _meta a 2026-07-28 request carries, as the go-sdk client (v1.8.0) writes it.
+func mcpMeta(v string) string {
+	return `{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"pgtools-bench","version":"1"},"io.modelcontextprotocol/protocolVersion":"` + v + `"}`
+}
+
+// mcpCallBody is a tools/call of the primary-key select_query, the same read as pkBody, as a
+// client of version v writes it.
+func mcpCallBody(v string, id int) []byte {
+	meta := ""
+	if perRequestMeta(v) {
+		meta = `"_meta":` + mcpMeta(v) + `,`
+	}
+	return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `"name":"select_query","arguments":{"table":"customers","where":"id = $1","params":[` +
 		strconv.Itoa(id) + `]}}}`)
 }
 
-// mcpPost sends one JSON-RPC message to /mcp as a Streamable HTTP client does.
-func mcpPost(ctx context.Context, client *http.Client, url, token string, body []byte) ([]byte, error) {
+// mcpPost sends one JSON-RPC message of version v to /mcp as a Streamable HTTP client does; on
+// 2026-07-28 with the Mcp-Method (and for a call Mcp-Name) header.
+func mcpPost(ctx context.Context, client *http.Client, url, token, v, method string, body []byte) ([]byte, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", mcpProtocolVersion)
+	req.Header.Set("Mcp-Protocol-Version", v)
+	if perRequestMeta(v) {
+		req.Header.Set("Mcp-Method", method)
+		if method == "tools/call" {
+			req.Header.Set("Mcp-Name", "select_query")
+		}
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
@@ -38,21 +61,26 @@ func mcpPost(ctx context.Context, client *http.Client, url, token string, body [
 	return b, nil
 }
 
-// mcpCaller initializes once, like the load generator of issue 17 and like every MCP client, and
-// then returns a caller that sends tools/call over Streamable HTTP. A call that answers an error
-// result (isError) fails the measurement.
-func mcpCaller(ctx context.Context, client *http.Client, url, token string) (caller, error) {
-	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + mcpProtocolVersion +
+// mcpCaller starts as a client of version v does, once (initialize before 2026-07-28,
+// server/discover from it), and then returns a caller that sends tools/call over Streamable
+// HTTP. A call that answers an error result (isError) fails the measurement.
+func mcpCaller(ctx context.Context, client *http.Client, url, token, v string) (caller, error) {
+	method, start := "initialize", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+v+
 		`","capabilities":{},"clientInfo":{"name":"pgtools-bench","version":"1"}}}`
-	b, err := mcpPost(ctx, client, url, token, []byte(init))
-	if err != nil {
-		return nil, fmt.Errorf("MCP initialize: %w", err)
+	want := `"protocolVersion":"` + v + `"`
+	if perRequestMeta(v) {
+		method, start = "server/discover", `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":`+mcpMeta(v)+`}}`
+		want = `"` + v + `"`
 	}
-	if !bytes.Contains(b, []byte(`"protocolVersion":"`+mcpProtocolVersion+`"`)) {
-		return nil, fmt.Errorf("MCP initialize did not negotiate %s: %s", mcpProtocolVersion, b)
+	b, err := mcpPost(ctx, client, url, token, v, method, []byte(start))
+	if err != nil {
+		return nil, fmt.Errorf("MCP %s: %w", method, err)
+	}
+	if !bytes.Contains(b, []byte(want)) {
+		return nil, fmt.Errorf("MCP %s did not offer %s: %s", method, v, b)
 	}
 	return func(ctx context.Context, id int) error {
-		b, err := mcpPost(ctx, client, url, token, mcpCallBody(id))
+		b, err := mcpPost(ctx, client, url, token, v, "tools/call", mcpCallBody(v, id))
 		if err != nil {
 			return err
 		}
@@ -66,18 +94,23 @@ func mcpCaller(ctx context.Context, client *http.Client, url, token string) (cal
 	}, nil
 }
 
-// mcpName is the contender that calls select_query through /mcp with the Go client.
-const mcpName = "pgtools select_query over MCP /mcp"
+// mcpName is the contender that calls select_query through /mcp with the Go client speaking
+// protocol version v.
+func mcpName(v string) string { return "pgtools select_query over MCP /mcp " + v }
 
-// printMCPRatios prints MCP against the HTTP API, in the terms of issue 17's targets. lat holds
-// the in-process client's figures (latency at c=1); tput those of the throughput run (wrk when
-// fromWrk, where the bench process is the runner alone, so its CPU is the server's).
-func printMCPRatios(out io.Writer, c int, httpLat, mcpLat, httpTput, mcpTput figures, fromWrk bool) {
+// mcpWrkName is the same contender loaded by wrk.
+func mcpWrkName(v string) string { return mcpName(v) + ", wrk" }
+
+// printMCPRatios prints MCP of protocol version v against the HTTP API, in the terms of issue
+// 26's targets. lat holds the in-process client's figures (latency at c=1); tput those of the
+// throughput run (wrk when fromWrk, where the bench process is the runner alone, so its CPU is
+// the server's).
+func printMCPRatios(out io.Writer, v string, c int, httpLat, mcpLat, httpTput, mcpTput figures, fromWrk bool) {
 	load := "in-process Go client (its CPU counted with the runner's)"
 	if fromWrk {
 		load = "load from wrk"
 	}
-	fmt.Fprintf(out, "\nMCP /mcp vs HTTP API, %s:\n", load)
+	fmt.Fprintf(out, "\nMCP /mcp, protocol %s, vs HTTP API, %s:\n", v, load)
 	fmt.Fprintf(out, "  ratio throughput @c%d MCP / HTTP: %.2f  (target ≥ 0.85)\n", c, mcpTput.tput/httpTput.tput)
 	fmt.Fprintf(out, "  ratio runner CPU per call MCP / HTTP: %.2f  (%.0f µs vs %.0f µs; target ≤ 1.30)\n",
 		mcpTput.benchUS/httpTput.benchUS, mcpTput.benchUS, httpTput.benchUS)

@@ -66,7 +66,7 @@ func printTokens(ctx context.Context, out io.Writer, e tokenEndpoints) error {
 	}
 	// mcpResult sends one JSON-RPC request to a stateless /mcp and returns its result member.
 	mcpResult := func(base, token, body string) (json.RawMessage, error) {
-		b, err := mcpPost(ctx, e.client, base+"/mcp", token, []byte(body))
+		b, err := mcpPost(ctx, e.client, base+"/mcp", token, "2025-11-25", "", []byte(body))
 		if err != nil {
 			return nil, err
 		}

@@ -20,18 +20,28 @@ request = function()
 end
 `
 
-// wrkMCPScript makes wrk send the same read as a tools/call to /mcp, after the initialize that
-// mcpCaller sent once (a stateless server needs no session id).
-const wrkMCPScript = `
+// wrkMCPScript makes wrk send the same read as a tools/call of protocol version v to /mcp, as
+// mcpCallBody writes it, after the initialize or server/discover that mcpCaller sent once (a
+// stateless server needs no session id).
+func wrkMCPScript(v string) string {
+	headers, meta := "", ""
+	if perRequestMeta(v) {
+		headers = `wrk.headers["Mcp-Method"] = "tools/call"
+wrk.headers["Mcp-Name"] = "select_query"
+`
+		meta = `"_meta":` + mcpMeta(v) + `,`
+	}
+	return `
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["Mcp-Protocol-Version"] = "` + mcpProtocolVersion + `"
-wrk.headers["Authorization"] = "Bearer %s"
+wrk.headers["Mcp-Protocol-Version"] = "` + v + `"
+` + headers + `wrk.headers["Authorization"] = "Bearer %s"
 request = function()
-  return wrk.format(nil, nil, nil, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"customers","where":"id = $1","params":[' .. math.random(1, %d) .. ']}}}')
+  return wrk.format(nil, nil, nil, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + meta + `"name":"select_query","arguments":{"table":"customers","where":"id = $1","params":[' .. math.random(1, %d) .. ']}}}')
 end
 `
+}
 
 // wrkResult is what one wrk run reports.
 type wrkResult struct {

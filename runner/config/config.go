@@ -110,6 +110,9 @@ type MCPConfig struct {
 	// StructuredContent adds outputSchema and structuredContent to the MCP tools, on /mcp and
 	// pgtools mcp (mcpapi.MCPOptions.StructuredContent; default false: each result once, as text).
 	StructuredContent bool `json:"structured_content"`
+	// AllowedOrigins are the browser origins /mcp accepts besides its own host
+	// (mcpapi.MCPOptions.AllowedOrigins; default none).
+	AllowedOrigins []string `json:"allowed_origins"`
 }
 
 // N8NConfig is the config file's "n8n": the task brokers serve joins and as whom their tasks

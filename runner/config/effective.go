@@ -32,7 +32,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		MaxTransactions: cl.MaxTransactions, MaxTransactionsPerPrincipal: cl.MaxTransactionsPerPrincipal,
 		MaxSessionsPerSubject: cl.MaxSessionsPerSubject, MaxTransactionsPerSubject: cl.MaxTransactionsPerSubject,
 		TTLSeconds: c.Sessions.TTLSeconds}
-	v.N8N.Brokers = orEmpty(c.N8N.Brokers)
+	v.N8N.Brokers, v.MCP.AllowedOrigins = orEmpty(c.N8N.Brokers), orEmpty(c.MCP.AllowedOrigins)
 	if c.Limits.MaxConcurrentPerToken > 0 {
 		v.Limits.MaxConcurrentPerSubject = c.Limits.SubjectShare()
 	}

@@ -73,6 +73,24 @@ func WithTraceContext(r *http.Request) *http.Request {
 	return r.WithContext(ctx)
 }
 
+// WithTraceParent continues the trace named by a W3C traceparent (and tracestate) carried in a
+// message rather than in headers, as MCP carries them in a request's _meta: the call's span
+// becomes its child, and it wins over the HTTP request's header, which names the transport's
+// hop rather than the caller's call. A malformed or empty traceparent leaves ctx as it is.
+func WithTraceParent(ctx context.Context, traceparent, tracestate string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	carrier := propagation.MapCarrier{"traceparent": traceparent}
+	if tracestate != "" {
+		carrier["tracestate"] = tracestate
+	}
+	if sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier)); sc.IsValid() {
+		return trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	return ctx
+}
+
 // SetTracerProvider makes iv trace every call with tp (nil: no tracing, the default): one span
 // per call, named for the tool, with the tool, database, principal, transport, request id,
 // errorType, rows and truncated as attributes — never argument values or SQL text. Call it

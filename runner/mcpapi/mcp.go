@@ -2,6 +2,8 @@ package mcpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,6 +52,10 @@ type MCPOptions struct {
 	// Tool among them) would otherwise make the model read every row twice. On, for clients that
 	// validate or consume structuredContent in code; the spec asks for the text beside it.
 	StructuredContent bool
+	// AllowedOrigins are the browser origins (scheme://host[:port]) whose pages may call /mcp,
+	// besides the host /mcp is reached at (config mcp.allowed_origins; default none). A request
+	// with another Origin is answered 403, like a foreign Host; one without Origin passes.
+	AllowedOrigins []string
 
 	// SDKOnly sends every message through the go-sdk, skipping the fast path (mcp_fast.go) that
 	// answers plain tools/call requests itself: for comparing the two, message by message.
@@ -80,28 +86,63 @@ func NewMCPServer(reg *tools.Registry, p tools.Principal, log zerolog.Logger, op
 // use (Registry.ToolsFor, docs/design.md §12): a hidden tool called anyway still answers with the
 // registry's not_allowed result and its suggestion, as on the HTTP API, rather than the SDK's
 // bare "unknown tool" protocol error.
+//
+// tools/list lists the tools in name order (the SDK keeps them sorted) with cache hints:
+// cacheScope "private", since the list depends on the caller's token, and ttlMs ToolsListTTL.
+// Its _meta names the caller's catalog (CatalogMetaKey): a digest of the tools as listed, which
+// changes exactly when what this caller sees changes.
 func NewMCPServerWith(reg *tools.Registry, p tools.Principal, log zerolog.Logger, inv *invoke.Invoker, opts MCPOptions) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "pgtools", Title: "pgtools: PostgreSQL tools", Version: version.Version},
-		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log)})
+	s := mcp.NewServer(serverImpl(), &mcp.ServerOptions{Instructions: mcpInstructions, Logger: slogFor(log),
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			if _, ok := req.(*mcp.ListToolsRequest); ok {
+				c.TTLMs, c.CacheScope = int(ToolsListTTL/time.Millisecond), "private"
+			}
+		}})
 	opts = opts.withDefaults()
-	for _, info := range reg.Tools() {
-		s.AddTool(mcpTool(info, p, inv, opts))
-	}
 	shown := map[string]bool{}
 	for _, info := range reg.ToolsFor(p) {
 		shown[info.Name] = true
 	}
+	digest := sha256.New()
+	for _, info := range reg.Tools() {
+		t, h := mcpTool(info, p, inv, opts)
+		s.AddTool(t, h)
+		if shown[info.Name] {
+			b, _ := json.Marshal(t) // plain data: cannot fail
+			digest.Write(b)
+		}
+	}
+	catalog := hex.EncodeToString(digest.Sum(nil)[:12])
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
 			if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				// The SDK builds a new slice for every answer, so it is filtered in place.
 				list.Tools = slices.DeleteFunc(list.Tools, func(t *mcp.Tool) bool { return !shown[t.Name] })
+				if list.Meta == nil {
+					list.Meta = mcp.Meta{}
+				}
+				list.Meta[CatalogMetaKey] = catalog
 			}
 			return res, err
 		}
 	})
 	return s
+}
+
+// ToolsListTTL is the ttlMs of tools/list results: how long a client may keep the list. The
+// catalog changes only when the configuration is reloaded (SIGHUP), so a minute bounds how long
+// a client keeps a list from before a reload; a tool called after it was withdrawn answers
+// not_allowed with a suggestion, as on the HTTP API.
+const ToolsListTTL = time.Minute
+
+// CatalogMetaKey names, in a tools/list result's _meta, the digest of the caller's catalog
+// (hex): equal digests, equal lists.
+const CatalogMetaKey = "pgtools.dev/catalog"
+
+// serverImpl is how pgtools names itself to MCP clients.
+func serverImpl() *mcp.Implementation {
+	return &mcp.Implementation{Name: "pgtools", Title: "pgtools: PostgreSQL tools", Version: version.Version}
 }
 
 // mcpTool maps one registry tool to its MCP form and a handler that runs it through inv.
@@ -138,6 +179,11 @@ func mcpTool(info tools.ToolInfo, p tools.Principal, inv *invoke.Invoker, opts M
 			args = nil
 		}
 		reqID := httpRequestID(ctx)
+		// A caller's trace context rides in _meta (as on the fast path), which names the
+		// caller's call rather than the HTTP hop.
+		tp, _ := req.Params.GetMeta()["traceparent"].(string)
+		ts, _ := req.Params.GetMeta()["tracestate"].(string)
+		ctx = invoke.WithTraceParent(ctx, tp, ts)
 		ctx, stop := withHTTPCancel(ctx)
 		defer stop()
 		if token := req.Params.GetProgressToken(); token != nil {

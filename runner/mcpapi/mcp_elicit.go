@@ -31,10 +31,7 @@ const confirmKey = "pgtools_confirm"
 // refusal (confirmation_required) or the call as sent. requestState binds an answer to the exact
 // tool and arguments it was given for; an answer for anything else is ignored.
 func confirmed(ctx context.Context, req *mcp.CallToolRequest, inv *invoke.Invoker, call invoke.Call, opts MCPOptions) (invoke.Answer, *mcp.CallToolResult) {
-	caps := req.ClientCapabilities()
-	canAsk := caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
-	state := confirmState(call)
-	if resp, ok := req.Params.InputResponses[confirmKey].(*mcp.ElicitResult); ok && req.Params.RequestState == state {
+	if resp, ok := req.Params.InputResponses[confirmKey].(*mcp.ElicitResult); ok && req.Params.RequestState == confirmState(call) {
 		if resp.Action != "accept" {
 			return declined(call), nil
 		}
@@ -43,6 +40,19 @@ func confirmed(ctx context.Context, req *mcp.CallToolRequest, inv *invoke.Invoke
 		}
 		return inv.Invoke(ctx, call), nil
 	}
+	return askOrRun(ctx, canElicit(req.ClientCapabilities()), inv, call, opts)
+}
+
+// canElicit reports whether a client with caps can be asked a form question.
+func canElicit(caps *mcp.ClientCapabilities) bool {
+	return caps != nil && caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+}
+
+// askOrRun runs call, or when canAsk and the call is one to confirm, returns the question
+// instead (see confirmed). The fast path (mcp_fast.go) calls it for the calls it answers itself,
+// which carry no answer to a question.
+func askOrRun(ctx context.Context, canAsk bool, inv *invoke.Invoker, call invoke.Call, opts MCPOptions) (invoke.Answer, *mcp.CallToolResult) {
+	state := confirmState(call)
 	if !canAsk {
 		return inv.Invoke(ctx, call), nil
 	}

@@ -3,51 +3,70 @@ package mcpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools"
 )
 
 // The fast path: /mcp answers the commonest message itself, a plain tools/call (one JSON-RPC
-// request, no progress token, no _meta, a protocol version before 2026-07-28), and leaves every
-// other message to the SDK.
+// request, no progress token, no answer to a question), on every protocol version the SDK
+// offers, and leaves every other message to the SDK.
 //
-// Such a call needs nothing of an MCP session: on a stateless POST of these protocol versions a
-// client declares no capabilities, so the SDK's path runs it exactly as the HTTP API would (no
-// elicitation, no progress) and wraps the answer in a CallToolResult. The SDK's path builds a
-// session, a JSON-RPC connection and a goroutine per POST and parses the message twice; that was
-// three quarters of an MCP call's cost. This path answers with the same bytes (a differential
-// test, TestMCPFastPathAnswersAsTheSDK, sends each message both ways and compares them), so a
-// client cannot tell which path answered.
+// Such a call needs nothing of an MCP session. Before 2026-07-28 a stateless POST carries no
+// client capabilities, so the SDK's path runs it exactly as the HTTP API would and wraps the
+// answer in a CallToolResult. On 2026-07-28 there is no session at all: the request carries its
+// version, client info and capabilities in params._meta, the method and tool in headers, and the
+// result gains resultType and the server's info in _meta. Either way the SDK's path builds a
+// session, a JSON-RPC connection and a goroutine per POST and decodes the message about eight
+// times (on 2026-07-28, each decode with a fresh 64 KiB buffer: half a megabyte per call); that
+// was most of an MCP call's cost. This path reads the message once and answers with the same
+// bytes: TestMCPFastPathAnswersAsTheSDKOnEveryVersion sends each message both ways, on every
+// version, and compares them, so a client cannot tell which path answered.
 
-// fastProtocolVersions are the protocol versions whose stateless tools/call the fast path
-// answers: "" (no header: the SDK assumes 2025-03-26) and the versions before 2026-07-28, where a
-// request carries no per-request client capabilities.
-var fastProtocolVersions = map[string]bool{"": true, "2025-11-25": true, "2025-06-18": true, "2025-03-26": true, "2024-11-05": true}
+// fastProtocolVersions are the protocol versions whose tools/call the fast path answers, each
+// with whether its requests carry their metadata in _meta (2026-07-28, SEP-2575): "" (no header:
+// the SDK assumes 2025-03-26) and every version the SDK offers. A version missing here goes to
+// the SDK; TestMCPFastPathVersions checks that every version the SDK offers is listed.
+var fastProtocolVersions = map[string]bool{"": false, "2024-11-05": false, "2025-03-26": false, "2025-06-18": false,
+	"2025-11-25": false, "2026-07-28": true}
 
-// fastID matches the request ids the fast path echoes: integers and plain strings, which the
-// SDK writes back as they were sent. Any other id goes to the SDK.
-var fastID = regexp.MustCompile(`^(-?[1-9][0-9]{0,14}|0|"[A-Za-z0-9_.:-]{1,64}")$`)
+// isID reports whether v (valid JSON) is a request id, a number or a string. The fast path
+// echoes it as sent, as the SDK path does (mcp_ids.go); null and other values go to the SDK.
+func isID(v []byte) bool {
+	return len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9')
+}
 
 // fastCall is a tools/call message as the fast path accepts it.
 type fastCall struct {
 	id   []byte
 	tool string
 	args []byte // the arguments' JSON, nil when absent
+	meta fastMeta
+}
+
+// fastMeta is the _meta of a call: the members the fast path knows, each as sent.
+type fastMeta struct {
+	version                 string // io.modelcontextprotocol/protocolVersion
+	clientInfo, caps        []byte // io.modelcontextprotocol/clientInfo and clientCapabilities, objects
+	traceparent, tracestate string // W3C trace context
 }
 
 // parseFastCall returns body as a plain tools/call, or false when it is anything more or other:
-// a batch, a notification, another method, an unknown or repeated member, _meta (progress
-// tokens, 2026-07-28 metadata), input responses, a name or key spelled with escapes. It reads
-// the canonical form only, so whatever it accepts the SDK reads the same way; everything else is
-// left to the SDK. A call's body is small and the SDK-free path is the point, so this is one pass
-// over the bytes after json.Valid rather than decoding into maps.
+// a batch, a notification, another method, an unknown or repeated member, a _meta member other
+// than the 2026-07-28 metadata and the W3C trace context (a progress token, a log level), input
+// responses, a name or key spelled with escapes. It reads the canonical form only, so whatever it
+// accepts the SDK reads the same way; everything else is left to the SDK. A call's body is small
+// and the SDK-free path is the point, so this is one pass over the bytes after json.Valid rather
+// than decoding into maps.
 func parseFastCall(body []byte) (fastCall, bool) {
 	if !json.Valid(body) {
 		return fastCall{}, false
@@ -63,9 +82,9 @@ func parseFastCall(body []byte) (fastCall, bool) {
 			return once(&seen[2]) && sc.literal(`"tools/call"`)
 		case "id":
 			c.id = sc.value()
-			return once(&seen[1]) && fastID.Match(c.id)
+			return once(&seen[1]) && isID(c.id)
 		case "params":
-			var name, args bool
+			var name, args, meta bool
 			return once(&seen[3]) && sc.object(func(key string) bool {
 				switch key {
 				case "name":
@@ -75,6 +94,8 @@ func parseFastCall(body []byte) (fastCall, bool) {
 				case "arguments":
 					c.args = sc.value()
 					return once(&args) && (c.args[0] == '{' || string(c.args) == "null")
+				case "_meta":
+					return once(&meta) && c.meta.parse(&sc)
 				}
 				return false
 			}) && name
@@ -82,6 +103,32 @@ func parseFastCall(body []byte) (fastCall, bool) {
 		return false
 	})
 	return c, ok && sc.end() && seen == [4]bool{true, true, true, true}
+}
+
+// parse reads a _meta object of known members, each once.
+func (m *fastMeta) parse(sc *fastScanner) bool {
+	var seen [5]bool
+	return sc.object(func(key string) bool {
+		v := sc.value()
+		switch key {
+		case mcp.MetaKeyProtocolVersion:
+			m.version = plainString(v)
+			return once(&seen[0]) && m.version != ""
+		case mcp.MetaKeyClientInfo:
+			m.clientInfo = v
+			return once(&seen[1]) && v[0] == '{'
+		case mcp.MetaKeyClientCapabilities:
+			m.caps = v
+			return once(&seen[2]) && v[0] == '{'
+		case "traceparent":
+			m.traceparent = plainString(v)
+			return once(&seen[3]) && m.traceparent != ""
+		case "tracestate":
+			m.tracestate = plainString(v)
+			return once(&seen[4]) && (m.tracestate != "" || string(v) == `""`)
+		}
+		return false
+	})
 }
 
 // once marks a member seen and reports whether it was new.
@@ -205,7 +252,7 @@ func (s *fastScanner) value() []byte {
 // an Accept that allows JSON and event streams, a protocol version of fastProtocolVersions, and a
 // Host that passes the SDK's DNS-rebinding check. Anything else goes to the SDK, which answers it.
 func fastHeadersOK(r *http.Request) bool {
-	if r.Method != http.MethodPost || !fastProtocolVersions[r.Header.Get("Mcp-Protocol-Version")] {
+	if _, ok := fastProtocolVersions[r.Header.Get("Mcp-Protocol-Version")]; r.Method != http.MethodPost || !ok {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -234,6 +281,88 @@ func fastHeadersOK(r *http.Request) bool {
 	return true
 }
 
+// fastMetaOK reports whether c's metadata is what its protocol version asks for, as the SDK
+// checks it, and returns the client's capabilities (nil before 2026-07-28). Before 2026-07-28 a
+// call carries none of the 2026-07-28 members (the SDK would read them); on 2026-07-28 it
+// carries its version (the header's), its capabilities, optionally its client info, and the
+// Mcp-Method and Mcp-Name headers name the body's method and tool. Anything the SDK would refuse
+// or read further is left to it.
+func fastMetaOK(r *http.Request, c fastCall, seen *metaCache) (*mcp.ClientCapabilities, bool) {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	if !fastProtocolVersions[v] {
+		return nil, c.meta.version == "" && c.meta.caps == nil && c.meta.clientInfo == nil
+	}
+	if c.meta.version != v || c.meta.caps == nil || r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != c.tool {
+		return nil, false
+	}
+	if c.meta.clientInfo != nil {
+		if _, ok := seen.decode(c.meta.clientInfo, func(b []byte) (any, error) {
+			var info mcp.Implementation
+			return nil, json.Unmarshal(b, &info)
+		}); !ok {
+			return nil, false
+		}
+	}
+	caps, ok := seen.decode(c.meta.caps, func(b []byte) (any, error) {
+		var caps mcp.ClientCapabilities
+		err := json.Unmarshal(b, &caps)
+		return &caps, err
+	})
+	if !ok {
+		return nil, false
+	}
+	return caps.(*mcp.ClientCapabilities), true
+}
+
+// metaCacheSize bounds the _meta members metaCache keeps, and metaCacheMaxLen the length of
+// one (a client's description is a few hundred bytes): a client sends the same client info and
+// capabilities with every request, and a server has few kinds of clients. At most 256 KiB.
+const (
+	metaCacheSize   = 256
+	metaCacheMaxLen = 1024
+)
+
+// metaCache keeps the decoding of _meta members already seen, by their bytes, so that a
+// 2026-07-28 call does not pay for decoding its client's description again (reflection-based
+// decoding was a third of what the fast path added). Values are read-only once kept. A nil
+// cache decodes every time.
+type metaCache struct {
+	mu   sync.Mutex
+	byID map[string]metaDecoded
+}
+
+type metaDecoded struct {
+	v  any
+	ok bool
+}
+
+// decode returns what dec makes of b, and whether it succeeded, from the cache when b was seen.
+func (c *metaCache) decode(b []byte, dec func([]byte) (any, error)) (any, bool) {
+	if len(b) > metaCacheMaxLen {
+		c = nil
+	}
+	if c != nil {
+		c.mu.Lock()
+		d, hit := c.byID[string(b)]
+		c.mu.Unlock()
+		if hit {
+			return d.v, d.ok
+		}
+	}
+	v, err := dec(b)
+	if c != nil {
+		c.mu.Lock()
+		if c.byID == nil {
+			c.byID = map[string]metaDecoded{}
+		}
+		if len(c.byID) < metaCacheSize {
+			c.byID[string(b)] = metaDecoded{v, err == nil}
+		}
+		c.mu.Unlock()
+	}
+	return v, err == nil
+}
+
 // loopbackHost reports whether addr (host:port or a host) names the loopback interface, as the
 // SDK's DNS-rebinding check judges it: where this says yes, the SDK says yes too, so the fast
 // path never serves a request the SDK would refuse.
@@ -259,25 +388,62 @@ func (m *HTTP) serveFast(w http.ResponseWriter, r *http.Request, p tools.Princip
 	if !ok || !m.registered[c.tool] {
 		return false // an unknown tool is the SDK's protocol error
 	}
+	caps, ok := fastMetaOK(r, c, &m.metaSeen)
+	if !ok {
+		return false
+	}
 	args := c.args
 	if string(args) == "null" {
 		args = nil // "arguments" is optional in MCP; some clients spell its absence as null
 	}
-	ans := m.inv.Invoke(r.Context(), invoke.Call{Principal: p, Tool: c.tool, Args: args, RequestID: httpRequestID(r.Context()), Transport: "mcp"})
+	ctx := invoke.WithTraceParent(r.Context(), c.meta.traceparent, c.meta.tracestate)
+	call := invoke.Call{Principal: p, Tool: c.tool, Args: args, RequestID: httpRequestID(ctx), Transport: "mcp"}
+	ans, ask := askOrRun(ctx, canElicit(caps), m.inv, call, m.opts)
+	if ask == nil {
+		ask = toolResult(ans, m.opts)
+	}
 	// The envelope as the SDK writes it; the result is compact and escaped already, so it is
 	// copied. The call has run: whatever happens now is answered here, never by running it again
 	// through the SDK.
 	resp := append([]byte(`{"jsonrpc":"2.0","id":`), c.id...)
-	if res, err := json.Marshal(toolResult(ans, m.opts)); err == nil {
+	if res, err := m.encodeResult(ask, fastProtocolVersions[r.Header.Get("Mcp-Protocol-Version")]); err == nil {
 		resp = append(append(resp, `,"result":`...), res...)
 	} else { // unreachable for a result of text, kept so a failure is an answer
 		resp = append(resp, `,"error":{"code":-32603,"message":"the tool ran, but its result could not be encoded"}`...)
 	}
 	resp = append(resp, '}')
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(resp)
 	return true
+}
+
+// encodeResult is res as the SDK encodes it. On 2026-07-28 (perRequestMeta) the SDK names the
+// server in the result's _meta and adds resultType, after every other member, followed by the
+// questions of an input-required result (CallToolResult.MarshalJSON).
+func (m *HTTP) encodeResult(res *mcp.CallToolResult, perRequestMeta bool) ([]byte, error) {
+	if !perRequestMeta {
+		return json.Marshal(res)
+	}
+	// _meta comes first and its one member is always the same: m.metaHead. The members after
+	// it never include _meta (res has none), and "content" is always written (not omitempty).
+	out := *res
+	out.InputRequests = nil
+	body, err := json.Marshal(&out)
+	if err != nil || len(body) < 2 || res.Meta != nil {
+		return nil, fmt.Errorf("a result of %d bytes with _meta %v: %w", len(body), res.Meta != nil, err)
+	}
+	b := append(append(append(make([]byte, 0, len(m.metaHead)+len(body)+64), m.metaHead...), ','), body[1:len(body)-1]...)
+	if res.InputRequests == nil {
+		return append(b, `,"resultType":"complete"}`...), nil
+	}
+	q, err := json.Marshal(res.InputRequests)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"resultType":"input_required","inputRequests":`...)
+	return append(append(b, q...), '}'), nil
 }
 
 // TakesFastPath reports whether a POST of body with r's headers is one the fast path answers
@@ -285,5 +451,9 @@ func (m *HTTP) serveFast(w http.ResponseWriter, r *http.Request, p tools.Princip
 // For the differential tests that hold the two paths to the same answers.
 func TakesFastPath(r *http.Request, body []byte) (tool string, ok bool) {
 	c, parsed := parseFastCall(body)
-	return c.tool, parsed && fastHeadersOK(r)
+	if !parsed || !fastHeadersOK(r) {
+		return c.tool, false
+	}
+	_, ok = fastMetaOK(r, c, nil)
+	return c.tool, ok
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // referenceFastCall is parseFastCall's meaning written the slow, obvious way: the whole message
@@ -19,7 +21,7 @@ func referenceFastCall(body []byte) (fastCall, bool) {
 		return fastCall{}, false
 	}
 	id := msg["id"]
-	if !fastID.Match(id) {
+	if !isID(id) {
 		return fastCall{}, false
 	}
 	var params map[string]json.RawMessage
@@ -28,14 +30,57 @@ func referenceFastCall(body []byte) (fastCall, bool) {
 	}
 	name := plainString(params["name"])
 	args, hasArgs := params["arguments"]
-	if name == "" || len(params) != map[bool]int{false: 1, true: 2}[hasArgs] || hasArgs && args[0] != '{' && string(args) != "null" {
+	metaRaw, hasMeta := params["_meta"]
+	want := 1
+	if hasArgs {
+		want++
+	}
+	if hasMeta {
+		want++
+	}
+	if name == "" || len(params) != want || hasArgs && args[0] != '{' && string(args) != "null" {
 		return fastCall{}, false
 	}
-	var compactArgs []byte
-	if hasArgs {
-		compactArgs = args
+	var c fastCall
+	if hasMeta {
+		var meta map[string]json.RawMessage
+		if json.Unmarshal(metaRaw, &meta) != nil {
+			return fastCall{}, false
+		}
+		for k, v := range meta {
+			switch k {
+			case "io.modelcontextprotocol/protocolVersion":
+				c.meta.version = plainString(v)
+				if c.meta.version == "" {
+					return fastCall{}, false
+				}
+			case "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/clientCapabilities":
+				if v[0] != '{' {
+					return fastCall{}, false
+				}
+				if k == "io.modelcontextprotocol/clientInfo" {
+					c.meta.clientInfo = v
+				} else {
+					c.meta.caps = v
+				}
+			case "traceparent":
+				if c.meta.traceparent = plainString(v); c.meta.traceparent == "" {
+					return fastCall{}, false
+				}
+			case "tracestate":
+				if c.meta.tracestate = plainString(v); c.meta.tracestate == "" && string(v) != `""` {
+					return fastCall{}, false
+				}
+			default:
+				return fastCall{}, false
+			}
+		}
 	}
-	return fastCall{id: id, tool: name, args: compactArgs}, true
+	c.id, c.tool = id, name
+	if hasArgs {
+		c.args = args
+	}
+	return c, true
 }
 
 // TestParseFastCall: the canonical plain calls in any member order and spacing are taken, with
@@ -60,12 +105,19 @@ func TestParseFastCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x\u0041"}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1}}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"x"}}`, "1", "x", "", true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},"name":"x"}}`, "1", "x", "", true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":[]},"name":"x"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"traceparent":"a","traceparent":"b"},"name":"x"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{},"_meta":{},"name":"x"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/logLevel":"debug"},"name":"x"}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
 		{`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[1]}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}} {}`, "", "", "", false},
-		{`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"x"}}`, "1.5", "x", "", true},
+		{`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}`, "", "", "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":""}}`, "", "", "", false},
 	} {
 		got, ok := parseFastCall([]byte(c.body))
@@ -87,6 +139,7 @@ func FuzzParseFastCall(f *testing.F) {
 		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"select_query","arguments":{},"_meta":{"progressToken":"p1"}}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}]`,
 		`{"jsonrpc":`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},"name":"select_query","arguments":{"a":1}}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -97,7 +150,9 @@ func FuzzParseFastCall(f *testing.F) {
 			return
 		}
 		want, wok := referenceFastCall(body)
-		if !wok || string(got.id) != string(want.id) || got.tool != want.tool || string(got.args) != string(want.args) {
+		if !wok || string(got.id) != string(want.id) || got.tool != want.tool || string(got.args) != string(want.args) ||
+			got.meta.version != want.meta.version || string(got.meta.caps) != string(want.meta.caps) || string(got.meta.clientInfo) != string(want.meta.clientInfo) ||
+			got.meta.traceparent != want.meta.traceparent || got.meta.tracestate != want.meta.tracestate {
 			t.Fatalf("%q: scanner %q %q %q; reference %v %q %q %q", body, got.id, got.tool, got.args, wok, want.id, want.tool, want.args)
 		}
 	})
@@ -117,5 +172,27 @@ func TestMCPFastPathRefusesForeignHosts(t *testing.T) {
 		if got := fastHeadersOK(r); got != want {
 			t.Errorf("Host %s on a loopback listener: fast path %v, want %v", host, got, want)
 		}
+	}
+}
+
+// TestFastProtocolVersions walks every entry of fastProtocolVersions: each is a version the
+// go-sdk offers (or none, the header's absence), and carries per-request metadata exactly from
+// 2026-07-28 on.
+func TestFastProtocolVersions(t *testing.T) {
+	t.Parallel()
+	offered := map[string]bool{"": true}
+	for _, v := range mcp.SupportedProtocolVersions() {
+		offered[v] = true
+	}
+	for v, perRequest := range fastProtocolVersions {
+		if !offered[v] {
+			t.Errorf("fast path version %q is not offered by the go-sdk", v)
+		}
+		if perRequest != (v >= "2026-07-28") {
+			t.Errorf("fast path version %q: per-request metadata %v", v, perRequest)
+		}
+	}
+	if len(fastProtocolVersions) != len(offered) {
+		t.Errorf("the fast path knows %d versions, the go-sdk offers %d (and none)", len(fastProtocolVersions), len(offered)-1)
 	}
 }

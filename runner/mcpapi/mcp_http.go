@@ -3,6 +3,7 @@ package mcpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"time"
@@ -38,6 +39,9 @@ type HTTP struct {
 	servers *mcpServers // one per principal, built on first use
 	// registered holds the names of the tools the servers offer, for the fast path (mcp_fast.go).
 	registered map[string]bool
+	origins    originPolicy
+	metaHead   []byte    // `{"_meta":{"io.modelcontextprotocol/serverInfo":…}`: how 2026-07-28 results start
+	metaSeen   metaCache // the 2026-07-28 _meta members already decoded
 }
 
 type mcpPrincipalKey struct{}
@@ -47,10 +51,18 @@ type mcpPrincipalKey struct{}
 // HTTP API, and bodyWait is the body's read deadline (withBodyDeadline sets it; it is named in
 // the 408). mcpOpts configures the tools (MCPOptions).
 func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBody int64, bodyWait time.Duration, mcpOpts MCPOptions) *HTTP {
-	m := &HTTP{reg: reg, inv: inv, opts: mcpOpts, log: log, maxBody: maxBody, bodyWait: bodyWait}
+	m := &HTTP{reg: reg, inv: inv, opts: mcpOpts.withDefaults(), log: log, maxBody: maxBody, bodyWait: bodyWait}
+	// As the SDK writes a result's _meta (annotateServerInfo): a map of one member.
+	head, _ := json.Marshal(mcp.Meta{mcp.MetaKeyServerInfo: serverImpl()}) // plain data: cannot fail
+	m.metaHead = append([]byte(`{"_meta":`), head...)
 	m.registered = map[string]bool{}
 	for _, t := range reg.Tools() {
-		m.registered[t.Name] = true
+		// A tool that binds arguments to headers (x-mcp-header) has the SDK check them.
+		m.registered[t.Name] = !bytes.Contains(t.InputSchema, []byte("x-mcp-header"))
+	}
+	var err error
+	if m.origins, err = newOriginPolicy(mcpOpts.AllowedOrigins); err != nil {
+		log.Error().Err(err).Msg("mcp: allowed origins")
 	}
 	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return NewMCPServerWith(reg, p, log, inv, mcpOpts) })
 	opts := mcp.StreamableHTTPOptions{
@@ -76,6 +88,10 @@ func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBo
 // SDK's plain-text 400. At most maxBody+1 bytes are read: a longer body still reaches the SDK's
 // own limit, which answers 413.
 func (m *HTTP) Serve(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	if why := m.origins.check(r); why != "" {
+		http.Error(w, "Forbidden: "+why, http.StatusForbidden)
+		return
+	}
 	stream := m.stream
 	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
 		body, err := io.ReadAll(io.LimitReader(r.Body, m.maxBody+1))
@@ -88,6 +104,9 @@ func (m *HTTP) Serve(w http.ResponseWriter, r *http.Request, p tools.Principal) 
 		}
 		if m.serveFast(w, r, p, body) {
 			return
+		}
+		if swapped, swap := swapIDs(body); swap != nil {
+			body, w = swapped, &idRestorer{ResponseWriter: w, swap: swap}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		// Only a message that names a progress token can want notifications; the SDK's own

@@ -15,6 +15,10 @@ import (
 // cancels the calls still running; a client that pipes its requests from a file (or closes its
 // side right after the last one) would otherwise get an answer to initialize alone, and the
 // cancelled calls would be logged as timeouts.
+//
+// It also keeps request ids exact (mcp_ids.go): a request line whose id the SDK would not echo
+// byte for byte reaches the SDK with a stand-in id (and a notifications/cancelled naming it,
+// with the stand-in too), and the answer goes out with the original id.
 type stdioPending struct {
 	ctx context.Context
 	in  io.ReadCloser
@@ -25,10 +29,15 @@ type stdioPending struct {
 	open    map[string]struct{} // ids of the requests read and not yet answered or cancelled
 	inLine  []byte              // a request line not yet complete
 	outLine []byte              // a response line not yet complete
+	ready   []byte              // complete request lines, ids swapped, not yet read by the SDK
+	inErr   error               // how stdin ended, once ready is drained
+	swaps   map[string]*idSwap  // by stand-in id: requests whose answers need their id back
+	byOrig  map[string][]byte   // original id → stand-in, for notifications/cancelled
 }
 
 func newStdioPending(ctx context.Context, in io.ReadCloser, out io.Writer) *stdioPending {
-	return &stdioPending{ctx: ctx, in: in, out: out, changed: make(chan struct{}), open: map[string]struct{}{}}
+	return &stdioPending{ctx: ctx, in: in, out: out, changed: make(chan struct{}), open: map[string]struct{}{},
+		swaps: map[string]*idSwap{}, byOrig: map[string][]byte{}}
 }
 
 func (s *stdioPending) reader() io.ReadCloser  { return stdioReader{s} }
@@ -36,13 +45,65 @@ func (s *stdioPending) writer() io.WriteCloser { return stdioWriter{s} }
 
 type stdioReader struct{ s *stdioPending }
 
-// Read reads from stdin; at its end it waits until every request read has been answered (or
-// ctx ends) before it reports the end.
+// Read reads from stdin, a line at a time, with ids swapped; at its end it waits until every
+// request read has been answered (or ctx ends) before it reports the end.
 func (r stdioReader) Read(p []byte) (int, error) {
 	s := r.s
-	n, err := s.in.Read(p)
-	s.mu.Lock()
-	s.inLine = eachMessage(append(s.inLine, p[:n]...), func(m jsonrpcEnvelope) {
+	for {
+		s.mu.Lock()
+		if len(s.ready) > 0 {
+			n := copy(p, s.ready)
+			s.ready = s.ready[n:]
+			s.mu.Unlock()
+			return n, nil
+		}
+		inErr := s.inErr
+		s.mu.Unlock()
+		if inErr != nil {
+			if errors.Is(inErr, io.EOF) {
+				s.waitAnswered()
+			}
+			return 0, inErr
+		}
+		buf := make([]byte, max(len(p), 4096))
+		n, err := s.in.Read(buf)
+		s.mu.Lock()
+		s.inLine = append(s.inLine, buf[:n]...)
+		for {
+			i := bytes.IndexByte(s.inLine, '\n')
+			if i < 0 {
+				break
+			}
+			s.admit(s.inLine[:i+1])
+			s.inLine = s.inLine[i+1:]
+		}
+		if err != nil {
+			if len(s.inLine) > 0 { // a last line without its newline
+				s.admit(s.inLine)
+				s.inLine = nil
+			}
+			s.inErr = err
+		}
+		s.mu.Unlock()
+	}
+}
+
+// admit swaps the ids of one input line, queues it for the SDK and notes the requests it opens
+// and the ones it cancels. s.mu is held.
+func (s *stdioPending) admit(line []byte) {
+	msg := bytes.TrimSpace(line)
+	if swapped, swap := swapIDs(msg); swap != nil {
+		msg = swapped
+		for i, standIn := range swap.standIn {
+			s.swaps[string(standIn)] = swap
+			s.byOrig[string(swap.original[i])] = standIn
+		}
+	} else if m, ok := cancelledID(msg); ok {
+		if standIn := s.byOrig[string(m)]; standIn != nil {
+			msg = swapCancelled(msg, standIn)
+		}
+	}
+	eachMessage(append(append([]byte(nil), msg...), '\n'), func(m jsonrpcEnvelope) {
 		switch {
 		case isRequest(m):
 			s.open[string(m.ID)] = struct{}{}
@@ -51,14 +112,39 @@ func (r stdioReader) Read(p []byte) (int, error) {
 			s.settle(m.Params.RequestID)
 		}
 	})
-	s.mu.Unlock()
-	if errors.Is(err, io.EOF) {
-		if n > 0 {
-			return n, nil // the SDK reads the last bytes first; the next Read reports the end
-		}
-		s.waitAnswered()
+	s.ready = append(append(s.ready, msg...), '\n')
+}
+
+// cancelledID is the requestId of a notifications/cancelled message.
+func cancelledID(msg []byte) (json.RawMessage, bool) {
+	var m jsonrpcEnvelope
+	if json.Unmarshal(msg, &m) != nil || m.Method != "notifications/cancelled" || len(m.Params.RequestID) == 0 {
+		return nil, false
 	}
-	return n, err
+	return bytes.TrimSpace(m.Params.RequestID), true
+}
+
+// swapCancelled is a notifications/cancelled message naming standIn instead of its requestId.
+func swapCancelled(msg, standIn []byte) []byte {
+	out, ok := rewriteMembers(msg, func(key string, val []byte) []byte {
+		if key != "params" {
+			return val
+		}
+		params, ok := rewriteMembers(val, func(key string, val []byte) []byte {
+			if key == "requestId" {
+				return standIn
+			}
+			return val
+		})
+		if !ok {
+			return val
+		}
+		return params
+	})
+	if !ok {
+		return msg
+	}
+	return out
 }
 
 func (r stdioReader) Close() error { return r.s.in.Close() }
@@ -82,17 +168,37 @@ func (s *stdioPending) waitAnswered() {
 
 type stdioWriter struct{ s *stdioPending }
 
+// Write writes the SDK's output with the original ids of swapped requests back in place. The
+// SDK writes each message in one Write, so a stand-in is never split.
 func (w stdioWriter) Write(p []byte) (int, error) {
 	s := w.s
-	n, err := s.out.Write(p)
 	s.mu.Lock()
-	s.outLine = eachMessage(append(s.outLine, p[:n]...), func(m jsonrpcEnvelope) {
+	out := p
+	if len(s.swaps) > 0 {
+		for _, swap := range s.swaps {
+			out = swap.restore(out)
+		}
+	}
+	s.mu.Unlock()
+	if _, err := s.out.Write(out); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.outLine = eachMessage(append(s.outLine, p...), func(m jsonrpcEnvelope) {
 		if isResponse(m) {
 			s.settle(m.ID)
+			if swap := s.swaps[string(m.ID)]; swap != nil {
+				for i, standIn := range swap.standIn {
+					if string(standIn) == string(m.ID) {
+						delete(s.swaps, string(standIn))
+						delete(s.byOrig, string(swap.original[i]))
+					}
+				}
+			}
 		}
 	})
 	s.mu.Unlock()
-	return n, err
+	return len(p), nil
 }
 
 // Close leaves the process's stdout open: the transport "closes" it when the session ends.

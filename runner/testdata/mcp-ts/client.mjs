@@ -29,8 +29,11 @@ const call = async (name, args) => {
   return { isError: r.isError ?? false, structured: r.structuredContent, text: r.content?.map((c) => c.text) };
 };
 
-const { tools } = await client.listTools();
+const listed = await client.listTools();
+const { tools } = listed;
 const report = {
+  // The cache hints and catalog digest of tools/list, as this client's SDK hands them on.
+  listHints: { ttlMs: listed.ttlMs, cacheScope: listed.cacheScope, catalog: listed._meta?.["pgtools.dev/catalog"] },
   server: client.getServerVersion(),
   protocolVersion: transport.protocolVersion,
   tools: tools.map((t) => ({ name: t.name, annotations: t.annotations, inputSchema: t.inputSchema, outputSchema: t.outputSchema })),
