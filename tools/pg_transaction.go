@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgtools/pgtools/tools/wire"
@@ -19,20 +18,27 @@ type opResult struct {
 	Rows     wire.Rows `json:"rows,omitempty"` // "rows", or "columns" then "rows" (format columns)
 }
 
+// txAppName is the application_name pg_stat_activity shows for a backend while it runs a
+// pg_transaction batch.
+const txAppName = "pgtools-transaction"
+
 // opEncoder writes one operation's outcome; its rows are copied as the row encoder made them.
 var opEncoder = wire.NewObjectEncoder[opResult]("")
 
-// pgTransaction runs 1–100 statements atomically on a fresh connection of their own: all commit
-// or none. It never uses a session slot, and the connection is destroyed afterwards; the session
-// state the batch set is cleared before its COMMIT or ROLLBACK all the same, since behind a
-// transaction pooler the server connection goes on to the next client.
+// pgTransaction runs 1–100 statements atomically in one transaction on a pooled connection: all
+// commit or none. It never uses a session slot. Like every write it leaves the connection as it
+// found it: the session-level state the batch set is cleared inside the transaction, before its
+// COMMIT or ROLLBACK (behind a transaction pooler the server connection goes on to the next
+// client at that point), and a connection whose reset is not confirmed, or whose transaction
+// ended in a state pgtools cannot vouch for, is destroyed instead of returned (docs/sessions.md:
+// What a batch leaves behind).
 func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result, *Error) {
 	const op = "transaction"
-	release, lerr := req.txLimit.acquire(ctx, req.principal, req.db)
+	leave, lerr := req.txLimit.acquire(ctx, req.principal, req.db)
 	if lerr != nil {
 		return nil, lerr
 	}
-	defer release()
+	defer leave()
 	ops, format := batch.Operations, req.format(batch.Format)
 	stmts := make([]writeStmt, len(ops))
 	for i, o := range ops {
@@ -49,29 +55,42 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			maxAffected: req.db.Policy.MaxAffectedRows, format: format}
 	}
 
-	cfg := req.db.Pool.Config().ConnConfig.Copy()
-	cfg.RuntimeParams["application_name"] = "pgtools-transaction"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := req.db.acquire(ctx)
 	if err != nil {
 		return nil, ClassifyError(ctx, err, req.db)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	pc := conn.PgConn()
+	pc := conn.Conn().PgConn()
+	reusable := false // set once the transaction ended cleanly and its reset was confirmed
+	defer func() { release(conn, !reusable || pc.IsClosed()) }()
 	who := req.who()
 	bound := newTxBound(&req.db.Policy)
-	if err := simpleExec(ctx, pc, "BEGIN; "+who.sql(false)+bound.serverSQL(pc)); err != nil {
+	// application_name is local to the transaction, so operators still see which backends run a
+	// batch (pg_stat_activity) while the pooled connection keeps its own name.
+	begin := "BEGIN; SET LOCAL application_name = '" + txAppName + "'; " + who.sql(false) + bound.serverSQL(pc)
+	began := time.Now()
+	if err := simpleExec(ctx, pc, begin); err != nil {
+		_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
 		return nil, ClassifyError(ctx, err, req.db)
 	}
+	phase(ctx, "begin", began)
 	results := make([]opResult, 0, len(stmts))
+	dmlOnly := true // statements that change more than rows end the connection's reuse, as in runWrite
 	for i, st := range stmts {
 		out, keep, err := execBatched(ctx, pc, bound.next(), who, st)
+		if out != nil && unsafeWriteTag(out.tag) {
+			dmlOnly = false
+		}
 		if err == nil && !keep {
 			err = errors.New("operation refused")
 		}
 		if err != nil {
-			// Rolled back and reset before the connection closes: behind a transaction pooler,
-			// closing ours leaves the server connection to the next client.
-			_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
+			// Rolled back and reset before the connection goes back: advisory locks and sequence
+			// state survive a rollback, and a transaction pooler hands the server connection on
+			// at the ROLLBACK.
+			rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
+			// A cancelled call or a timeout may leave a cancel request in flight that would hit
+			// the connection's next statement: such a connection is not reused.
+			reusable = rbErr == nil && dmlOnly && ctx.Err() == nil && !cancelledByTimeout(err)
 			if e := bound.exceeded(ctx, err, req.db); e != nil {
 				return nil, failedAt(i, e)
 			}
@@ -84,10 +103,16 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 		results = append(results, r)
 	}
 	if !time.Now().Before(bound.deadline) {
-		_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
+		rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
+		reusable = rbErr == nil && dmlOnly && ctx.Err() == nil
 		return nil, txTimeoutError(req.db, "every operation ran, but the transaction was rolled back and its locks released: nothing was committed")
 	}
-	if err := commit(ctx, pc); err != nil { // clears the batch's session state before COMMIT
+	committing := time.Now()
+	err = commit(ctx, pc) // clears the batch's session state before COMMIT
+	phase(ctx, "commit", committing)
+	if err != nil {
+		// commit rolled back what PostgreSQL refused, but whether that reset held is not
+		// confirmed here: the connection is destroyed.
 		if errors.Is(err, errCommitUnknown) {
 			return nil, commitUnknown("the operations")
 		}
@@ -95,6 +120,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 		e.Message += "; the COMMIT failed and nothing was committed"
 		return nil, e
 	}
+	reusable = dmlOnly && ctx.Err() == nil && pc.TxStatus() == 'I'
 	data := []byte{'['}
 	for i := range results {
 		if i > 0 {
