@@ -74,12 +74,8 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	}
 	phase(ctx, "begin", began)
 	results := make([]opResult, 0, len(stmts))
-	dmlOnly := true // statements that change more than rows end the connection's reuse, as in runWrite
 	for i, st := range stmts {
 		out, keep, err := execBatched(ctx, pc, bound.next(), who, st)
-		if out != nil && unsafeWriteTag(out.tag) {
-			dmlOnly = false
-		}
 		if err == nil && !keep {
 			err = errors.New("operation refused")
 		}
@@ -90,7 +86,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
 			// A cancelled call or a timeout may leave a cancel request in flight that would hit
 			// the connection's next statement: such a connection is not reused.
-			reusable = rbErr == nil && dmlOnly && ctx.Err() == nil && !cancelledByTimeout(err)
+			reusable = rbErr == nil && ctx.Err() == nil && !cancelledByTimeout(err)
 			if e := bound.exceeded(ctx, err, req.db); e != nil {
 				return nil, failedAt(i, e)
 			}
@@ -104,7 +100,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	}
 	if !time.Now().Before(bound.deadline) {
 		rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
-		reusable = rbErr == nil && dmlOnly && ctx.Err() == nil
+		reusable = rbErr == nil && ctx.Err() == nil
 		return nil, txTimeoutError(req.db, "every operation ran, but the transaction was rolled back and its locks released: nothing was committed")
 	}
 	committing := time.Now()
@@ -120,7 +116,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 		e.Message += "; the COMMIT failed and nothing was committed"
 		return nil, e
 	}
-	reusable = dmlOnly && ctx.Err() == nil && pc.TxStatus() == 'I'
+	reusable = ctx.Err() == nil && pc.TxStatus() == 'I'
 	data := []byte{'['}
 	for i := range results {
 		if i > 0 {

@@ -159,31 +159,25 @@ func TestBatchIdentityDoesNotOutliveIt(t *testing.T) {
 	}
 }
 
-// TestBatchConnectionDestroyedWhenUnsure: a batch that ran past its bound, one whose caller went
-// away, and one that committed DDL do not hand their connection back: the next call runs on
-// another backend, and the old one is gone.
+// TestBatchConnectionDestroyedWhenUnsure: a batch that ran past its bound and one whose caller
+// went away may leave a cancel request in flight: they do not hand their connection back. The
+// next call runs on another backend, and the old one is not busy.
 func TestBatchConnectionDestroyedWhenUnsure(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name   string
 		policy Policy
-		scopes []string
 		args   string
 		cancel time.Duration // cancel the call's context after this long
 	}{
 		{name: "transaction bound", policy: Policy{StatementTimeout: 2 * time.Second, TransactionTimeout: 300 * time.Millisecond},
 			args: `{"operations":[{"sql":"select 1"},{"sql":"select pg_sleep(5)"}]}`},
 		{name: "caller went away", args: `{"operations":[{"sql":"select pg_sleep(5)"}]}`, cancel: 300 * time.Millisecond},
-		{name: "DDL committed", policy: Policy{AllowDDL: true}, scopes: []string{"read", "write", "ddl"},
-			args: `{"operations":[{"sql":"create table made_by_batch (i int)"}]}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := newBundleConns(t, c.policy, 1)
-			if c.scopes != nil {
-				b.db.Exec(t, "GRANT CREATE ON SCHEMA public TO "+quoteIdent(b.db.RoleName("agent")))
-			}
 			pid := backendPID(t, b)
 			ctx := context.Background()
 			if c.cancel > 0 {
@@ -191,13 +185,8 @@ func TestBatchConnectionDestroyedWhenUnsure(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, c.cancel)
 				defer cancel()
 			}
-			p := testPrincipal
-			if c.scopes != nil {
-				p.Scopes = c.scopes
-			}
-			_, _, e := b.reg.Call(ctx, p, "pg_transaction", []byte(c.args))
-			if (e == nil) != (c.scopes != nil) {
-				t.Fatalf("batch: %+v", e)
+			if _, _, e := b.reg.Call(ctx, testPrincipal, "pg_transaction", []byte(c.args)); e == nil {
+				t.Fatal("the batch succeeded")
 			}
 			if after := backendPID(t, b); after == pid {
 				t.Fatalf("the next call ran on the batch's backend %v: its connection went back to the pool", pid)

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/tools/pgerr"
@@ -52,6 +54,10 @@ type Config struct {
 	// replica can tell a session opened elsewhere and a proxy can route by prefix. "" picks a
 	// random tag per Manager.
 	ReplicaID string
+	// Spares is how many fresh connections per database the manager keeps open ahead of need,
+	// so a begin does not wait for a connection to be set up (default DefaultSpares; at most
+	// MaxSessions, and never more than the sessions that could still begin; negative: none).
+	Spares int
 }
 
 // ReplicaTag is the 8 lowercase hex digits that open every session id of replica id: id itself
@@ -98,6 +104,7 @@ type Manager struct {
 	order    []string             // expired ids, oldest first, to bound the map
 	closed   bool
 	expiries atomic.Uint64 // sessions expired by Sweep since New, for metrics
+	spares   *spares
 }
 
 type expiredID struct {
@@ -122,11 +129,65 @@ func New(cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	switch {
+	case cfg.Spares == 0:
+		cfg.Spares = min(DefaultSpares, cfg.MaxSessions)
+	case cfg.Spares < 0:
+		cfg.Spares = 0
+	}
+	cfg.Spares = min(cfg.Spares, cfg.MaxSessions)
 	tag := ReplicaTag(cfg.ReplicaID)
 	if cfg.ReplicaID == "" {
 		tag = newID()[:8]
 	}
-	return &Manager{cfg: cfg, tag: tag, sessions: map[string]*Session{}, held: map[string]int{}, subjects: map[string]int{}, expired: map[string]expiredID{}}
+	m := &Manager{cfg: cfg, tag: tag, sessions: map[string]*Session{}, held: map[string]int{}, subjects: map[string]int{}, expired: map[string]expiredID{}}
+	m.spares = &spares{size: cfg.Spares, room: m.room, idle: m.idleTimeout(), log: cfg.Log, sets: map[string]*spareSet{}}
+	return m
+}
+
+// idleTimeout is the idle_in_transaction_session_timeout of session connections: a backstop a
+// little beyond the manager's own TTL.
+func (m *Manager) idleTimeout() time.Duration { return m.cfg.TTL + time.Minute }
+
+// room is how many more sessions could begin now.
+func (m *Manager) room() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0
+	}
+	return m.cfg.MaxSessions - len(m.sessions) - m.pending
+}
+
+// Warm opens the spare connections of database (connection configuration cfg) in the
+// background, so that even its first begin finds one. Begin does the same for a database it
+// has not seen.
+func (m *Manager) Warm(database string, cfg *pgx.ConnConfig) { m.spares.warm(database, cfg) }
+
+// open begins the session's transaction on a spare connection, or on one opened now when none
+// is left. A spare that died idle (the database restarted, or its backend was terminated)
+// fails at the BEGIN, before anything ran: it is closed and the next one taken.
+func (m *Manager) open(ctx context.Context, id, principal string, t Target, opts Options) (*Session, error) {
+	for {
+		began := time.Now()
+		conn, spare, err := m.spares.take(ctx, t.Database, t.Config)
+		if err != nil {
+			return nil, err
+		}
+		setup := time.Duration(0)
+		if !spare {
+			setup = time.Since(began)
+		}
+		s, err := start(ctx, conn, id, principal, t, opts, m.cfg.Clock)
+		var gone *connGoneError
+		if err != nil && spare && errors.As(err, &gone) && ctx.Err() == nil {
+			continue
+		}
+		if s != nil {
+			s.Connect = setup
+		}
+		return s, err
+	}
 }
 
 // newID returns a random UUIDv4.
@@ -162,8 +223,7 @@ func (m *Manager) Begin(ctx context.Context, principal string, t Target, opts Op
 	m.mu.Unlock()
 
 	id := m.tag + newID()[8:]
-	// The database's idle-in-transaction timeout is a backstop a little beyond our own TTL.
-	s, err := Open(ctx, id, principal, t, opts, m.cfg.TTL+time.Minute, m.cfg.Clock)
+	s, err := m.open(ctx, id, principal, t, opts)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pending--
@@ -270,6 +330,7 @@ func (m *Manager) Finish(s *Session) {
 	}
 	m.mu.Unlock()
 	s.Close(context.Background())
+	m.spares.poke(s.Database) // its slot is free again: so is room for a spare
 	m.cfg.Log.Info().Str("session", s.ID).Str("principal", s.Principal).Msg("session ended")
 }
 
@@ -344,12 +405,14 @@ func (m *Manager) Run(ctx context.Context, tick time.Duration) {
 			return
 		case <-t.C:
 			m.Sweep()
+			m.spares.tidy(ctx)
 		}
 	}
 }
 
-// Close refuses new sessions and rolls back every open one, waiting up to ctx for calls in
-// progress; a session still busy then has its connection closed, which rolls it back too.
+// Close refuses new sessions, closes the spare connections, and rolls back every open session,
+// waiting up to ctx for calls in progress; a session still busy then has its connection closed,
+// which rolls it back too.
 func (m *Manager) Close(ctx context.Context) {
 	m.mu.Lock()
 	m.closed = true
@@ -361,6 +424,7 @@ func (m *Manager) Close(ctx context.Context) {
 	clear(m.held)
 	clear(m.subjects)
 	m.mu.Unlock()
+	m.spares.close()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
