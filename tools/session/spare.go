@@ -50,7 +50,7 @@ type spares struct {
 
 // spareSet is one database's spares.
 type spareSet struct {
-	src     *pgx.ConnConfig // the Target.Config the set was made for
+	src     *pgx.ConnConfig // the Target.Config the set was made for (callers pass copies)
 	cfg     *pgx.ConnConfig // src with the session connections' runtime parameters
 	conns   []*pgx.Conn
 	filling bool
@@ -72,7 +72,7 @@ func sessionConfig(src *pgx.ConnConfig, idleTimeout time.Duration) *pgx.ConnConf
 // Caller holds mu.
 func (sp *spares) set(database string, src *pgx.ConnConfig) *spareSet {
 	s := sp.sets[database]
-	if s != nil && s.src == src {
+	if s != nil && sameServer(s.src, src) {
 		return s
 	}
 	if s != nil {
@@ -81,6 +81,14 @@ func (sp *spares) set(database string, src *pgx.ConnConfig) *spareSet {
 	s = &spareSet{src: src, cfg: sessionConfig(src, sp.idle)}
 	sp.sets[database] = s
 	return s
+}
+
+// sameServer reports whether a and b open the same kind of connection: callers pass a copy of
+// a database's configuration on every begin (pgxpool.Pool.Config copies), so a set is kept
+// while its database's address and login stay the same.
+func sameServer(a, b *pgx.ConnConfig) bool {
+	return a == b || a.ConnString() == b.ConnString() && a.Host == b.Host && a.Port == b.Port &&
+		a.Database == b.Database && a.User == b.User && a.Password == b.Password
 }
 
 // warm makes sure database has a set and starts filling it.

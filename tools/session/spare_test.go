@@ -2,12 +2,14 @@ package session_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/pgtest/localpg"
 	"github.com/pgtools/pgtools/tools/session"
@@ -250,5 +252,39 @@ func TestSparesRefillAfterARestart(t *testing.T) {
 	}
 	if s.Connect != 0 {
 		t.Fatalf("the begin after the restart spent %s connecting: it found no live spare", s.Connect)
+	}
+}
+
+// TestPgTxBeginSkipsConnectOnceWarm: through the tools, the first begin on a database the
+// manager has not warmed opens a connection on its path (a "connect" phase); once the spares
+// are open, begins report none.
+func TestPgTxBeginSkipsConnectOnceWarm(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, session.Config{MaxSessions: 10}, tools.Policy{})
+	begin := func() (phases []string) {
+		t.Helper()
+		ctx := tools.WithPhases(context.Background(), func(name string, _ time.Time, _ time.Duration) { phases = append(phases, name) })
+		res, _, e := f.reg.Call(ctx, alice, "pg_tx", []byte(`{"action":"begin"}`))
+		if e != nil {
+			t.Fatalf("begin: %s: %s", e.Type, e.Message)
+		}
+		raw, _ := res.MarshalJSON()
+		var out struct {
+			ID string `json:"session_id"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		f.must(t, alice, "pg_tx", `{"action":"rollback","session_id":"`+out.ID+`"}`)
+		return phases
+	}
+	if got := begin(); !slices.Contains(got, "connect") {
+		t.Fatalf("the first begin reported phases %v, want a connect", got)
+	}
+	for i := 0; i < 3; i++ {
+		f.mgr.WaitSpares()
+		if got := begin(); slices.Contains(got, "connect") {
+			t.Fatalf("begin %d with spares open still connected (phases %v)", i+2, got)
+		}
 	}
 }
