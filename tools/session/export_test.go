@@ -15,3 +15,6 @@ func (m *Manager) WaitSpares() { m.spares.wait() }
 
 // SpareCount is how many spares database holds.
 func (m *Manager) SpareCount(database string) int { return m.spares.count(database) }
+
+// Boot is the manager's boot group, the second group of its session ids.
+func (m *Manager) Boot() string { return m.boot }

@@ -62,8 +62,10 @@ type Config struct {
 
 // ReplicaTag is the 8 lowercase hex digits that open every session id of replica id: id itself
 // when it is already 8 hex digits (so an operator can choose the prefixes a proxy's map routes
-// on), else the first 8 hex digits of its SHA-256. The id's other 90 random bits keep it
-// unguessable; the result is still a UUIDv4, which the tool schemas require.
+// on), else the first 8 hex digits of its SHA-256. The id's second group is random per Manager
+// (per process start), so a replica that restarted tells an id it minted before the restart
+// (the session was rolled back when it stopped) from one it never minted. The other 74 random
+// bits keep it unguessable; the result is still a UUIDv4, which the tool schemas require.
 func ReplicaTag(id string) string {
 	if len(id) == 8 {
 		if _, err := hex.DecodeString(id); err == nil {
@@ -95,6 +97,7 @@ const rememberExpired = 10000
 type Manager struct {
 	cfg      Config
 	tag      string // ReplicaTag of cfg.ReplicaID, the first group of every id
+	boot     string // 4 random hex digits per Manager (per process start), the second group
 	mu       sync.Mutex
 	sessions map[string]*Session
 	pending  int                  // begins in progress, counted against MaxSessions
@@ -140,7 +143,7 @@ func New(cfg Config) *Manager {
 	if cfg.ReplicaID == "" {
 		tag = newID()[:8]
 	}
-	m := &Manager{cfg: cfg, tag: tag, sessions: map[string]*Session{}, held: map[string]int{}, subjects: map[string]int{}, expired: map[string]expiredID{}}
+	m := &Manager{cfg: cfg, tag: tag, boot: newID()[9:13], sessions: map[string]*Session{}, held: map[string]int{}, subjects: map[string]int{}, expired: map[string]expiredID{}}
 	m.spares = &spares{size: cfg.Spares, room: m.room, idle: m.idleTimeout(), log: cfg.Log, sets: map[string]*spareSet{}}
 	return m
 }
@@ -222,7 +225,7 @@ func (m *Manager) Begin(ctx context.Context, principal string, t Target, opts Op
 	m.pending++
 	m.mu.Unlock()
 
-	id := m.tag + newID()[8:]
+	id := m.tag + "-" + m.boot + newID()[13:]
 	s, err := m.open(ctx, id, principal, t, opts)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -292,6 +295,13 @@ func (m *Manager) missing(principal, id string) *pgerr.Error {
 		return &pgerr.Error{Type: pgerr.ErrSessionExpired,
 			Message:    fmt.Sprintf("Session %s expired after %s without use and was rolled back", id, humanTTL(m.cfg.TTL)),
 			Suggestion: `Nothing of it was committed. Begin a new session with pg_tx {"action":"begin"} and redo its changes.`}
+	}
+	if tag := TagOf(id); tag == m.tag && id[9:13] != m.boot {
+		// Minted by this replica before it restarted: its connection, and with it the
+		// transaction, ended when the process did.
+		return &pgerr.Error{Type: pgerr.ErrConnection,
+			Message:    fmt.Sprintf("Session %s was lost: replica %s (tag %s) restarted since the session began, and its transaction was rolled back when the replica stopped", id, m.replicaName(), m.tag),
+			Suggestion: `Nothing of this session was committed. Begin a new one with pg_tx {"action":"begin"} and redo its changes.` + m.describe(principal)}
 	}
 	if tag := TagOf(id); tag != "" && tag != m.tag {
 		// Minted by another replica: whether it is still open there (and whose it is) is that
