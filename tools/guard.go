@@ -162,14 +162,24 @@ func (e effects) sameIdentity(before effects) bool {
 // protocol (one round trip for BEGIN, SAVEPOINT or SET LOCAL and the reading), and returns the
 // reading.
 func execReading(ctx context.Context, pc *pgconn.PgConn, sql string) (effects, error) {
+	return execReadingAt(ctx, pc, sql, -1)
+}
+
+// execReadingAt is execReading for SQL whose statement at index at (negative: counted from the
+// end) is effectsSQL: a batch reads an operation's effects first and then asserts the next
+// operation's identity and timeouts, in one round trip.
+func execReadingAt(ctx context.Context, pc *pgconn.PgConn, sql string, at int) (effects, error) {
 	results, err := pc.Exec(ctx, sql).ReadAll()
 	if err != nil {
 		return effects{}, err
 	}
-	if len(results) == 0 || len(results[len(results)-1].Rows) != 1 {
+	if at < 0 {
+		at += len(results)
+	}
+	if at < 0 || at >= len(results) || len(results[at].Rows) != 1 {
 		return effects{}, fmt.Errorf("reading the transaction's effects: no row")
 	}
-	row := results[len(results)-1].Rows[0]
+	row := results[at].Rows[0]
 	if string(row[2]) != "t" {
 		return effects{}, &Error{Type: ErrInternal, Message: "The database has track_counts off, so pgtools cannot tell what a statement changed; the statement was not run",
 			Suggestion: "The operator must turn track_counts on (its default) for pgtools to run agent-written writes."}

@@ -64,18 +64,34 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	defer func() { release(conn, !reusable || pc.IsClosed()) }()
 	who := req.who()
 	bound := newTxBound(&req.db.Policy)
-	// application_name is local to the transaction, so operators still see which backends run a
-	// batch (pg_stat_activity) while the pooled connection keeps its own name.
-	begin := "BEGIN; SET LOCAL application_name = '" + txAppName + "'; " + who.sql(false) + bound.serverSQL(pc)
+	pol := bound.next()
+	// One round trip opens the transaction as the caller, arms its bounds and takes the first
+	// operation's before-reading. application_name is local to the transaction, so operators
+	// still see which backends run a batch (pg_stat_activity) while the pooled connection keeps
+	// its own name.
+	begin := "BEGIN; SET LOCAL application_name = '" + txAppName + "'" + bound.serverSQL(pc) + "; " +
+		who.prefix(false) + timeoutsSQL(pol) + "; " + effectsSQL
 	began := time.Now()
-	if err := simpleExec(ctx, pc, begin); err != nil {
+	before, err := execReading(ctx, pc, begin)
+	if err != nil {
 		_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
+		var te *Error
+		if errors.As(err, &te) {
+			return nil, te // track_counts is off
+		}
 		return nil, ClassifyError(ctx, err, req.db)
 	}
 	phase(ctx, "begin", began)
 	results := make([]opResult, 0, len(stmts))
 	for i, st := range stmts {
-		out, keep, err := execBatched(ctx, pc, bound.next(), who, st)
+		var next *Policy
+		if i+1 < len(stmts) {
+			// The next operation's identity and timeouts are asserted again (this one may have
+			// tried to change them) right after this one's effects reading, in its round trip;
+			// its timeouts are cut to what is left of the bound once this one has run.
+			st.then = func() string { next = bound.next(); return "; " + who.prefix(true) + timeoutsSQL(next) }
+		}
+		out, keep, err := execBatched(ctx, pc, pol, st, before)
 		if err == nil && !keep {
 			err = errors.New("operation refused")
 		}
@@ -97,6 +113,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			r.Rows = wire.Rows{Columns: out.rows.Columns, Data: out.rows.Data}
 		}
 		results = append(results, r)
+		before, pol = out.after, next
 	}
 	if !time.Now().Before(bound.deadline) {
 		rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
@@ -132,16 +149,12 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	return &BatchResult{Operation: op, Status: "committed", RowCount: len(results), Results: data}, nil
 }
 
-// execBatched runs one operation of a batch with the identity and pol's timeouts asserted
-// again before it (an earlier operation may have tried to change them) and its own deadline.
-func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, who identity, st writeStmt) (*writeOutcome, bool, error) {
+// execBatched runs one operation of a batch under pol's timeouts, with its own deadline. before
+// is the effects reading taken after the identity and timeouts were asserted for it.
+func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeStmt, before effects) (*writeOutcome, bool, error) {
 	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, pol)
 	defer cancel()
-	before, err := execReading(ctx, pc, who.prefix(true)+timeoutsSQL(pol)+"; "+effectsSQL)
-	if err != nil {
-		return nil, false, err
-	}
 	return execChecked(ctx, pc, st, before)
 }
 

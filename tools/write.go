@@ -30,6 +30,11 @@ type writeStmt struct {
 	confirm     bool        // confirm_destructive
 	allowDDL    bool        // policy allows DDL and the principal has the ddl scope
 	who         identity    // the role and claims the statement runs with (outside a session)
+	// then, when set, returns pgtools' own SQL (starting with "; ") to run right after the
+	// effects reading that follows a free statement, in its round trip: a batch asserts its next
+	// operation's identity and timeouts there, so that reading is also the next operation's
+	// before-reading. It is called once the statement has run.
+	then func() string
 }
 
 // writeOutcome is what a write did.
@@ -37,6 +42,7 @@ type writeOutcome struct {
 	rows     *wire.RowSet
 	tag      string
 	affected int64
+	after    effects // a free statement's effects reading after it, identity checked
 }
 
 // errCommitUnknown marks a COMMIT whose answer never arrived.
@@ -121,13 +127,18 @@ func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before ef
 	}
 	affected := out.affected
 	if st.free {
-		after, rerr := execReading(ctx, pc, effectsSQL)
+		sql := effectsSQL
+		if st.then != nil {
+			sql += st.then()
+		}
+		after, rerr := execReadingAt(ctx, pc, sql, 0)
 		if rerr != nil {
 			return out, false, rerr
 		}
 		if !after.sameIdentity(before) {
 			return out, false, pgerr.IdentityChanged()
 		}
+		out.after = after
 		did := after.sub(before)
 		if !(out.tag == "UPDATE" || out.tag == "DELETE" || out.tag == "MERGE") {
 			affected = 0 // rows inserted are not capped; rows the statement updated or deleted are, below
