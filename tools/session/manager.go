@@ -173,7 +173,7 @@ func (m *Manager) Warm(database string, cfg *pgx.ConnConfig) { m.spares.warm(dat
 func (m *Manager) open(ctx context.Context, id, principal string, t Target, opts Options) (*Session, error) {
 	for {
 		began := time.Now()
-		conn, spare, err := m.spares.take(ctx, t.Database, t.Config)
+		conn, spare, err := m.spares.take(ctx, t.Database, t.Config, t.Warm)
 		if err != nil {
 			return nil, err
 		}
