@@ -162,14 +162,18 @@ func benchTransactions(ctx context.Context, o options, out io.Writer, dbAdmin, a
 	contenders := []struct {
 		name string
 		fn   caller
-		c1   bool // measured at concurrency 1 only
+		c1   bool          // measured at concurrency 1 only
+		gap  time.Duration // pause between calls at concurrency 1, not timed
 	}{
-		{"raw pgx: connect, SELECT 1, close (what a new connection costs)", rawConnect, true},
-		{"raw pgx: BEGIN, 3 INSERT, COMMIT pipelined", rawTx(false), false},
-		{"raw pgx: the same with pgtools' reset before COMMIT", rawTx(true), false},
-		{"pgtools insert_data autocommit", insert, false},
-		{"pgtools pg_transaction (3 inserts)", batch, false},
-		{"pgtools pg_tx begin → insert_data → commit (3 calls)", sessionCall, false},
+		{"raw pgx: connect, SELECT 1, close (what a new connection costs)", rawConnect, true, 0},
+		{"raw pgx: BEGIN, 3 INSERT, COMMIT pipelined", rawTx(false), false, 0},
+		{"raw pgx: the same with pgtools' reset before COMMIT", rawTx(true), false, 0},
+		{"pgtools insert_data autocommit", insert, false, 0},
+		{"pgtools pg_transaction (3 inserts)", batch, false, 0},
+		{"pgtools pg_tx begin → insert_data → commit (3 calls)", sessionCall, false, 0},
+		// Back to back, sessions come faster than new connections can be set up (the row above);
+		// an agent's sessions are seconds apart: this is the same with 100 ms between sessions.
+		{"pgtools the same, one session every 100 ms (c=1 only)", sessionCall, true, 100 * time.Millisecond},
 	}
 	for _, c := range contenders { // warm up pools, caches, the spare connections
 		if err := drive(ctx, c.fn, 1, 50); err != nil {
@@ -185,7 +189,11 @@ func benchTransactions(ctx context.Context, o options, out io.Writer, dbAdmin, a
 	for r := 0; r < rounds; r++ {
 		for k := range contenders {
 			c := contenders[(k+r)%len(contenders)]
-			lat, err := latencies(ctx, c.fn, n)
+			calls := n
+			if c.gap > 0 {
+				calls = max(10, int(2*time.Second/c.gap)) // a couple of seconds per round
+			}
+			lat, err := pacedLatencies(ctx, c.fn, calls, c.gap)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
@@ -213,11 +221,30 @@ func benchTransactions(ctx context.Context, o options, out io.Writer, dbAdmin, a
 		}
 		fmt.Fprintf(out, "%-62s %8.3f %8.3f %10.2f %10.2f %11.0f %8.1f%%\n", c.name, f.p50, f.p99, f.p50c, f.p99c, f.tput, 100*f.refused)
 	}
-	ins, bat, ses := res[contenders[3].name], res[contenders[4].name], res[contenders[5].name]
+	ins, bat, ses, paced := res[contenders[3].name], res[contenders[4].name], res[contenders[5].name], res[contenders[6].name]
 	fmt.Fprintf(out, "\nratio p50 pg_transaction / insert_data: %.2f at c=1, %.2f at c=%s  (target ≤ 3)\n", bat.p50/ins.p50, bat.p50c/ins.p50c, cs)
 	fmt.Fprintf(out, "ratio p50 begin → insert → commit / insert_data: %.2f at c=1 (target ≤ 4), %.2f at c=%s with %.1f%% of the begins refused: %d clients for 10 session slots\n",
 		ses.p50/ins.p50, ses.p50c/ins.p50c, cs, 100*ses.refused, o.concurrency)
+	fmt.Fprintf(out, "ratio p50 begin → insert → commit, one session every 100 ms / insert_data: %.2f at c=1  (target ≤ 4: each begin finds a spare)\n", paced.p50/ins.p50)
 	return printPhases(ctx, out, rt.Registry(), n)
+}
+
+// pacedLatencies runs n sequential calls, pausing gap between them (not timed), and returns
+// their durations in ms.
+func pacedLatencies(ctx context.Context, fn caller, n int, gap time.Duration) ([]float64, error) {
+	if gap <= 0 {
+		return latencies(ctx, fn, n)
+	}
+	out := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		time.Sleep(gap)
+		start := time.Now()
+		if err := fn(ctx, 1+i); err != nil {
+			return nil, err
+		}
+		out = append(out, float64(time.Since(start).Microseconds())/1000)
+	}
+	return out, nil
 }
 
 // loadCounting runs c workers for d and returns the calls that succeeded, those refused (429,

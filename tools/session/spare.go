@@ -205,50 +205,73 @@ func (sp *spares) fillLocked(database string, s *spareSet) {
 	}()
 }
 
-// fill opens spares for s, one at a time, until it holds its target: size, and no more than
-// the sessions that could still begin. A failure ends the fill and sets when the next may try
-// (1 s, doubling up to spareRetryMax). s.filling is set by the caller and cleared here.
+// fill opens spares for s until it holds its target: size, and no more than the sessions that
+// could still begin. The missing ones are opened (and warmed) at once, in parallel: a new
+// connection costs tens of milliseconds, mostly waiting for the server, and begins may come
+// faster than that. A failure ends the fill and sets when the next may try (1 s, doubling up to
+// spareRetryMax). s.filling is set by the caller and cleared here.
 func (sp *spares) fill(database string, s *spareSet) {
 	for {
 		want := min(sp.size, sp.room())
 		sp.mu.Lock()
-		if sp.closed || sp.sets[database] != s || len(s.conns) >= want {
+		need := want - len(s.conns)
+		if sp.closed || sp.sets[database] != s || need <= 0 {
 			s.filling = false
 			sp.mu.Unlock()
 			return
 		}
-		sp.mu.Unlock()
-		sp.mu.Lock()
 		extra := s.warm
 		sp.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		conn, err := pgx.ConnectConfig(ctx, s.cfg)
-		if err == nil {
-			if err = warmUp(ctx, conn, extra); err != nil {
-				closeConn(conn)
+		conns := make([]*pgx.Conn, need)
+		errs := make([]error, need)
+		var wg sync.WaitGroup
+		for i := range need {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conns[i], errs[i] = openSpare(s.cfg, extra)
+			}()
+		}
+		wg.Wait()
+		sp.mu.Lock()
+		var failed error
+		for i, c := range conns {
+			switch {
+			case errs[i] != nil:
+				failed = errs[i]
+			case sp.closed || sp.sets[database] != s:
+				closeConn(c)
+			default:
+				s.conns = append(s.conns, c)
 			}
 		}
-		cancel()
-		sp.mu.Lock()
-		if err != nil {
+		if failed != nil {
 			s.backoff = min(max(2*s.backoff, time.Second), spareRetryMax)
 			s.retryAt = time.Now().Add(s.backoff)
 			s.filling = false
 			sp.mu.Unlock()
 			// pgconn names host, user and database in its connect errors, never the password.
-			sp.log.Warn().Err(err).Str("database", database).Dur("retry_in", s.backoff).Msg("cannot open a spare session connection")
+			sp.log.Warn().Err(failed).Str("database", database).Dur("retry_in", s.backoff).Msg("cannot open a spare session connection")
 			return
 		}
 		s.backoff, s.retryAt = 0, time.Time{}
-		if sp.closed || sp.sets[database] != s {
-			s.filling = false
-			sp.mu.Unlock()
-			closeConn(conn)
-			return
-		}
-		s.conns = append(s.conns, conn)
 		sp.mu.Unlock()
 	}
+}
+
+// openSpare connects with cfg and warms the connection up.
+func openSpare(cfg *pgx.ConnConfig, extra string) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := warmUp(ctx, conn, extra); err != nil {
+		closeConn(conn)
+		return nil, err
+	}
+	return conn, nil
 }
 
 // tidy checks every idle spare with a round trip, closes the ones that died idle, and fills
