@@ -154,8 +154,8 @@ func (sp *spares) poke(database string) {
 }
 
 // take returns a connection for a begin on database: a spare when one is left (spare true),
-// else a new one opened now. It starts a fill to replace what it took. A spare that turns out
-// dead when used is the caller's to close; it then takes again.
+// else a new one opened now. When it took the last spare it starts a fill at once. A spare that
+// turns out dead when used is the caller's to close; it then takes again.
 func (sp *spares) take(ctx context.Context, database string, src *pgx.ConnConfig, warm string) (conn *pgx.Conn, spare bool, err error) {
 	sp.mu.Lock()
 	if sp.closed || sp.size == 0 {
@@ -175,7 +175,12 @@ func (sp *spares) take(ctx context.Context, database string, src *pgx.ConnConfig
 		conn = c
 	}
 	cfg := s.cfg
-	sp.fillLocked(database, s)
+	if len(s.conns) == 0 {
+		// While a spare is left, the refill waits for the session to end (Finish pokes) or the
+		// next tidy: opening a backend costs the server CPU the new session's first
+		// statements are about to need.
+		sp.fillLocked(database, s)
+	}
 	sp.mu.Unlock()
 	if conn != nil {
 		return conn, true, nil
