@@ -76,8 +76,8 @@ type Config struct {
 	// MaxSessionsPerPrincipal caps the sessions one principal may hold, read-only ones included
 	// (default: see ConnLimits).
 	MaxSessionsPerPrincipal int
-	// MaxTransactions caps pg_transaction calls running at once, each on a connection of its own
-	// (default 10).
+	// MaxTransactions caps pg_transaction calls running at once, each holding a pooled
+	// connection for its batch (default 10).
 	MaxTransactions int
 	// MaxTransactionsPerPrincipal caps the pg_transaction calls one principal may run at once
 	// (default: see ConnLimits).
