@@ -14,15 +14,17 @@ import (
 // every begin needs a new one, and opening one (TCP, TLS, SCRAM, the backend's start) costs tens
 // of milliseconds where the begin itself costs well under one. The manager keeps a few fresh,
 // never-used connections per database open ahead of need and hands one to each begin; a
-// background fill replaces it right away. A spare has run nothing but pgtools' own warm-up in a
+// background fill replaces it (see take for when). A spare has run nothing but pgtools' own warm-up in a
 // rolled-back transaction (below): it carries no state of any caller, so it needs no reset,
 // only proof that it is still alive.
 //
 // The warm-up is there because a new backend's first transaction is slow: it fills the
 // backend's catalog caches as it goes (measured here: 15–30 ms for a first BEGIN, INSERT and
-// COMMIT, under 1 ms for the next one). A spare runs the statements every session runs (the
-// savepoints, SET LOCALs and the reset before COMMIT) and the caller's Target.Warm once, off the
-// critical path, so the session it serves does not pay for that.
+// COMMIT through the tools, about 4 ms once warmed). A spare runs the statements every session
+// runs (the savepoints, SET LOCALs and the reset before COMMIT) and the caller's Target.Warm
+// once, off the critical path, so the session it serves pays less of that. (Opening the user
+// tables too, with pg_relation_size, warmed more but slowed the first pooled calls at start-up
+// on a busy machine past a 200 ms pool_wait, so it is not done.)
 
 // DefaultSpares is Config.Spares when unset: spare connections kept per database, at most
 // MaxSessions.
@@ -42,13 +44,6 @@ const sessionAppName = "pgtools-session"
 const warmSQL = "BEGIN; SET LOCAL application_name = '" + spareAppName + "'; SAVEPOINT pgtools_warm; " +
 	"SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; RELEASE SAVEPOINT pgtools_warm; SAVEPOINT pgtools_warm; ROLLBACK TO SAVEPOINT pgtools_warm; " +
 	"SET CONSTRAINTS ALL IMMEDIATE; CLOSE ALL; UNLISTEN *; SELECT pg_catalog.pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES; RESET ALL; ROLLBACK"
-
-// warmTablesSQL opens up to 200 user tables, which builds their entries in the backend's
-// relation cache (pg_relation_size needs no privilege on them). It waits at most 100 ms for a
-// lock: a table some DDL holds is simply not warmed.
-const warmTablesSQL = "SET LOCAL lock_timeout = 100; SELECT count(pg_catalog.pg_relation_size(t.oid)) FROM (SELECT c.oid FROM pg_catalog.pg_class c " +
-	"WHERE c.relkind IN ('r', 'p') AND c.relnamespace <> 'pg_catalog'::pg_catalog.regnamespace " +
-	"AND c.relnamespace IS DISTINCT FROM pg_catalog.to_regnamespace('information_schema') LIMIT 200) t"
 
 // spareRetryMax bounds the pause between attempts to open spares while the database refuses.
 const spareRetryMax = 30 * time.Second
@@ -112,8 +107,8 @@ func (sp *spares) set(database string, src *pgx.ConnConfig) *spareSet {
 func warmUp(ctx context.Context, conn *pgx.Conn, extra string) error {
 	pc := conn.PgConn()
 	_, err := pc.Exec(ctx, warmSQL).ReadAll()
-	if err == nil {
-		_, _ = pc.Exec(ctx, "BEGIN READ ONLY; "+warmTablesSQL+"; "+extra+"; ROLLBACK").ReadAll()
+	if err == nil && extra != "" {
+		_, _ = pc.Exec(ctx, "BEGIN READ ONLY; "+extra+"; ROLLBACK").ReadAll()
 	}
 	if pc.IsClosed() {
 		return fmt.Errorf("the connection closed during its warm-up: %w", err)
