@@ -162,29 +162,28 @@ func (e effects) sameIdentity(before effects) bool {
 // protocol (one round trip for BEGIN, SAVEPOINT or SET LOCAL and the reading), and returns the
 // reading.
 func execReading(ctx context.Context, pc *pgconn.PgConn, sql string) (effects, error) {
-	return execReadingAt(ctx, pc, sql, -1)
-}
-
-// execReadingAt is execReading for SQL whose statement at index at (negative: counted from the
-// end) is effectsSQL: a batch reads an operation's effects first and then asserts the next
-// operation's identity and timeouts, in one round trip.
-func execReadingAt(ctx context.Context, pc *pgconn.PgConn, sql string, at int) (effects, error) {
 	results, err := pc.Exec(ctx, sql).ReadAll()
 	if err != nil {
 		return effects{}, err
 	}
-	if at < 0 {
-		at += len(results)
+	if len(results) == 0 {
+		return effects{}, fmt.Errorf("reading the transaction's effects: no result")
 	}
-	if at < 0 || at >= len(results) || len(results[at].Rows) != 1 {
+	return effectsOf(results[len(results)-1].Rows)
+}
+
+// effectsOf decodes the rows effectsSQL returned.
+func effectsOf(rows [][][]byte) (effects, error) {
+	if len(rows) != 1 || len(rows[0]) != 5 {
 		return effects{}, fmt.Errorf("reading the transaction's effects: no row")
 	}
-	row := results[at].Rows[0]
+	row := rows[0]
 	if string(row[2]) != "t" {
 		return effects{}, &Error{Type: ErrInternal, Message: "The database has track_counts off, so pgtools cannot tell what a statement changed; the statement was not run",
 			Suggestion: "The operator must turn track_counts on (its default) for pgtools to run agent-written writes."}
 	}
 	e := effects{user: string(row[3]), claims: string(row[4])}
+	var err error
 	if e.catalog, err = strconv.ParseInt(string(row[0]), 10, 64); err == nil {
 		e.changed, err = strconv.ParseInt(string(row[1]), 10, 64)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -84,14 +85,15 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	phase(ctx, "begin", began)
 	results := make([]opResult, 0, len(stmts))
 	for i, st := range stmts {
-		var next *Policy
-		if i+1 < len(stmts) {
-			// The next operation's identity and timeouts are asserted again (this one may have
-			// tried to change them) right after this one's effects reading, in its round trip;
-			// its timeouts are cut to what is left of the bound once this one has run.
-			st.then = func() string { next = bound.next(); return "; " + who.prefix(true) + timeoutsSQL(next) }
+		var pre []wire.Exec
+		if i > 0 {
+			// Identity and timeouts asserted again (an earlier operation may have tried to change
+			// them), the timeouts cut to what is left of the bound, in the operation's round trip.
+			pol = bound.next()
+			pre = append(who.pipeline(true), wire.Exec{SQL: "SET LOCAL statement_timeout = " + strconv.FormatInt(pol.StatementTimeout.Milliseconds(), 10)},
+				wire.Exec{SQL: "SET LOCAL lock_timeout = " + strconv.FormatInt(pol.LockTimeout.Milliseconds(), 10)})
 		}
-		out, keep, err := execBatched(ctx, pc, pol, st, before)
+		out, keep, err := execBatched(ctx, pc, pol, st, pre, before)
 		if err == nil && !keep {
 			err = errors.New("operation refused")
 		}
@@ -113,7 +115,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			r.Rows = wire.Rows{Columns: out.rows.Columns, Data: out.rows.Data}
 		}
 		results = append(results, r)
-		before, pol = out.after, next
+		before = out.after // nothing but the next assertions runs before the next operation
 	}
 	if !time.Now().Before(bound.deadline) {
 		rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
@@ -149,13 +151,70 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	return &BatchResult{Operation: op, Status: "committed", RowCount: len(results), Results: data}, nil
 }
 
-// execBatched runs one operation of a batch under pol's timeouts, with its own deadline. before
-// is the effects reading taken after the identity and timeouts were asserted for it.
-func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeStmt, before effects) (*writeOutcome, bool, error) {
+// execBatched runs one operation of a batch under pol's timeouts, with its own deadline, in one
+// round trip: pre (pgtools' own assertions), the statement, and the effects reading after it,
+// pipelined through the extended protocol. before is the reading taken after the identity and
+// timeouts were last asserted: the previous operation's after-reading, or the BEGIN's.
+func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeStmt, pre []wire.Exec, before effects) (*writeOutcome, bool, error) {
 	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, pol)
 	defer cancel()
-	return execChecked(ctx, pc, st, before)
+	oids := st.colOIDs
+	if wire.NeedsTypes(st.params) {
+		sd, err := pc.Prepare(ctx, "", st.sql, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		oids = mergeOIDs(sd.ParamOIDs, st.colOIDs)
+	}
+	values, err := wire.EncodeParams(st.params, oids)
+	if err != nil {
+		return nil, false, err // a *wire.ParamError, which classify answers as invalid_arguments
+	}
+	var b pgconn.Batch
+	for _, e := range pre {
+		b.ExecParams(e.SQL, e.Params, nil, nil, nil)
+	}
+	b.ExecParams(st.sql, values, nil, nil, nil)
+	b.ExecParams(effectsSQL, nil, nil, nil, nil)
+	mrr := pc.ExecBatch(ctx, &b)
+	for range pre {
+		if !mrr.NextResult() {
+			return nil, false, missingResult(mrr, "an assertion")
+		}
+		if _, err := mrr.ResultReader().Close(); err != nil {
+			return nil, false, closeWithError(mrr, err)
+		}
+	}
+	if !mrr.NextResult() {
+		return nil, false, missingResult(mrr, "the statement")
+	}
+	rs, tag, err := wire.CollectRows(mrr.ResultReader(), st.format, st.keepRows, st.maxBytes)
+	if err != nil {
+		return nil, false, closeWithError(mrr, err)
+	}
+	out := &writeOutcome{rows: rs, tag: wire.CommandVerb([]byte(tag.String())), affected: tag.RowsAffected()}
+	if !mrr.NextResult() {
+		return out, false, missingResult(mrr, "the effects reading")
+	}
+	res := mrr.ResultReader().Read()
+	if err := closeWithError(mrr, res.Err); err != nil {
+		return out, false, err
+	}
+	after, err := effectsOf(res.Rows)
+	if err != nil {
+		return out, false, err
+	}
+	return judge(st, out, before, after)
+}
+
+// missingResult is the error of a pipeline that ended before what's result: PostgreSQL's error
+// that ended it (a statement that failed at Parse or Bind reports it there), else a plain one.
+func missingResult(mrr *pgconn.MultiResultReader, what string) error {
+	if err := mrr.Close(); err != nil {
+		return err
+	}
+	return fmt.Errorf("no result for %s", what)
 }
 
 // failedAt names the failing operation in an error: everything was rolled back.

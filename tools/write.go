@@ -30,11 +30,6 @@ type writeStmt struct {
 	confirm     bool        // confirm_destructive
 	allowDDL    bool        // policy allows DDL and the principal has the ddl scope
 	who         identity    // the role and claims the statement runs with (outside a session)
-	// then, when set, returns pgtools' own SQL (starting with "; ") to run right after the
-	// effects reading that follows a free statement, in its round trip: a batch asserts its next
-	// operation's identity and timeouts there, so that reading is also the next operation's
-	// before-reading. It is called once the statement has run.
-	then func() string
 }
 
 // writeOutcome is what a write did.
@@ -125,16 +120,20 @@ func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before ef
 	if err != nil {
 		return out, false, err
 	}
+	var after effects
+	if st.free {
+		if after, err = execReading(ctx, pc, effectsSQL); err != nil {
+			return out, false, err
+		}
+	}
+	return judge(st, out, before, after)
+}
+
+// judge applies the checks to what st did (out) and, for agent-written SQL, to the effects
+// readings taken before and after it. keep and err are as execChecked's.
+func judge(st writeStmt, out *writeOutcome, before, after effects) (*writeOutcome, bool, error) {
 	affected := out.affected
 	if st.free {
-		sql := effectsSQL
-		if st.then != nil {
-			sql += st.then()
-		}
-		after, rerr := execReadingAt(ctx, pc, sql, 0)
-		if rerr != nil {
-			return out, false, rerr
-		}
 		if !after.sameIdentity(before) {
 			return out, false, pgerr.IdentityChanged()
 		}
