@@ -93,7 +93,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			pre = append(who.pipeline(true), wire.Exec{SQL: "SET LOCAL statement_timeout = " + strconv.FormatInt(pol.StatementTimeout.Milliseconds(), 10)},
 				wire.Exec{SQL: "SET LOCAL lock_timeout = " + strconv.FormatInt(pol.LockTimeout.Milliseconds(), 10)})
 		}
-		out, keep, err := execBatched(ctx, pc, pol, st, pre, before)
+		out, keep, err := execBatched(ctx, pc, pol, st, pre, before, !req.db.Policy.DescribeExec)
 		if err == nil && !keep {
 			err = errors.New("operation refused")
 		}
@@ -155,7 +155,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 // round trip: pre (pgtools' own assertions), the statement, and the effects reading after it,
 // pipelined through the extended protocol. before is the reading taken after the identity and
 // timeouts were last asserted: the previous operation's after-reading, or the BEGIN's.
-func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeStmt, pre []wire.Exec, before effects) (*writeOutcome, bool, error) {
+func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeStmt, pre []wire.Exec, before effects, named bool) (*writeOutcome, bool, error) {
 	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, pol)
 	defer cancel()
@@ -176,7 +176,11 @@ func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeSt
 		b.ExecParams(e.SQL, e.Params, nil, nil, nil)
 	}
 	b.ExecParams(st.sql, values, nil, nil, nil)
-	b.ExecParams(effectsSQL, nil, nil, nil, nil)
+	if named && effectsPrepared(ctx, pc) {
+		b.ExecPrepared(effectsStmtName, nil, nil, nil)
+	} else {
+		b.ExecParams(effectsSQL, nil, nil, nil, nil)
+	}
 	mrr := pc.ExecBatch(ctx, &b)
 	for range pre {
 		if !mrr.NextResult() {
@@ -206,6 +210,26 @@ func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeSt
 		return out, false, err
 	}
 	return judge(st, out, before, after)
+}
+
+// effectsStmtName names effectsSQL prepared on a pooled connection, so that the reading after
+// each operation of a batch is not parsed and planned again every time (it costs about as much
+// as a small statement). Like the read statement cache it is pgtools' own, kept across calls
+// (the reset does not deallocate it, and agents cannot: DEALLOCATE is refused), and not used
+// where Policy.DescribeExec says a transaction pooler may not keep named statements.
+const effectsStmtName = "pgtools_effects"
+
+// effectsPrepared prepares effectsSQL on pc once, and reports whether it is.
+func effectsPrepared(ctx context.Context, pc *pgconn.PgConn) bool {
+	data := pc.CustomData()
+	if data[effectsStmtName] == true {
+		return true
+	}
+	if _, err := pc.Prepare(ctx, effectsStmtName, effectsSQL, nil); err != nil {
+		return false
+	}
+	data[effectsStmtName] = true
+	return true
 }
 
 // missingResult is the error of a pipeline that ended before what's result: PostgreSQL's error
