@@ -121,7 +121,7 @@ func TestTraceOfToolCall(t *testing.T) {
 		return strings.Join(names, ",")
 	}
 	for i, want := range []struct{ name, errType, children string }{
-		{"tool_call pg_transaction", "", "statement,statement"},
+		{"tool_call pg_transaction", "", "pool_wait,begin,statement,statement,commit"},
 		{"tool_call select_query", "invalid_table", "pool_wait"}} {
 		s := calls[i]
 		attrs := map[string]string{}

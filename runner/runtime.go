@@ -98,6 +98,9 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 		sweepCtx, stop := context.WithCancel(context.Background())
 		rt.stopSweep = stop
 		go rt.sessions.Run(sweepCtx, 0)
+		for _, db := range dbs { // spare connections, so that even the first begin finds one
+			rt.sessions.Warm(db.Name, db.Pool.Config().ConnConfig)
+		}
 		stats = rt.sessions
 	}
 	rt.metrics = invoke.NewMetricsFor(dbs, stats)

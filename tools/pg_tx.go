@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/session"
@@ -36,9 +37,13 @@ func pgTx(ctx context.Context, req *request, a *txArgs) (Result, *Error) {
 	switch action {
 	case "begin":
 		opts := TxOptions{Isolation: a.IsolationLevel, ReadOnly: a.ReadOnly}
+		began := time.Now()
 		s, e := req.sessions.Begin(ctx, req.principal.Name, sessionTarget(req.principal, req.db), opts)
 		if e != nil {
 			return nil, e
+		}
+		if s.Connect > 0 {
+			phaseTook(ctx, "connect", began, s.Connect)
 		}
 		info := s.Info()
 		hint := fmt.Sprintf("Pass session_id: '%s' to select_query, insert_data, update_data, delete_data and execute_sql; end it with pg_tx commit or rollback. It expires after %s without use.", s.ID, info.ExpiresIn)

@@ -5,9 +5,12 @@ import (
 	"time"
 )
 
-// PhaseFunc is told each phase of a call when it ends: "pool_wait" (waiting for a pooled
-// connection) and "statement" (one statement's run, its framing round trips included), with
-// when it started and how long it took. It runs on the call's goroutine and must be cheap.
+// PhaseFunc is told each phase of a call when it ends, with when it started and how long it
+// took: "pool_wait" (waiting for a pooled connection, which includes opening one when the pool
+// has none idle), "connect" (a pg_tx begin opening a connection of its own because no spare was
+// left), "begin" (a pg_transaction's BEGIN with its identity and bounds), "statement" (one
+// statement's run, its framing round trips included) and "commit" (a pg_transaction's reset and
+// COMMIT, one round trip). It runs on the call's goroutine and must be cheap.
 type PhaseFunc func(name string, start time.Time, d time.Duration)
 
 type phaseKey struct{}
@@ -22,5 +25,12 @@ func WithPhases(ctx context.Context, f PhaseFunc) context.Context {
 func phase(ctx context.Context, name string, start time.Time) {
 	if f, ok := ctx.Value(phaseKey{}).(PhaseFunc); ok {
 		f(name, start, time.Since(start))
+	}
+}
+
+// phaseTook reports the phase name that began at start and took d, if anyone listens.
+func phaseTook(ctx context.Context, name string, start time.Time, d time.Duration) {
+	if f, ok := ctx.Value(phaseKey{}).(PhaseFunc); ok {
+		f(name, start, d)
 	}
 }

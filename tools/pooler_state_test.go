@@ -293,7 +293,7 @@ func TestNothingCrossesCallersThroughAPooler(t *testing.T) {
 
 // TestNothingCrossesCallersOnAPooledConnection is the same without a pooler: the reader calls
 // through the writer's own pool of one connection, so it is handed the connection the writer's
-// autocommit writes ran on (pg_transaction and sessions have connections of their own).
+// autocommit writes and pg_transaction batches ran on (sessions have connections of their own).
 func TestNothingCrossesCallersOnAPooledConnection(t *testing.T) {
 	t.Parallel()
 	for _, path := range poolerPaths() {

@@ -26,7 +26,7 @@ type TxOptions = session.Options
 func sessionTarget(p Principal, db *Database) session.Target {
 	who := identityOf(p)
 	return session.Target{Database: db.Name, Config: db.Pool.Config().ConnConfig, Who: session.Identity{Role: who.role, Claims: who.claims},
-		Assert: who.sql(false), MaskValues: db.Policy.MasksErrorValues(), Quota: p.QuotaOwner()}
+		Assert: who.sql(false), MaskValues: db.Policy.MasksErrorValues(), Quota: p.QuotaOwner(), Warm: effectsSQL}
 }
 
 // sessionIdentity is the identity s acts as, fixed at begin.

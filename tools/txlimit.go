@@ -7,15 +7,17 @@ import (
 	"time"
 )
 
-// TxLimiter bounds the connections pg_transaction opens. Each call opens a fresh connection
-// outside the stateless pools (docs/design.md §3), so without a bound one caller sending many calls at
-// once opens as many backends as it likes. The limiter caps them in total, per quota owner
+// TxLimiter bounds the pooled connections pg_transaction calls hold at once. A batch keeps its
+// connection for all its operations (docs/design.md §3), so without a bound one caller sending
+// many batches at once takes the whole pool from the stateless calls of everyone else. The
+// limiter caps them in total, per quota owner
 // (Principal.QuotaOwner: a token with every end user it acts for, a JWT issuer with all its
 // subjects) and per subject within its owner's share: a call over its subject's or owner's share
 // is refused at once (rate_limited), which leaves the rest of the total for the others; a call
 // within its shares waits for a free connection up to the database's pool_wait when the total
-// is in use, and is then refused too. It is safe for concurrent use; a nil *TxLimiter admits
-// everything.
+// is in use, and is then refused too. An owner whose share is the whole total (the only one
+// configured) is never refused at once: its calls beyond the total wait like the others. It is
+// safe for concurrent use; a nil *TxLimiter admits everything.
 type TxLimiter struct {
 	total        int
 	perPrincipal int
@@ -49,8 +51,9 @@ func NewTxLimiter(total, perPrincipal, perSubject int) *TxLimiter {
 func (r *Registry) setTxLimiter(l *TxLimiter) { r.txLimit = l }
 
 // acquire admits one pg_transaction call of p on db, or says why not. The caller runs release
-// once the call's connection is closed. A wait for a free connection is bounded by db's
-// PoolWait and reported as such, apart from any statement timeout: no statement has started.
+// once the call's connection is back in the pool (or destroyed). A wait for a free slot is
+// bounded by db's PoolWait and reported as such, apart from any statement timeout: no statement
+// has started.
 func (l *TxLimiter) acquire(ctx context.Context, p Principal, db *Database) (release func(), e *Error) {
 	if l == nil {
 		return func() {}, nil
@@ -115,7 +118,9 @@ func (l *TxLimiter) full(p Principal, owner string, subject bool) *Error {
 			n, owner, owner, l.perPrincipal)
 	}
 	n := l.per[owner]
-	if n < l.perPrincipal {
+	if n < l.perPrincipal || l.perPrincipal >= l.total && !subject {
+		// A share of the whole runner (the only principal, or one configured so) leaves nothing
+		// to keep free for others: its calls beyond the slots wait for one like everyone's.
 		return nil
 	}
 	if subject {

@@ -77,10 +77,11 @@ func burst(t *testing.T, b *bundle, principals []string, args string) []txOutcom
 
 // TestTxLimiterCapsConnections sends 40 concurrent pg_transaction calls from four principals:
 // pg_stat_activity never shows more than the cap of 10, each principal gets its share of 5 (the
-// rest are refused at once), and the calls over the total wait for a slot and succeed.
+// rest are refused at once), and the calls over the total wait for a slot and succeed. The pool
+// has room for more than 10, so the cap seen is the limiter's.
 func TestTxLimiterCapsConnections(t *testing.T) {
 	t.Parallel()
-	b := newBundle(t, Policy{})
+	b := newBundleConns(t, Policy{}, 12)
 	b.reg.setTxLimiter(NewTxLimiter(10, 5, 0))
 	var principals []string
 	for i := 0; i < 40; i++ {

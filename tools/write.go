@@ -38,6 +38,7 @@ type writeOutcome struct {
 	rows     *wire.RowSet
 	tag      string
 	affected int64
+	after    effects // a free statement's effects reading after it, identity checked
 }
 
 // errCommitUnknown marks a COMMIT whose answer never arrived.
@@ -120,15 +121,24 @@ func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before ef
 	if err != nil {
 		return out, false, err
 	}
+	var after effects
+	if st.free {
+		if after, err = execReading(ctx, pc, effectsSQL); err != nil {
+			return out, false, err
+		}
+	}
+	return judge(st, out, before, after)
+}
+
+// judge applies the checks to what st did (out) and, for agent-written SQL, to the effects
+// readings taken before and after it. keep and err are as execChecked's.
+func judge(st writeStmt, out *writeOutcome, before, after effects) (*writeOutcome, bool, error) {
 	affected := out.affected
 	if st.free {
-		after, rerr := execReading(ctx, pc, effectsSQL)
-		if rerr != nil {
-			return out, false, rerr
-		}
 		if !after.sameIdentity(before) {
 			return out, false, pgerr.IdentityChanged()
 		}
+		out.after = after
 		did := after.sub(before)
 		if !(out.tag == "UPDATE" || out.tag == "DELETE" || out.tag == "MERGE") {
 			affected = 0 // rows inserted are not capped; rows the statement updated or deleted are, below
@@ -313,3 +323,8 @@ func connectionEnded(err error) bool {
 	}
 	return sev == "FATAL" || sev == "PANIC" || strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
 }
+
+// CommitCleanSQL is what a write on a pooled connection sends to end its transaction: the reset
+// of session state, then COMMIT, in one simple-protocol query ("; "-separated). Exported for the
+// benchmark's raw-pgx floor, which must pay for the same statements.
+const CommitCleanSQL = wire.SQLCommitClean

@@ -8,8 +8,8 @@ import (
 
 // BenchmarkAutocommitWrite measures one autocommit write through Registry.Call (no HTTP) on a
 // pool of one connection: update_data by primary key, execute_sql write (agent SQL, with the
-// effects readings around it), and pg_transaction with one operation (a fresh connection per
-// call). Each includes the reset of session state that ends every write.
+// effects readings around it), and pg_transaction with one operation (on the same pool). Each
+// includes the reset of session state that ends every write.
 func BenchmarkAutocommitWrite(b *testing.B) {
 	bn := newBundleConns(b, Policy{}, 1)
 	bn.db.Exec(b, "GRANT INSERT, UPDATE ON customers TO "+quoteIdent(bn.db.RoleName("agent")))

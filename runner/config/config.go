@@ -148,7 +148,8 @@ type Sessions struct {
 	MaxSessions int `json:"max_sessions"`
 	// MaxSessionsPerPrincipal caps the sessions one principal may hold, read-only ones included.
 	MaxSessionsPerPrincipal int `json:"max_sessions_per_principal"`
-	// MaxTransactions caps pg_transaction calls running at once (default 10).
+	// MaxTransactions caps pg_transaction calls running at once, each holding a pooled
+	// connection for its batch (default 10).
 	MaxTransactions int `json:"max_transactions"`
 	// MaxTransactionsPerPrincipal caps the pg_transaction calls one principal may run at once.
 	MaxTransactionsPerPrincipal int `json:"max_transactions_per_principal"`

@@ -7,11 +7,11 @@ import (
 	"strings"
 )
 
-// ConnLimits bound the connections pgtools opens outside the stateless pools: pg_tx sessions and
-// pg_transaction calls, each on a connection of its own. The per-principal shares keep one token
-// (with every end user it acts for) or JWT issuer (with all its subjects) from taking every
-// slot from the others; the per-subject shares keep one end user from taking its token's or
-// issuer's whole share.
+// ConnLimits bound pg_tx sessions, each on a connection of its own outside the stateless pools,
+// and pg_transaction calls, each holding a pooled connection for its batch. The per-principal
+// shares keep one token (with every end user it acts for) or JWT issuer (with all its subjects)
+// from taking every slot from the others; the per-subject shares keep one end user from taking
+// its token's or issuer's whole share.
 type ConnLimits struct {
 	// MaxSessions caps open sessions (default 10).
 	MaxSessions int

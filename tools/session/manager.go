@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/tools/internal/pgerr"
@@ -52,12 +54,18 @@ type Config struct {
 	// replica can tell a session opened elsewhere and a proxy can route by prefix. "" picks a
 	// random tag per Manager.
 	ReplicaID string
+	// Spares is how many fresh connections per database the manager keeps open ahead of need,
+	// so a begin does not wait for a connection to be set up (default DefaultSpares; at most
+	// MaxSessions, and never more than the sessions that could still begin; negative: none).
+	Spares int
 }
 
 // ReplicaTag is the 8 lowercase hex digits that open every session id of replica id: id itself
 // when it is already 8 hex digits (so an operator can choose the prefixes a proxy's map routes
-// on), else the first 8 hex digits of its SHA-256. The id's other 90 random bits keep it
-// unguessable; the result is still a UUIDv4, which the tool schemas require.
+// on), else the first 8 hex digits of its SHA-256. The id's second group is random per Manager
+// (per process start), so a replica that restarted tells an id it minted before the restart
+// (the session was rolled back when it stopped) from one it never minted. The other 74 random
+// bits keep it unguessable; the result is still a UUIDv4, which the tool schemas require.
 func ReplicaTag(id string) string {
 	if len(id) == 8 {
 		if _, err := hex.DecodeString(id); err == nil {
@@ -89,6 +97,7 @@ const rememberExpired = 10000
 type Manager struct {
 	cfg      Config
 	tag      string // ReplicaTag of cfg.ReplicaID, the first group of every id
+	boot     string // 4 random hex digits per Manager (per process start), the second group
 	mu       sync.Mutex
 	sessions map[string]*Session
 	pending  int                  // begins in progress, counted against MaxSessions
@@ -98,6 +107,7 @@ type Manager struct {
 	order    []string             // expired ids, oldest first, to bound the map
 	closed   bool
 	expiries atomic.Uint64 // sessions expired by Sweep since New, for metrics
+	spares   *spares
 }
 
 type expiredID struct {
@@ -122,11 +132,65 @@ func New(cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	switch {
+	case cfg.Spares == 0:
+		cfg.Spares = min(DefaultSpares, cfg.MaxSessions)
+	case cfg.Spares < 0:
+		cfg.Spares = 0
+	}
+	cfg.Spares = min(cfg.Spares, cfg.MaxSessions)
 	tag := ReplicaTag(cfg.ReplicaID)
 	if cfg.ReplicaID == "" {
 		tag = newID()[:8]
 	}
-	return &Manager{cfg: cfg, tag: tag, sessions: map[string]*Session{}, held: map[string]int{}, subjects: map[string]int{}, expired: map[string]expiredID{}}
+	m := &Manager{cfg: cfg, tag: tag, boot: newID()[9:13], sessions: map[string]*Session{}, held: map[string]int{}, subjects: map[string]int{}, expired: map[string]expiredID{}}
+	m.spares = &spares{size: cfg.Spares, room: m.room, idle: m.idleTimeout(), log: cfg.Log, sets: map[string]*spareSet{}}
+	return m
+}
+
+// idleTimeout is the idle_in_transaction_session_timeout of session connections: a backstop a
+// little beyond the manager's own TTL.
+func (m *Manager) idleTimeout() time.Duration { return m.cfg.TTL + time.Minute }
+
+// room is how many more sessions could begin now.
+func (m *Manager) room() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0
+	}
+	return m.cfg.MaxSessions - len(m.sessions) - m.pending
+}
+
+// Warm opens the spare connections of database (connection configuration cfg) in the
+// background, so that even its first begin finds one. Begin does the same for a database it
+// has not seen.
+func (m *Manager) Warm(database string, cfg *pgx.ConnConfig) { m.spares.warm(database, cfg) }
+
+// open begins the session's transaction on a spare connection, or on one opened now when none
+// is left. A spare that died idle (the database restarted, or its backend was terminated)
+// fails at the BEGIN, before anything ran: it is closed and the next one taken.
+func (m *Manager) open(ctx context.Context, id, principal string, t Target, opts Options) (*Session, error) {
+	for {
+		began := time.Now()
+		conn, spare, err := m.spares.take(ctx, t.Database, t.Config, t.Warm)
+		if err != nil {
+			return nil, err
+		}
+		setup := time.Duration(0)
+		if !spare {
+			setup = time.Since(began)
+		}
+		s, err := start(ctx, conn, id, principal, t, opts, m.cfg.Clock)
+		var gone *connGoneError
+		if err != nil && spare && errors.As(err, &gone) && ctx.Err() == nil {
+			continue
+		}
+		if s != nil {
+			s.Connect = setup
+		}
+		return s, err
+	}
 }
 
 // newID returns a random UUIDv4.
@@ -161,9 +225,8 @@ func (m *Manager) Begin(ctx context.Context, principal string, t Target, opts Op
 	m.pending++
 	m.mu.Unlock()
 
-	id := m.tag + newID()[8:]
-	// The database's idle-in-transaction timeout is a backstop a little beyond our own TTL.
-	s, err := Open(ctx, id, principal, t, opts, m.cfg.TTL+time.Minute, m.cfg.Clock)
+	id := m.tag + "-" + m.boot + newID()[13:]
+	s, err := m.open(ctx, id, principal, t, opts)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pending--
@@ -233,6 +296,13 @@ func (m *Manager) missing(principal, id string) *pgerr.Error {
 			Message:    fmt.Sprintf("Session %s expired after %s without use and was rolled back", id, humanTTL(m.cfg.TTL)),
 			Suggestion: `Nothing of it was committed. Begin a new session with pg_tx {"action":"begin"} and redo its changes.`}
 	}
+	if tag := TagOf(id); tag == m.tag && id[9:13] != m.boot {
+		// Minted by this replica before it restarted: its connection, and with it the
+		// transaction, ended when the process did.
+		return &pgerr.Error{Type: pgerr.ErrConnection,
+			Message:    fmt.Sprintf("Session %s was lost: replica %s (tag %s) restarted since the session began, and its transaction was rolled back when the replica stopped", id, m.replicaName(), m.tag),
+			Suggestion: `Nothing of this session was committed. Begin a new one with pg_tx {"action":"begin"} and redo its changes.` + m.describe(principal)}
+	}
 	if tag := TagOf(id); tag != "" && tag != m.tag {
 		// Minted by another replica: whether it is still open there (and whose it is) is that
 		// replica's business, so this says only where the id came from and how to get there.
@@ -270,6 +340,7 @@ func (m *Manager) Finish(s *Session) {
 	}
 	m.mu.Unlock()
 	s.Close(context.Background())
+	m.spares.poke(s.Database) // its slot is free again: so is room for a spare
 	m.cfg.Log.Info().Str("session", s.ID).Str("principal", s.Principal).Msg("session ended")
 }
 
@@ -344,12 +415,14 @@ func (m *Manager) Run(ctx context.Context, tick time.Duration) {
 			return
 		case <-t.C:
 			m.Sweep()
+			m.spares.tidy(ctx)
 		}
 	}
 }
 
-// Close refuses new sessions and rolls back every open one, waiting up to ctx for calls in
-// progress; a session still busy then has its connection closed, which rolls it back too.
+// Close refuses new sessions, closes the spare connections, and rolls back every open session,
+// waiting up to ctx for calls in progress; a session still busy then has its connection closed,
+// which rolls it back too.
 func (m *Manager) Close(ctx context.Context) {
 	m.mu.Lock()
 	m.closed = true
@@ -361,6 +434,7 @@ func (m *Manager) Close(ctx context.Context) {
 	clear(m.held)
 	clear(m.subjects)
 	m.mu.Unlock()
+	m.spares.close()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)

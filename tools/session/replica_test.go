@@ -87,3 +87,58 @@ func checkGolden(t *testing.T, name string, e *tools.Error) {
 	got.WriteByte('\n')
 	pgtest.Golden(t, filepath.Join("testdata", name+".golden"), got.Bytes(), *update)
 }
+
+// TestRestartedReplicaAnswersLost: a replica that restarted (a new manager with the same
+// replica id, over the same database) answers a session id it minted before the restart as
+// lost and rolled back, with begin again as the fix — not as an unknown id with a hint to route
+// the call to the replica it already reached. An id it never minted stays session_not_found.
+func TestRestartedReplicaAnswersLost(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, session.Config{ReplicaID: "replica-a"}, tools.Policy{})
+	id := f.begin(t, alice, "")
+	f.must(t, alice, "insert_data", fmt.Sprintf(`{"table":"accounts","row":{"id":9,"owner":"dan","balance":1},"session_id":%q}`, id))
+	f.mgr.Close(context.Background()) // the replica stops: its sessions are rolled back
+
+	restarted := session.New(session.Config{ReplicaID: "replica-a"})
+	for restarted.Boot() == f.mgr.Boot() { // one chance in 65536: the boots would look alike
+		restarted = session.New(session.Config{ReplicaID: "replica-a"})
+	}
+	t.Cleanup(func() { restarted.Close(context.Background()) })
+	if restarted.Tag() != f.mgr.Tag() {
+		t.Fatalf("the restarted replica has tag %s, want %s", restarted.Tag(), f.mgr.Tag())
+	}
+	reg := toolstest.RegistryWith(t, f.db.RoleDSN(t, "sess"), tools.Policy{}, 2, tools.Options{Sessions: restarted})
+	_, _, e := reg.Call(context.Background(), alice, "select_query", []byte(fmt.Sprintf(`{"table":"accounts","session_id":%q}`, id)))
+	if e == nil || e.Type != tools.ErrConnection {
+		t.Fatalf("a session of the replica's earlier run: %+v, want connection_error (lost)", e)
+	}
+	for _, want := range []string{"was lost", "restarted", "rolled back", `"replica-a"`} {
+		if !strings.Contains(e.Message, want) {
+			t.Errorf("message lacks %q: %s", want, e.Message)
+		}
+	}
+	if !strings.Contains(e.Suggestion, `pg_tx {"action":"begin"}`) || strings.Contains(e.Suggestion, "X-PgTools-Session") {
+		t.Errorf("suggestion should say begin again, not route: %s", e.Suggestion)
+	}
+	checkGolden(t, "session_lost-replica-restarted", e)
+	if f.db.QueryInt(t, "SELECT count(*) FROM accounts WHERE id = 9") != 0 {
+		t.Fatal("the session's insert survived the replica's stop")
+	}
+	// An id this run minted and ended, and one nobody minted, are plain session_not_found.
+	out, _, e := reg.Call(context.Background(), alice, "pg_tx", []byte(`{"action":"begin"}`))
+	if e != nil {
+		t.Fatalf("begin on the restarted replica: %s", e.Message)
+	}
+	raw, _ := out.MarshalJSON()
+	var began struct {
+		ID string `json:"session_id"`
+	}
+	if err := json.Unmarshal(raw, &began); err != nil || session.TagOf(began.ID) != f.mgr.Tag() || began.ID[9:13] == id[9:13] {
+		t.Fatalf("the restarted replica's id %q: want tag %s and another boot group than %q", began.ID, f.mgr.Tag(), id)
+	}
+	unknown := began.ID[:len(began.ID)-1] + map[bool]string{true: "1", false: "0"}[strings.HasSuffix(began.ID, "0")]
+	_, _, e = reg.Call(context.Background(), alice, "select_query", []byte(fmt.Sprintf(`{"table":"accounts","session_id":%q}`, unknown)))
+	if e == nil || e.Type != tools.ErrSessionNotFound || strings.Contains(e.Message, "lost") {
+		t.Fatalf("an id of this run nobody minted: %+v, want session_not_found", e)
+	}
+}

@@ -58,6 +58,11 @@ type Target struct {
 	// MaskValues masks the values PostgreSQL echoes in the error of a failed begin (the database's
 	// policy).
 	MaskValues bool
+	// Warm is read-only SQL (pgtools' own, several statements allowed) a spare connection of this
+	// database runs once, in a transaction it rolls back, after it connects and before any begin
+	// takes it: what the first statements of a session would otherwise pay to fill the new
+	// backend's caches. "" for none.
+	Warm string
 	// Quota names the owner whose session share the session counts against (an API token, or a
 	// JWT issuer; tools.Principal.QuotaOwner); "" means the principal itself.
 	Quota string
@@ -82,6 +87,8 @@ type Session struct {
 	// Who is the identity the session acts as, fixed at begin; the caller asserts it again before
 	// every statement.
 	Who Identity
+	// Connect is how long its begin spent opening a connection: 0 when it took a spare.
+	Connect time.Duration
 
 	conn      *pgx.Conn
 	sem       chan struct{}
@@ -97,24 +104,35 @@ type Session struct {
 
 // Open connects a dedicated connection to t (counted apart from the database's pool, so sessions
 // never starve stateless calls) and begins the transaction as t.Who. idleTimeout becomes the
-// connection's idle_in_transaction_session_timeout, a backstop should the runner vanish.
+// connection's idle_in_transaction_session_timeout, a backstop should the runner vanish. The
+// Manager begins its sessions on spare connections instead, opened ahead of need.
 func Open(ctx context.Context, id, principal string, t Target, opts Options, idleTimeout time.Duration, clock func() time.Time) (*Session, error) {
-	cfg := t.Config.Copy()
-	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(idleTimeout.Milliseconds())
-	cfg.RuntimeParams["application_name"] = "pgtools-session"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := pgx.ConnectConfig(ctx, sessionConfig(t.Config, idleTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("opening a session connection: %w", err)
 	}
+	return start(ctx, conn, id, principal, t, opts, clock)
+}
+
+// start begins the session's transaction as t.Who on conn, a connection that has run nothing
+// yet (opened now, or a spare). On error conn is closed.
+func start(ctx context.Context, conn *pgx.Conn, id, principal string, t Target, opts Options, clock func() time.Time) (*Session, error) {
 	begin := "BEGIN ISOLATION LEVEL " + strings.ToUpper(isolationOrDefault(opts.Isolation))
 	if opts.ReadOnly {
 		begin += " READ ONLY"
 	}
+	// Local to the session's one transaction, like everything it sets: pg_stat_activity shows
+	// the backend as a session's while the transaction runs.
+	begin += "; SET LOCAL application_name = '" + sessionAppName + "'"
 	if t.Assert != "" {
 		begin += "; " + t.Assert
 	}
 	if err := exec(ctx, conn.PgConn(), begin); err != nil {
+		gone := conn.PgConn().IsClosed()
 		conn.Close(context.WithoutCancel(ctx))
+		if gone {
+			return nil, &connGoneError{err}
+		}
 		return nil, err
 	}
 	now := clock()
@@ -123,6 +141,13 @@ func Open(ctx context.Context, id, principal string, t Target, opts Options, idl
 	s.lastUsed.Store(now.UnixNano())
 	return s, nil
 }
+
+// connGoneError is a begin whose connection was found closed: it had died before (a spare
+// whose backend was terminated or whose server restarted), so nothing ran on it.
+type connGoneError struct{ err error }
+
+func (e *connGoneError) Error() string { return e.err.Error() }
+func (e *connGoneError) Unwrap() error { return e.err }
 
 // exec runs pgtools' own fixed SQL (never an agent's) and returns the first error.
 func exec(ctx context.Context, pc *pgconn.PgConn, sql string) error {
