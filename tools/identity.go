@@ -277,7 +277,9 @@ func (v *roleView) usableRel(r *relation) bool {
 // must not execute set_config (which changes role and claims from within a query), use a
 // procedural language (DO blocks and functions could change them out of sight), create objects in
 // a schema, read other callers' prepared statements (pg_prepared_statements), or belong to the
-// built-in roles that read files, signal backends or read all data. The error names the SQL to run.
+// built-in roles that read files, signal backends, read all data or maintain every relation
+// (17's pg_maintain), with any membership options: one granted WITH INHERIT FALSE (16+) still
+// lets the role SET ROLE to it. On 16+ the login role's membership must allow SET. The error names the SQL to run.
 func CheckRole(ctx context.Context, db *Database, role string) error {
 	problems, err := RoleProblems(ctx, db, role)
 	if err != nil || len(problems) == 0 {
@@ -299,6 +301,8 @@ func RoleProblems(ctx context.Context, db *Database, role string) ([]GrantProble
 	const q = `
 SELECT r.rolname IS NOT NULL,
        coalesce(pg_has_role(session_user, r.oid, 'MEMBER'), false),
+       coalesce(CASE WHEN current_setting('server_version_num')::int >= 160000 THEN pg_has_role(session_user, r.oid, 'SET')
+                     ELSE pg_has_role(session_user, r.oid, 'MEMBER') END, false),
        coalesce(r.rolsuper OR r.rolbypassrls, false),
        r.rolname IS NOT NULL AND has_function_privilege(r.oid, 'pg_catalog.set_config(text,text,boolean)', 'EXECUTE'),
        coalesce((SELECT array_agg(l.lanname::text ORDER BY l.lanname) FROM pg_language l
@@ -307,15 +311,16 @@ SELECT r.rolname IS NOT NULL,
                  WHERE n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema' AND has_schema_privilege(r.oid, n.oid, 'CREATE')), '{}'),
        coalesce((SELECT array_agg(b.rolname::text ORDER BY b.rolname) FROM pg_roles b
                  WHERE b.rolname IN ('pg_signal_backend', 'pg_read_server_files', 'pg_write_server_files', 'pg_execute_server_program',
-                                     'pg_read_all_data', 'pg_write_all_data', 'pg_read_all_settings', 'pg_read_all_stats', 'pg_monitor')
+                                     'pg_read_all_data', 'pg_write_all_data', 'pg_read_all_settings', 'pg_read_all_stats', 'pg_monitor',
+                                     'pg_checkpoint', 'pg_create_subscription', 'pg_maintain', 'pg_signal_autovacuum_worker')
                    AND pg_has_role(r.oid, b.oid, 'MEMBER')), '{}'),
        session_user::text,
        r.rolname IS NOT NULL AND has_function_privilege(r.oid, 'pg_catalog.pg_prepared_statement()', 'EXECUTE')
 FROM (SELECT $1::text AS name) x LEFT JOIN pg_roles r ON r.rolname = x.name`
-	var exists, member, super, setConfig, prepared bool
+	var exists, member, canSet, super, setConfig, prepared bool
 	var langs, schemas, builtins []string
 	var login string
-	if err := db.Pool.QueryRow(ctx, q, role).Scan(&exists, &member, &super, &setConfig, &langs, &schemas, &builtins, &login, &prepared); err != nil {
+	if err := db.Pool.QueryRow(ctx, q, role).Scan(&exists, &member, &canSet, &super, &setConfig, &langs, &schemas, &builtins, &login, &prepared); err != nil {
 		return nil, fmt.Errorf("checking role %s on database %s: %w", role, db.Name, err)
 	}
 	ident, loginIdent := pgx.Identifier{role}.Sanitize(), pgx.Identifier{login}.Sanitize()
@@ -334,8 +339,14 @@ FROM (SELECT $1::text AS name) x LEFT JOIN pg_roles r ON r.rolname = x.name`
 		}
 		return out
 	}
-	if !member {
+	switch {
+	case !member:
 		add(fmt.Sprintf("the runner's login role %s is not a member of it (GRANT %s TO %s)", login, ident, loginIdent), "GRANT "+ident+" TO "+loginIdent)
+	case !canSet:
+		// PostgreSQL 16+: a membership granted WITH SET FALSE (on the whole chain) lets the
+		// login role hold the role's privileges but not become it, so every call would fail.
+		add(fmt.Sprintf("the runner's login role %s is a member of it but cannot SET ROLE to it: the membership was granted WITH SET FALSE (GRANT %s TO %s WITH SET TRUE)", login, ident, loginIdent),
+			"GRANT "+ident+" TO "+loginIdent+" WITH SET TRUE")
 	}
 	if super {
 		add(fmt.Sprintf("it is a superuser or bypasses row-level security (ALTER ROLE %s NOSUPERUSER NOBYPASSRLS)", ident), "ALTER ROLE "+ident+" NOSUPERUSER NOBYPASSRLS")

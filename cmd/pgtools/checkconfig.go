@@ -118,6 +118,15 @@ func checkDatabases(ctx context.Context, cfg *config.Config, bf brokerFlags, std
 	byName := map[string]*tools.Database{}
 	for _, d := range dbs {
 		byName[d.Name] = d
+		srv, err := tools.Server(ctx, d)
+		if err != nil {
+			fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "pgtools check-config: database %q: PostgreSQL %s\n", d.Name, srv.Version)
+		for _, l := range srv.Lacks() {
+			fmt.Fprintf(stderr, "pgtools check-config: database %q: %s\n", d.Name, l)
+		}
 	}
 	rep, err := config.CheckSetup(ctx, cfg, cfg.ActingRoles(callers...), func(name string) (*tools.Database, bool) {
 		d, ok := byName[name]

@@ -337,7 +337,11 @@ func TestCheckConfigDatabasePrintsSQL(t *testing.T) {
 		return code, out.String() + errOut.String()
 	}
 	code, out := check()
-	for _, want := range []string{`REVOKE ALL ON TABLE "public"."secrets" FROM "` + login + `";`, `ALTER ROLE "` + login + `" SET temp_file_limit`,
+	var version string
+	if err := db.Pool(t).QueryRow(context.Background(), "SELECT current_setting('server_version')").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`database "default": PostgreSQL ` + version + "\n", `REVOKE ALL ON TABLE "public"."secrets" FROM "` + login + `";`, `ALTER ROLE "` + login + `" SET temp_file_limit`,
 		`CREATE ROLE "` + reader + `" NOLOGIN;`, `GRANT "` + reader + `" TO "` + login + `";`} {
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, want 1 and %s:\n%s", code, want, out)

@@ -36,8 +36,10 @@ type server struct {
 	// trust is set when any role logs in without a password (the local
 	// cluster); roles then get no password.
 	trust bool
-	admin *pgxpool.Pool // superuser pool, creates and drops databases
-	stop  func() error  // stops what this binary started; nil for PG_TEST_DSN
+	// versionNum is the server's server_version_num, e.g. 170004.
+	versionNum int
+	admin      *pgxpool.Pool // superuser pool, creates and drops databases
+	stop       func() error  // stops what this binary started; nil for PG_TEST_DSN
 
 	createMu sync.Mutex // serializes CREATE DATABASE within this binary
 }
@@ -86,6 +88,24 @@ func discover() (srv *server, skippable bool, err error) {
 		if err := s.connect(ctx); err != nil {
 			return nil, false, fmt.Errorf("%s is set but unusable: %w", envDSN, err)
 		}
+		return s, false, s.checkMajor(ctx)
+	}
+
+	// A version asked for by the environment runs from local binaries: the
+	// container image is one fixed major.
+	bin, err := chosenBinDir()
+	if err != nil {
+		return nil, false, err
+	}
+	if bin != "" {
+		s, err := startLocal(ctx, bin)
+		if err != nil {
+			return nil, false, fmt.Errorf("starting PostgreSQL from %s: %w", bin, err)
+		}
+		if err := s.checkMajor(ctx); err != nil {
+			_ = s.shutdown()
+			return nil, false, err
+		}
 		return s, false, nil
 	}
 
@@ -95,16 +115,16 @@ func discover() (srv *server, skippable bool, err error) {
 	} else {
 		s, err := startContainer(ctx)
 		if err == nil {
-			return s, false, nil
+			return s, false, s.checkMajor(ctx)
 		}
 		// Docker answered but the container failed: say so, then still try
 		// the local binaries.
 		reasons = append(reasons, fmt.Sprintf("Docker answered but the container failed: %v", err))
 	}
 
-	s, err := startLocal(ctx)
+	s, err := startLocal(ctx, "")
 	if err == nil {
-		return s, false, nil
+		return s, false, s.checkMajor(ctx)
 	}
 	reasons = append(reasons, err.Error())
 	return nil, errors.Is(err, localpg.ErrNotFound),
@@ -163,15 +183,24 @@ func startContainer(ctx context.Context) (*server, error) {
 	return s, nil
 }
 
-// startLocal starts a throwaway cluster from the installed binaries.
-func startLocal(ctx context.Context) (*server, error) {
-	c, err := localpg.Start(ctx, localpg.Options{ParentDir: fastParentDir()})
+// startLocal starts a throwaway cluster from the binaries in bin, or the
+// installed ones when bin is "".
+func startLocal(ctx context.Context, bin string) (*server, error) {
+	c, err := localpg.Start(ctx, localpg.Options{BinDir: bin, ParentDir: fastParentDir()})
 	if err != nil {
 		return nil, err
 	}
-	s := &server{source: "local cluster in " + c.DataDir(), dsn: c.DSN("postgres"), trust: true, stop: c.Stop}
+	source := "local cluster in " + c.DataDir()
+	if bin != "" {
+		source += " from " + bin
+	}
+	s := &server{source: source, dsn: c.DSN("postgres"), trust: true, stop: c.Stop}
 	if err := s.connect(ctx); err != nil {
 		_ = c.Stop()
+		return nil, err
+	}
+	if err := s.publicSchemaAs15(ctx, c.DSN("template1")); err != nil {
+		_ = s.shutdown()
 		return nil, err
 	}
 	return s, nil
