@@ -180,7 +180,8 @@ type Database struct {
 	Policy Policy
 
 	cat          catalogCache
-	sessionFrame wire.Frame // frames a read inside a session, with this policy's timeouts
+	sessionFrame wire.Frame  // frames a read inside a session, with this policy's timeouts
+	sessionWarm  sessionWarm // the tables recent sessions used, for warming spare connections
 }
 
 // NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.

@@ -151,6 +151,9 @@ func runDML(ctx context.Context, req *request, sess *Session, op string, rel *re
 	if werr != nil {
 		return nil, withOp(req.statementError(ctx, werr, stmtInfo{sql: st.sql, rel: rel, paramCols: paramCols}), op, table)
 	}
+	if sess != nil {
+		req.db.sessionWarm.used(op, rel, sessionIdentity(sess))
+	}
 	res := writeResult(op, table, out, dry, req.maxBytes)
 	if dry {
 		noteOverCap(res, out.affected, maxAffected)

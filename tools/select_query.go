@@ -105,6 +105,9 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	if rerr != nil {
 		return nil, withOp(req.statementError(ctx, rerr, stmtInfo{sql: sb.String(), rel: rel, readOnly: true}), op, table)
 	}
+	if sess != nil {
+		req.db.sessionWarm.used("select", rel, sessionIdentity(sess))
+	}
 	res := rowsResult(op, table, rs, limit, int(offset), req.maxBytes)
 	return res, nil
 }

@@ -58,11 +58,12 @@ type Target struct {
 	// MaskValues masks the values PostgreSQL echoes in the error of a failed begin (the database's
 	// policy).
 	MaskValues bool
-	// Warm is read-only SQL (pgtools' own, several statements allowed) a spare connection of this
-	// database runs once, in a transaction it rolls back, after it connects and before any begin
-	// takes it: what the first statements of a session would otherwise pay to fill the new
-	// backend's caches. "" for none.
-	Warm string
+	// Warm is read-only SQL (pgtools' own, several statements allowed in each part) a spare
+	// connection of this database runs once after it connects and before any begin takes it,
+	// each part in a transaction of its own that it rolls back: what the first statements of a
+	// session would otherwise pay to fill the new backend's caches. A part that fails skips the
+	// rest of that part only.
+	Warm []string
 	// Quota names the owner whose session share the session counts against (an API token, or a
 	// JWT issuer; tools.Principal.QuotaOwner); "" means the principal itself.
 	Quota string

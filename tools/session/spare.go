@@ -67,7 +67,7 @@ type spares struct {
 // spareSet is one database's spares.
 type spareSet struct {
 	src     *pgx.ConnConfig // the Target.Config the set was made for (callers pass copies)
-	warm    string          // the latest Target.Warm for this database
+	warm    []string        // the latest Target.Warm for this database
 	cfg     *pgx.ConnConfig // src with the session connections' runtime parameters
 	conns   []*pgx.Conn
 	filling bool
@@ -100,15 +100,23 @@ func (sp *spares) set(database string, src *pgx.ConnConfig) *spareSet {
 	return s
 }
 
-// warmUp runs the warm-up on a new spare: warmSQL, then extra (the caller's, read-only) in a
-// transaction of its own that is rolled back. A failure of extra (say, a privilege the login
-// role lacks) only costs its warming; the spare is kept as long as it ends out of any
-// transaction.
-func warmUp(ctx context.Context, conn *pgx.Conn, extra string) error {
+// warmUp runs the warm-up on a new spare: warmSQL, then each part of extra (the caller's,
+// read-only) in a transaction of its own that is rolled back. A failure of a part (say, a
+// privilege the login role lacks, or a table dropped since) only costs its warming; the spare
+// is kept as long as it ends out of any transaction.
+func warmUp(ctx context.Context, conn *pgx.Conn, extra []string) error {
 	pc := conn.PgConn()
 	_, err := pc.Exec(ctx, warmSQL).ReadAll()
-	if err == nil && extra != "" {
-		_, _ = pc.Exec(ctx, "BEGIN READ ONLY; "+extra+"; ROLLBACK").ReadAll()
+	for _, part := range extra {
+		if err != nil || pc.IsClosed() {
+			break
+		}
+		if pc.TxStatus() != 'I' {
+			_, err = pc.Exec(ctx, "ROLLBACK").ReadAll() // the part before failed inside its transaction
+		}
+		if err == nil {
+			_, _ = pc.Exec(ctx, "BEGIN READ ONLY; "+part+"; ROLLBACK").ReadAll()
+		}
 	}
 	if pc.IsClosed() {
 		return fmt.Errorf("the connection closed during its warm-up: %w", err)
@@ -151,14 +159,14 @@ func (sp *spares) poke(database string) {
 // take returns a connection for a begin on database: a spare when one is left (spare true),
 // else a new one opened now. When it took the last spare it starts a fill at once. A spare that
 // turns out dead when used is the caller's to close; it then takes again.
-func (sp *spares) take(ctx context.Context, database string, src *pgx.ConnConfig, warm string) (conn *pgx.Conn, spare bool, err error) {
+func (sp *spares) take(ctx context.Context, database string, src *pgx.ConnConfig, warm []string) (conn *pgx.Conn, spare bool, err error) {
 	sp.mu.Lock()
 	if sp.closed || sp.size == 0 {
 		sp.mu.Unlock()
 		return sp.connect(ctx, sessionConfig(src, sp.idle))
 	}
 	s := sp.set(database, src)
-	if warm != "" {
+	if len(warm) > 0 {
 		s.warm = warm
 	}
 	for len(s.conns) > 0 && conn == nil {
@@ -260,7 +268,7 @@ func (sp *spares) fill(database string, s *spareSet) {
 }
 
 // openSpare connects with cfg and warms the connection up.
-func openSpare(cfg *pgx.ConnConfig, extra string) (*pgx.Conn, error) {
+func openSpare(cfg *pgx.ConnConfig, extra []string) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
