@@ -23,9 +23,10 @@ var files embed.FS
 // configFile is the name of the configuration schema inside files.
 const configFile = "config.schema.json"
 
-// ToolNames returns the wire names of the eight tools in their canonical
+// ToolNames returns the wire names of the built-in tools in their canonical
 // order: select_query, insert_data, update_data, delete_data, execute_sql,
-// describe_schema, pg_tx, pg_transaction. Each call returns a new slice.
+// describe_schema, explain_query, pg_tx, pg_transaction. Each call returns a
+// new slice.
 func ToolNames() []string {
 	return []string{
 		"select_query",
@@ -34,6 +35,7 @@ func ToolNames() []string {
 		"delete_data",
 		"execute_sql",
 		"describe_schema",
+		"explain_query",
 		"pg_tx",
 		"pg_transaction",
 	}

@@ -35,6 +35,7 @@ const (
 	ErrSyntax               = pgerr.ErrSyntax
 	ErrTimeout              = pgerr.ErrTimeout
 	ErrTooManyRows          = pgerr.ErrTooManyRows
+	ErrTooExpensive         = pgerr.ErrTooExpensive
 	ErrUnknownTool          = pgerr.ErrUnknownTool
 	ErrWriteIntentRequired  = pgerr.ErrWriteIntentRequired
 )

@@ -1,0 +1,159 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgtools/pgtools/tools/internal/wire"
+)
+
+// planBudget is the planner estimate a call's statements may reach: the smallest of the
+// database's policy, the principal's and the call's own (WithPlanBudget). Zero fields set no
+// bound; with both zero no plan is asked for, and a statement costs no extra round trip.
+type planBudget struct {
+	cost float64 // max_estimated_cost: the top plan node's Total Cost
+	rows int64   // max_estimated_rows: rows returned, or for a write the rows it touches
+	// estimates gives a refusal's summary the catalog's table sizes (its warnings); nil: none.
+	estimates func(ctx context.Context) func(schema, name string) (int64, bool)
+}
+
+func (b planBudget) set() bool { return b.cost > 0 || b.rows > 0 }
+
+type planBudgetKey struct{}
+
+type callBudget struct {
+	cost float64
+	rows int64
+}
+
+// WithPlanBudget returns a context whose tool calls refuse, before running it, a statement whose
+// plan is estimated above cost or above rows (too_expensive), where that is below the database's
+// and the principal's max_estimated_cost and max_estimated_rows. Transports set it from what the
+// caller's host asks for (the n8n nodes' options): it can only lower a budget, never raise or
+// lift one. A value <= 0 leaves that bound as configured.
+func WithPlanBudget(ctx context.Context, cost float64, rows int64) context.Context {
+	if cost <= 0 && rows <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, planBudgetKey{}, callBudget{cost: max(cost, 0), rows: max(rows, 0)})
+}
+
+// lowest is the smallest of the positive values among vs, or 0 when none is.
+func lowest[T int64 | float64](vs ...T) T {
+	var n T
+	for _, v := range vs {
+		if v > 0 && (n == 0 || v < n) {
+			n = v
+		}
+	}
+	return n
+}
+
+// planBudgetOf is the budget of one call of p on db.
+func planBudgetOf(ctx context.Context, p Principal, db *Database) planBudget {
+	c, _ := ctx.Value(planBudgetKey{}).(callBudget)
+	return planBudget{cost: lowest(db.Policy.MaxEstimatedCost, p.MaxEstimatedCost, c.cost),
+		rows: lowest(db.Policy.MaxEstimatedRows, p.MaxEstimatedRows, c.rows)}
+}
+
+// check refuses plan when it is estimated over b. The refusal carries the plan's summary and
+// names the fix; nil when the plan fits.
+func (b planBudget) check(ctx context.Context, plan *planNode) *Error {
+	noEstimates := func(string, string) (int64, bool) { return 0, false }
+	quick := summarize(plan, noEstimates)
+	overCost := b.cost > 0 && plan.TotalCost > b.cost
+	overRows := b.rows > 0 && quick.touched() > b.rows
+	if !overCost && !overRows {
+		return nil
+	}
+	est := noEstimates
+	if b.estimates != nil {
+		est = b.estimates(ctx)
+	}
+	s := summarize(plan, est)
+	var over []string
+	if overCost {
+		over = append(over, fmt.Sprintf("cost %s, over max_estimated_cost %s", fmtCost(plan.TotalCost), fmtCost(b.cost)))
+	}
+	if overRows {
+		what := "rows"
+		if len(s.Writes) > 0 {
+			what = "rows touched"
+		}
+		over = append(over, fmt.Sprintf("%d %s, over max_estimated_rows %d", s.touched(), what, b.rows))
+	}
+	e := &Error{Type: ErrTooExpensive,
+		Message:    "The planner estimates this statement at " + strings.Join(over, ", and ") + "; nothing was run",
+		Suggestion: budgetFix(s, overRows)}
+	e.Plan, _ = json.Marshal(s)
+	return e
+}
+
+// budgetFix is the narrower call that fits a budget, read from the plan.
+func budgetFix(s *PlanSummary, overRows bool) string {
+	var fix []string
+	for _, sc := range s.Scans {
+		if sc.Method == "Seq Scan" && sc.Filter != "" {
+			fix = append(fix, fmt.Sprintf("filter %s on an indexed column (describe_schema lists indexes; an index on the column of %s would let the planner avoid reading all of it)", sc.Table, sc.Filter))
+			break
+		}
+	}
+	if len(fix) == 0 && len(s.Scans) > 1 {
+		fix = append(fix, "join on key columns and add a where to each table (a join without one multiplies rows)")
+	}
+	if len(s.Writes) > 0 {
+		fix = append(fix, "narrow the where to the rows you mean to change, or change them in smaller batches")
+	} else {
+		fix = append(fix, "add a narrower where")
+		if overRows {
+			fix = append(fix, "a smaller limit")
+		}
+	}
+	return "Make the statement cheaper: " + strings.Join(fix, "; ") + ". explain_query shows the estimate of a rewrite without running it. " +
+		"Only the operator can raise policy.max_estimated_cost or max_estimated_rows."
+}
+
+func fmtCost(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
+
+// withinBudget plans a read the way it will run (planRead) and refuses it when over the call's
+// budget: one round trip before the statement, only when a budget is set.
+func (req *request) withinBudget(ctx context.Context, sess *Session, st wire.Stmt) error {
+	if !req.budget.set() {
+		return nil
+	}
+	plan, err := req.planRead(ctx, sess, st.SQL, st.Params)
+	if err != nil {
+		return err
+	}
+	if e := req.budget.check(ctx, plan); e != nil {
+		return e
+	}
+	return nil
+}
+
+// readOn is runReadOn for the agent's statement of a call: refused before it runs when its plan
+// is over the call's budget.
+func (req *request) readOn(ctx context.Context, sess *Session, st wire.Stmt) (*wire.RowSet, error) {
+	if err := req.withinBudget(ctx, sess, st); err != nil {
+		return nil, err
+	}
+	return runReadOn(ctx, req.db, sess, req.who(), st)
+}
+
+// writeWithinBudget plans st inside its transaction on pc, after pre (the identity and timeouts
+// asserted again, in the same round trip), and refuses it when over st.budget.
+func writeWithinBudget(ctx context.Context, pc *pgconn.PgConn, st writeStmt, pre []wire.Exec) error {
+	plan, err := planIn(ctx, pc, st, pre)
+	if err != nil {
+		return err
+	}
+	if e := st.budget.check(ctx, plan); e != nil {
+		return e
+	}
+	return nil
+}
