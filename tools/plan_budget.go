@@ -99,7 +99,7 @@ func budgetFix(s *PlanSummary, overRows bool) string {
 	var fix []string
 	for _, sc := range s.Scans {
 		if sc.Method == "Seq Scan" && sc.Filter != "" {
-			fix = append(fix, fmt.Sprintf("filter %s on an indexed column (describe_schema lists indexes; an index on the column of %s would let the planner avoid reading all of it)", sc.Table, sc.Filter))
+			fix = append(fix, fmt.Sprintf("filter %s on an indexed column (describe_schema lists its indexes), or ask the operator for an index on the columns of its filter %s", sc.Table, sc.Filter))
 			break
 		}
 	}
