@@ -1,0 +1,103 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestPlanBudgetRefusesBeforeRunning: with a budget set, a statement whose plan is over it is
+// refused with too_expensive on every path that runs agent-influenced SQL, and nothing changes;
+// a primary-key read fits and runs.
+func TestPlanBudgetRefusesBeforeRunning(t *testing.T) {
+	t.Parallel()
+	b := newPlanBundle(t, Policy{MaxEstimatedCost: 500, MaxEstimatedRows: 1000})
+	b.reg.addCustomTools(context.Background(), []CustomTool{ //nolint:errcheck // checked below by calling them
+		{Name: "bump_all", Description: "Bump every n.", Mode: "write", SQL: "UPDATE big SET n = n + $1",
+			Parameters: []CustomParam{{Name: "by", Type: "integer", Required: true}}},
+		{Name: "kinds", Description: "Pairs of rows of a kind.", SQL: "SELECT a.id, b.id FROM big a JOIN big b USING (kind) WHERE kind = $1",
+			Parameters: []CustomParam{{Name: "kind", Type: "string", Required: true}}},
+	})
+	state := func() int64 {
+		return b.db.QueryInt(t, "select (select count(*) * 1000000 + sum(n) from big) + (select count(*) from items) + (select last_value from counter)")
+	}
+	before := state()
+	refused := []struct{ name, tool, args string }{
+		{"cross join", "execute_sql", `{"sql":"select * from big a cross join big b"}`},
+		{"select_query over the row budget", "select_query", `{"table":"big","limit":5000}`},
+		{"full scan over the cost budget", "execute_sql", `{"sql":"select count(*) from big a join big b using (kind)"}`},
+		{"update", "update_data", `{"table":"big","set":{"n":0},"where":"kind <> $1","params":["x"],"autocommit":true,"max_affected_rows":100000}`},
+		{"update dry run", "update_data", `{"table":"big","set":{"n":0},"where":"n > 0","dry_run":true}`},
+		{"delete", "delete_data", `{"table":"big","where":"n > 0","autocommit":true}`},
+		{"insert … select", "execute_sql", `{"sql":"insert into big select id + 100000, kind, n from big","mode":"write","autocommit":true}`},
+		{"insert_data with a volatile value", "execute_sql", `{"sql":"insert into items (sku, qty) select 's' || nextval('counter'), 1 from big","mode":"write","autocommit":true}`},
+		{"pg_transaction's second operation", "pg_transaction", `{"operations":[{"sql":"insert into items (sku) values ('first')"},{"sql":"delete from big where n > $1","params":[0]}]}`},
+		{"operator-defined write", "bump_all", `{"by":1,"autocommit":true}`},
+		{"operator-defined read", "kinds", `{"kind":"k1"}`},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			e := b.mustFail(t, ErrTooExpensive, c.tool, c.args)
+			if !strings.Contains(e.Message, "over max_estimated_") || !strings.Contains(e.Message, "nothing was run") || len(e.Plan) == 0 {
+				t.Errorf("refusal without the estimate or the plan: %s", errorJSON(t, e))
+			}
+			var s PlanSummary
+			if err := json.Unmarshal(e.Plan, &s); err != nil || len(s.Scans) == 0 {
+				t.Errorf("plan %s: %v", e.Plan, err)
+			}
+		})
+	}
+	if got := state(); got != before {
+		t.Fatalf("a refused statement changed something: %d → %d", before, got)
+	}
+	// What fits runs.
+	out := b.mustCall(t, "select_query", `{"table":"big","where":"id = $1","params":[7]}`)
+	if out["rowCount"] != float64(1) {
+		t.Errorf("primary-key read: %v", out)
+	}
+	b.mustCall(t, "update_data", `{"table":"big","set":{"n":0},"where":"id = $1","params":[7],"autocommit":true}`)
+	b.mustCall(t, "pg_transaction", `{"operations":[{"sql":"update big set n = 1 where id = 7"},{"sql":"select * from big where id = 7"}]}`)
+	if got := b.db.QueryInt(t, "select n from big where id = 7"); got != 1 {
+		t.Errorf("the statements within budget did not run: n = %d", got)
+	}
+}
+
+// TestPlanBudgetLowering: a principal's and a call's budget lower the database's (or set one
+// where it has none) and never raise it.
+func TestPlanBudgetLowering(t *testing.T) {
+	t.Parallel()
+	open := newPlanBundle(t, Policy{})
+	capped := newPlanBundle(t, Policy{MaxEstimatedRows: 10})
+	const read = `{"table":"big","where":"id <= 100"}`
+	call := func(b *bundle, ctx context.Context, p Principal) *Error {
+		_, _, e := b.reg.Call(ctx, p, "select_query", []byte(read))
+		return e
+	}
+	bg := context.Background()
+	cases := []struct {
+		name   string
+		b      *bundle
+		ctx    context.Context
+		p      Principal
+		refuse bool
+	}{
+		{"no budget anywhere", open, bg, testPrincipal, false},
+		{"the token's budget", open, bg, Principal{Name: "t", Scopes: []string{"read"}, MaxEstimatedRows: 10}, true},
+		{"the token's cost budget", open, bg, Principal{Name: "t", Scopes: []string{"read"}, MaxEstimatedCost: 0.5}, true},
+		{"the call's budget", open, WithPlanBudget(bg, 0, 10), testPrincipal, true},
+		{"a call's budget above the need", open, WithPlanBudget(bg, 1e9, 1e6), testPrincipal, false},
+		{"the database's budget", capped, bg, testPrincipal, true},
+		{"a token cannot raise it", capped, bg, Principal{Name: "t", Scopes: []string{"read"}, MaxEstimatedRows: 1e6}, true},
+		{"a call cannot raise it", capped, WithPlanBudget(bg, 1e9, 1e6), testPrincipal, true},
+	}
+	for _, c := range cases {
+		e := call(c.b, c.ctx, c.p)
+		switch {
+		case c.refuse && (e == nil || e.Type != ErrTooExpensive):
+			t.Errorf("%s: %+v, want too_expensive", c.name, e)
+		case !c.refuse && e != nil:
+			t.Errorf("%s: refused: %s", c.name, errorJSON(t, e))
+		}
+	}
+}
