@@ -147,7 +147,7 @@ func TestOpenAPIPublic(t *testing.T) {
 		t.Errorf("public /openapi.json: %d %v, want the built-in tools %v", status, got, builtins)
 	}
 	status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", readToken, "")
-	want := []string{"describe_schema", "execute_sql", metaCustomTool, "pg_tx", "select_query"}
+	want := []string{"describe_schema", "execute_sql", "explain_query", metaCustomTool, "pg_tx", "select_query"}
 	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("/openapi.json with a read token: %d %v, want %v", status, got, want)
 	}
@@ -173,7 +173,7 @@ func TestOpenAPIPublicHidesDisabledBuiltins(t *testing.T) {
 	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), OpenAPIPublic: true}))
 	t.Cleanup(srv.Close)
 	status, body, _ := apitest.Call(t, http.MethodGet, srv.URL+"/openapi.json", "", "")
-	want := []string{"describe_schema", "pg_tx", "select_query"}
+	want := []string{"describe_schema", "explain_query", "pg_tx", "select_query"}
 	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("public /openapi.json over a read-only database without execute_sql: %d %v, want %v", status, got, want)
 	}
