@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -98,6 +99,39 @@ func TestPlanBudgetLowering(t *testing.T) {
 			t.Errorf("%s: %+v, want too_expensive", c.name, e)
 		case !c.refuse && e != nil:
 			t.Errorf("%s: refused: %s", c.name, errorJSON(t, e))
+		}
+	}
+}
+
+// BenchmarkSelectByPKBudget is BenchmarkSelectByPK's prepared read without a plan budget and
+// with one (the EXPLAIN before the read), and an autocommit update by primary key likewise, on
+// one connection: what a budget costs a call.
+func BenchmarkSelectByPKBudget(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		pol  Policy
+	}{{"no budget", Policy{}}, {"budget", Policy{MaxEstimatedCost: 1e6, MaxEstimatedRows: 1e6}}} {
+		bn := newBundleConns(b, c.pol, 1)
+		bn.db.Exec(b, "GRANT UPDATE ON orders TO "+quoteIdent(bn.db.RoleName("agent")))
+		reads, writes := make([][]byte, 50), make([][]byte, 50)
+		for i := range reads {
+			reads[i] = []byte(`{"table":"orders","where":"id = $1","params":[` + strconv.Itoa(i+1) + `]}`)
+			writes[i] = []byte(`{"table":"orders","set":{"status":"paid"},"where":"id = $1","params":[` + strconv.Itoa(i+1) + `],"autocommit":true}`)
+		}
+		for _, call := range []struct {
+			tool string
+			args [][]byte
+		}{{"select_query", reads}, {"update_data", writes}} {
+			b.Run(call.tool+"/"+c.name, func(b *testing.B) {
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, _, e := bn.reg.Call(ctx, testPrincipal, call.tool, call.args[i%50]); e != nil {
+						b.Fatal(e)
+					}
+				}
+			})
 		}
 	}
 }
