@@ -161,10 +161,13 @@ func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeSt
 	defer cancel()
 	if st.budget.set() {
 		// Planned after the assertions, which then need not run again with the statement.
-		if err := writeWithinBudget(ctx, pc, st, pre); err != nil {
+		ran, err := writeWithinBudget(ctx, pc, st, pre)
+		if err != nil {
 			return nil, false, err
 		}
-		pre = nil
+		if ran {
+			pre = nil
+		}
 	}
 	oids := st.colOIDs
 	if wire.NeedsTypes(st.params) {

@@ -120,10 +120,42 @@ func budgetFix(s *PlanSummary, overRows bool) string {
 
 func fmtCost(c float64) string { return strconv.FormatFloat(c, 'f', -1, 64) }
 
+// unplannedWords lead the statements a budget lets through without a plan: they only read or
+// set a setting, at no cost to speak of. Every other statement PostgreSQL cannot EXPLAIN (DDL,
+// DO, CALL, EXPLAIN ANALYZE, which runs its statement unplanned by pgtools, …) is refused while
+// a budget applies: the budget could not see what it costs.
+var unplannedWords = map[string]bool{"SHOW": true, "SET": true, "RESET": true}
+
+// budgetGate says whether sql is planned against a budget (plannable), lets it through as
+// costless, or refuses it: nil error and plan false for the costless ones.
+func budgetGate(sql string) (plan bool, e *Error) {
+	kw := leadingKeyword(sql)
+	switch {
+	case plannableWords[kw]:
+		return true, nil
+	case unplannedWords[kw]:
+		return false, nil
+	}
+	what := kw
+	if what == "" {
+		what = "this statement"
+	}
+	return false, &Error{Type: ErrNotAllowed,
+		Message: fmt.Sprintf("A plan budget (max_estimated_cost or max_estimated_rows) applies to this call, and PostgreSQL cannot estimate %s before it runs; nothing was run", what),
+		Suggestion: "Send a SELECT, INSERT, UPDATE, DELETE or MERGE, whose plan the budget can check (explain_query shows the plan of one instead of EXPLAIN). " +
+			"Statements without a plan (DDL, DO, CALL, EXPLAIN ANALYZE) need a database or token without a budget; ask the operator."}
+}
+
 // withinBudget plans a read the way it will run (planRead) and refuses it when over the call's
 // budget: one round trip before the statement, only when a budget is set.
 func (req *request) withinBudget(ctx context.Context, sess *Session, st wire.Stmt) error {
 	if !req.budget.set() {
+		return nil
+	}
+	if planned, e := budgetGate(st.SQL); !planned {
+		if e != nil {
+			return e
+		}
 		return nil
 	}
 	plan, err := req.planRead(ctx, sess, st.SQL, st.Params)
@@ -146,14 +178,21 @@ func (req *request) readOn(ctx context.Context, sess *Session, st wire.Stmt) (*w
 }
 
 // writeWithinBudget plans st inside its transaction on pc, after pre (the identity and timeouts
-// asserted again, in the same round trip), and refuses it when over st.budget.
-func writeWithinBudget(ctx context.Context, pc *pgconn.PgConn, st writeStmt, pre []wire.Exec) error {
+// asserted again, in the same round trip), and refuses it when over st.budget. ran reports
+// whether pre ran: a statement the budget lets through unplanned (SET, SHOW) sends nothing.
+func writeWithinBudget(ctx context.Context, pc *pgconn.PgConn, st writeStmt, pre []wire.Exec) (ran bool, err error) {
+	if planned, e := budgetGate(st.sql); !planned {
+		if e != nil {
+			return false, e
+		}
+		return false, nil
+	}
 	plan, err := planIn(ctx, pc, st, pre)
 	if err != nil {
-		return err
+		return true, err
 	}
 	if e := st.budget.check(ctx, plan); e != nil {
-		return e
+		return true, e
 	}
-	return nil
+	return true, nil
 }

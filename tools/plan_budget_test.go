@@ -64,6 +64,26 @@ func TestPlanBudgetRefusesBeforeRunning(t *testing.T) {
 	}
 }
 
+// TestPlanBudgetWithoutPlan: under a budget, statements PostgreSQL cannot plan are refused
+// (fail closed: the budget could not see their cost), except those that only read or set a
+// setting; EXPLAIN ANALYZE, which would run its statement unplanned, is among the refused.
+func TestPlanBudgetWithoutPlan(t *testing.T) {
+	t.Parallel()
+	b := newPlanBundle(t, Policy{MaxEstimatedRows: 1000})
+	b.mustCall(t, "execute_sql", `{"sql":"show work_mem"}`)
+	b.mustCall(t, "pg_transaction", `{"operations":[{"sql":"select * from big where id = 1"},{"sql":"update big set n = n where id = 2"}]}`)
+	for _, c := range []struct{ tool, args string }{
+		{"execute_sql", `{"sql":"explain analyze select * from big a cross join big b"}`},
+		{"execute_sql", `{"sql":"do $$ begin perform count(*) from big a cross join big b; end $$","mode":"write","autocommit":true}`},
+		{"pg_transaction", `{"operations":[{"sql":"select 1"},{"sql":"do $$ begin perform 1; end $$"}]}`},
+	} {
+		e := b.mustFail(t, ErrNotAllowed, c.tool, c.args)
+		if !strings.Contains(e.Message, "plan budget") || !strings.Contains(e.Suggestion, "explain_query") {
+			t.Errorf("%s: %s", c.args, errorJSON(t, e))
+		}
+	}
+}
+
 // TestPlanBudgetLowering: a principal's and a call's budget lower the database's (or set one
 // where it has none) and never raise it.
 func TestPlanBudgetLowering(t *testing.T) {

@@ -119,7 +119,7 @@ func unsafeWriteTag(tag string) bool {
 // rows the statement changed are judged by the difference, not by the command tag.
 func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before effects) (out *writeOutcome, keep bool, err error) {
 	if st.budget.set() {
-		if err := writeWithinBudget(ctx, pc, st, nil); err != nil {
+		if _, err := writeWithinBudget(ctx, pc, st, nil); err != nil {
 			return nil, false, err
 		}
 	}

@@ -300,6 +300,17 @@ describe('nodes against a real runner', { skip }, () => {
 		assert.ok(JSON.stringify(read.data).length <= 4096, `${JSON.stringify(read.data).length} bytes of rows`);
 	});
 
+	test('Max Estimated Rows refuses a read planned over it with too_expensive, and Explain Query shows the plan', async () => {
+		const [refused] = await run('SelectQuery', [{ table: 'events' }], { pinned: { maxEstimatedRows: 10 } });
+		assert.equal(refused.errorType, 'too_expensive', JSON.stringify(refused));
+		assert.match(refused.error, /over max_estimated_rows 10/);
+		assert.ok(refused.plan && refused.plan.scans.length > 0, JSON.stringify(refused));
+		const [plan] = await run('ExplainQuery', [{ sql: 'select * from events where id = $1', params: [1] }]);
+		assert.equal(plan.success, true, JSON.stringify(plan));
+		assert.equal(plan.operation, 'explain');
+		assert.ok(plan.scans.length > 0);
+	});
+
 	test('an explicit limit equal to the schema default (1000) reaches the runner; an omitted one is the operator\'s default_limit', async () => {
 		// A second runner on the demo database whose operator set default_limit 5.
 		const dir = mkdtempSync(join(tmpdir(), 'pgtools-limit-'));
