@@ -235,7 +235,7 @@ describe('nodes against a real runner', { skip }, () => {
 			},
 		};
 		const check = async (data) => (await testFn.call({ helpers }, { id: 'x', name: 'pgtools API', type: 'pgToolsApi', data })).message;
-		assert.match(await check({ url: runner.url, token: runner.token }), /^Connected to the pgtools runner: 8 tools available\.$/);
+		assert.match(await check({ url: runner.url, token: runner.token }), /^Connected to the pgtools runner: 9 tools available\.$/);
 		assert.match(await check({ url: runner.url, token: 'not-a-token-0123456789' }), /refused this token/);
 		assert.match(await check({ url: `${runner.url}/v1`, token: runner.token }), /No pgtools runner answers at .*\(HTTP 404\)/);
 		const closed = await closedPort();
