@@ -99,7 +99,7 @@ func refusedAs(t *testing.T, method, url, token, body string) refusal {
 func TestMetadataNeedsAToken(t *testing.T) {
 	t.Parallel()
 	api := newMetaAPI(t, mcpTokens(), httpapi.HandlerOptions{})
-	readTools := []string{"describe_schema", "execute_sql", metaCustomTool, "pg_tx", "select_query"}
+	readTools := []string{"describe_schema", "execute_sql", "explain_query", metaCustomTool, "pg_tx", "select_query"}
 	for _, token := range []string{"", "wrong-token-0123456789abcdef", "eyJhbGciOiJIUzI1NiJ9.e30.x"} {
 		want := refusedAs(t, http.MethodPost, api.srv.URL+"/v1/tools/select_query", token, `{"table": "orders"}`)
 		if want.status != http.StatusUnauthorized || want.body["errorType"] != "authentication_error" || want.challenge == "" {
