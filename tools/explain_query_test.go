@@ -65,6 +65,13 @@ func TestExplainQueryReads(t *testing.T) {
 			t.Fatalf("plan %+v, want one Index Scan on big_pkey, 1 row, no warning", s)
 		}
 	})
+	t.Run("params of unknown type and arrays are bound as for execute_sql", func(t *testing.T) {
+		planOf(t, b, `{"sql":"select $1","params":[1]}`)
+		s := planOf(t, b, `{"sql":"select * from big where id = any($1)","params":[[1,2,3]]}`)
+		if len(s.Scans) != 1 || s.Scans[0].Index != "big_pkey" || s.Rows != 3 {
+			t.Fatalf("plan %+v, want the primary key for 3 rows", s)
+		}
+	})
 	t.Run("a small table's full scan is no warning", func(t *testing.T) {
 		s := planOf(t, b, `{"sql":"select * from customers c join orders o on o.customer_id = c.id"}`)
 		if len(s.Scans) != 2 || len(s.Warnings) != 0 {
