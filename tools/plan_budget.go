@@ -162,6 +162,11 @@ func (req *request) withinBudget(ctx context.Context, sess *Session, st wire.Stm
 	if err != nil {
 		return err
 	}
+	if req.lookAhead && st.MaxRows > 0 && plan.PlanRows >= float64(st.MaxRows) {
+		// select_query asks for one row past its limit, to tell that more exist; the caller is
+		// answered at most limit rows, and that is what the row budget bounds.
+		plan.PlanRows = float64(st.MaxRows - 1)
+	}
 	if e := req.budget.check(ctx, plan); e != nil {
 		return e
 	}

@@ -52,7 +52,10 @@ func TestPlanBudgetRefusesBeforeRunning(t *testing.T) {
 	if got := state(); got != before {
 		t.Fatalf("a refused statement changed something: %d → %d", before, got)
 	}
-	// What fits runs.
+	// What fits runs: a read of the budget's 1000 rows (select_query's look-ahead row is its own).
+	if out := b.mustCall(t, "select_query", `{"table":"big","limit":1000}`); out["rowCount"] != float64(1000) {
+		t.Errorf("read of 1000 rows: %v rows", out["rowCount"])
+	}
 	out := b.mustCall(t, "select_query", `{"table":"big","where":"id = $1","params":[7]}`)
 	if out["rowCount"] != float64(1) {
 		t.Errorf("primary-key read: %v", out)

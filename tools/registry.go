@@ -40,6 +40,7 @@ type request struct {
 	started   time.Time
 	maxBytes  int        // response byte cap: the database's, lowered by the principal's and the call's
 	budget    planBudget // plan estimate bound: the database's, lowered by the principal's and the call's
+	lookAhead bool       // the read's SQL asks for one row past its limit (select_query): not counted by the budget
 }
 
 // format is the row format of the call: its format argument (validated by the schema), else the
