@@ -34,8 +34,8 @@ type callBudget struct {
 // WithPlanBudget returns a context whose tool calls refuse, before running it, a statement whose
 // plan is estimated above cost or above rows (too_expensive), where that is below the database's
 // and the principal's max_estimated_cost and max_estimated_rows. Transports set it from what the
-// caller's host asks for (the n8n nodes' options): it can only lower a budget, never raise or
-// lift one. A value <= 0 leaves that bound as configured.
+// caller's host asks for (the n8n nodes' options): it can lower a budget, or set one where none
+// is configured, never raise or lift one. A value <= 0 leaves that bound as configured.
 func WithPlanBudget(ctx context.Context, cost float64, rows int64) context.Context {
 	if cost <= 0 && rows <= 0 {
 		return ctx

@@ -158,3 +158,24 @@ func BenchmarkSelectByPKBudget(b *testing.B) {
 		}
 	}
 }
+
+// TestBudgetGateWalksItsTables: every plannable leading keyword is planned, every costless one
+// passes unplanned, and anything in neither table is refused (fail closed).
+func TestBudgetGateWalksItsTables(t *testing.T) {
+	t.Parallel()
+	for kw := range plannableWords {
+		if plan, e := budgetGate("/* c */ " + strings.ToLower(kw) + " x"); !plan || e != nil {
+			t.Errorf("%s: plan %v, %v; want planned", kw, plan, e)
+		}
+	}
+	for kw := range unplannedWords {
+		if plan, e := budgetGate(kw + " x"); plan || e != nil {
+			t.Errorf("%s: plan %v, %v; want through unplanned", kw, plan, e)
+		}
+	}
+	for _, sql := range []string{"EXPLAIN ANALYZE SELECT 1", "CREATE TABLE t AS SELECT 1", "DO $$ $$", "CALL p()", "VACUUM", "(SELECT 1)", "", "COPY t TO STDOUT"} {
+		if plan, e := budgetGate(sql); plan || e == nil || e.Type != ErrNotAllowed {
+			t.Errorf("%q: plan %v, %v; want refused", sql, plan, e)
+		}
+	}
+}
