@@ -134,7 +134,7 @@ func TestHTTPCatalogEndpoints(t *testing.T) {
 
 	status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/v1/tools", readToken, "")
 	list, _ := body["tools"].([]any)
-	if status != 200 || len(list) != 4 { // a read token is shown the read tools only (toollist_test.go)
+	if status != 200 || len(list) != 5 { // a read token is shown the read tools only (toollist_test.go)
 		t.Fatalf("/v1/tools: %d %v", status, body)
 	}
 	names := map[string]bool{}

@@ -248,6 +248,8 @@ func TestMCPOutputSchema(t *testing.T) {
 		{"delete_data", map[string]any{"table": "big", "where": "id = 1000", "autocommit": true}, false},
 		{"execute_sql", map[string]any{"sql": "select 1 as one"}, false},
 		{"execute_sql", map[string]any{"sql": "selec 1"}, true},
+		{"explain_query", map[string]any{"sql": "update big set v = 'x' where id = $1", "params": []any{1}}, false},
+		{"explain_query", map[string]any{"sql": "explain analyze select 1"}, true},
 		{"pg_tx", map[string]any{"action": "list"}, true}, // sessions are not enabled on this registry
 		{"pg_tx", map[string]any{"action": "commit", "session_id": "00000000-0000-4000-8000-000000000000"}, true},
 		{"pg_transaction", map[string]any{"operations": []any{map[string]any{"sql": "select 1"}, map[string]any{"sql": "update big set v = v where id = 1"}}}, false},

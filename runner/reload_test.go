@@ -100,6 +100,8 @@ func TestPoolChangesCoverWhatThePoolCarries(t *testing.T) {
 			if v.Type() != reflect.TypeOf(time.Duration(0)) {
 				v.SetInt(7)
 			}
+		case reflect.Float64:
+			v.SetFloat(7.5)
 		case reflect.String:
 			v.SetString("x")
 		case reflect.Slice:

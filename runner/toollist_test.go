@@ -29,8 +29,8 @@ func TestToolListsPerCaller(t *testing.T) {
 		token string
 		want  []string
 	}{
-		{agentToken, []string{"select_query", "insert_data", "update_data", "delete_data", "execute_sql", "describe_schema", "pg_tx", "pg_transaction"}},
-		{readToken, []string{"select_query", "execute_sql", "describe_schema", "pg_tx"}},
+		{agentToken, []string{"select_query", "insert_data", "update_data", "delete_data", "execute_sql", "describe_schema", "explain_query", "pg_tx", "pg_transaction"}},
+		{readToken, []string{"select_query", "execute_sql", "describe_schema", "explain_query", "pg_tx"}},
 		{writeToken, writeTools},
 		{narrowToken, []string{"select_query"}},
 	}

@@ -23,9 +23,10 @@ var files embed.FS
 // configFile is the name of the configuration schema inside files.
 const configFile = "config.schema.json"
 
-// ToolNames returns the wire names of the eight tools in their canonical
+// ToolNames returns the wire names of the built-in tools in their canonical
 // order: select_query, insert_data, update_data, delete_data, execute_sql,
-// describe_schema, pg_tx, pg_transaction. Each call returns a new slice.
+// describe_schema, explain_query, pg_tx, pg_transaction. Each call returns a
+// new slice.
 func ToolNames() []string {
 	return []string{
 		"select_query",
@@ -34,6 +35,7 @@ func ToolNames() []string {
 		"delete_data",
 		"execute_sql",
 		"describe_schema",
+		"explain_query",
 		"pg_tx",
 		"pg_transaction",
 	}
@@ -46,14 +48,16 @@ func ToolNames() []string {
 // (Description). It returns false if no tool has that name.
 //
 // What validates a call is Validation, which keeps the keywords a model does not need to read:
-// "pattern" (regular expressions; the answer to a mismatch says in words what to send) and
-// "minLength". Tool serves the schema without them, as every token of it is paid on every turn.
+// "pattern" (regular expressions; the answer to a mismatch says in words what to send),
+// "minLength", and the size bounds of arrays and objects ("minItems", "maxItems",
+// "minProperties"; descriptions say what matters of them). Tool serves the schema without them,
+// as every token of it is paid on every turn.
 func Tool(name string) ([]byte, bool) {
 	raw, ok := Validation(name)
 	if !ok {
 		return nil, false
 	}
-	served, err := withoutKeywords(raw, "pattern", "minLength")
+	served, err := withoutKeywords(raw, "pattern", "minLength", "minItems", "maxItems", "minProperties")
 	if err != nil {
 		panic("schemas: " + name + ".json: " + err.Error())
 	}

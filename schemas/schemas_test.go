@@ -61,7 +61,7 @@ func TestToolNames(t *testing.T) {
 	t.Parallel()
 	want := []string{
 		"select_query", "insert_data", "update_data", "delete_data",
-		"execute_sql", "describe_schema", "pg_tx", "pg_transaction",
+		"execute_sql", "describe_schema", "explain_query", "pg_tx", "pg_transaction",
 	}
 	if got := ToolNames(); !slices.Equal(got, want) {
 		t.Fatalf("ToolNames() = %v, want %v", got, want)
@@ -422,6 +422,14 @@ func TestToolArguments(t *testing.T) {
 			{"read_only as string", `{"action":"begin","read_only":"true"}`, false},
 			{"bad session id", `{"action":"commit","session_id":"3f2b8c1e9a4d4e7b8c2a1d5e6f7a8b9c"}`, false},
 			{"unknown property", `{"action":"begin","timeout":5}`, false},
+		},
+		"explain_query": {
+			{"sql", `{"sql":"select * from orders where id = $1","params":[1]}`, true},
+			{"params as string", `{"sql":"select $1","params":"[1]","database":"default"}`, true},
+			{"missing sql", `{"params":[1]}`, false},
+			{"blank sql", `{"sql":"  "}`, false},
+			{"session_id", `{"sql":"select 1","session_id":"` + uuid + `"}`, false},
+			{"verbose", `{"sql":"select 1","verbose":true}`, false},
 		},
 		"pg_transaction": {
 			{"one", `{"operations":[{"sql":"SELECT 1"}]}`, true},

@@ -14,6 +14,8 @@ import (
 var answerMasks = []pgtest.Mask{
 	{Re: regexp.MustCompile(`"executionTime":"[^"]*"`), With: `"executionTime":"<time>"`},
 	{Re: regexp.MustCompile(`"estimatedRows":-?[0-9]+`), With: `"estimatedRows":"<estimate>"`},
+	{Re: regexp.MustCompile(`"estimatedCost":[0-9.e+]+`), With: `"estimatedCost":"<estimate>"`},
+	{Re: regexp.MustCompile(`"rows":[0-9]+`), With: `"rows":"<estimate>"`},
 }
 
 // TestAnswerGolden pins the success answer of every stateless tool and shape — rows in each format,
@@ -52,6 +54,8 @@ func TestAnswerGolden(t *testing.T) {
 		{"custom-read", "order_status", `{"order_id":1}`},
 		{"custom-write-dry_run", "set_qty", `{"qty":7,"dry_run":true}`},
 		{"custom-write", "set_qty", `{"qty":7,"autocommit":true}`},
+		{"explain_query", "explain_query", `{"sql":"select o.id, c.name from orders o join customers c on c.id = o.customer_id where o.status = $1","params":["paid"]}`},
+		{"explain_query-write", "explain_query", `{"sql":"update orders set status = 'x' where id = $1","params":[9]}`},
 		{"describe_schema", "describe_schema", `{}`},
 		{"describe_schema-table", "describe_schema", `{"table":"items"}`},
 		{"pg_transaction", "pg_transaction", `{"operations":[{"sql":"update orders set status = 'x' where id = 6"},{"sql":"select id, status from orders where id = 6"}]}`},

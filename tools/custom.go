@@ -350,7 +350,7 @@ func runCustom(ctx context.Context, req *request, t CustomTool) (Result, *Error)
 	format := req.format(strArg(req.args, "format"))
 	if t.Mode != "write" {
 		limit := req.db.Policy.DefaultLimit
-		rs, err := runReadOn(ctx, req.db, req.session, req.who(), wire.Stmt{SQL: t.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: format})
+		rs, err := req.readOn(ctx, req.session, wire.Stmt{SQL: t.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: format})
 		if err != nil {
 			return nil, req.statementError(ctx, err, stmtInfo{sql: t.SQL, paramCols: paramNames(t), paramArgs: true, readOnly: true})
 		}
@@ -359,7 +359,7 @@ func runCustom(ctx context.Context, req *request, t CustomTool) (Result, *Error)
 		return res, nil
 	}
 	dry := boolArg(req.args, "dry_run")
-	st := writeStmt{op: t.Name, sql: t.SQL, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
+	st := writeStmt{budget: req.budget, op: t.Name, sql: t.SQL, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
 		free: true, allowDDL: req.allowDDL, ddlFix: req.ddlFix, maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: format, dryRun: dry}
 	if dry {
 		st.keepRows, st.maxAffected = previewRows, 0 // a dry run reports the count; the cap applies when it is applied

@@ -54,6 +54,13 @@ type Policy struct {
 	PoolWait time.Duration `json:"-"`
 	// MaxAffectedRows is the default cap on rows one update or delete may change (default 1000).
 	MaxAffectedRows int `json:"max_affected_rows"`
+	// MaxEstimatedCost refuses, before it runs, a statement whose plan's total cost estimate is
+	// above it (too_expensive), at the price of one EXPLAIN round trip per statement (default 0:
+	// no bound, no EXPLAIN).
+	MaxEstimatedCost float64 `json:"max_estimated_cost"`
+	// MaxEstimatedRows refuses, before it runs, a statement the planner estimates to return more
+	// rows, or for a write to touch more rows, than this (default 0: no bound).
+	MaxEstimatedRows int64 `json:"max_estimated_rows"`
 	// DisabledTools lists wire names of tools refused on this database.
 	DisabledTools []string `json:"disabled_tools"`
 	// MaskErrorValues replaces the values PostgreSQL echoes in error details (a duplicate key's
@@ -236,6 +243,10 @@ type Principal struct {
 	// MaxResponseBytes lowers every database's response byte cap for this principal (0: the
 	// database's cap applies).
 	MaxResponseBytes int
+	// MaxEstimatedCost and MaxEstimatedRows lower every database's plan budget for this
+	// principal (0: the database's applies); they cannot raise or lift it.
+	MaxEstimatedCost float64
+	MaxEstimatedRows int64
 	// Role is the PostgreSQL role every transaction of this principal's calls runs as
 	// (SET LOCAL ROLE, asserted again before every statement of a session or batch); "" runs as
 	// the runner's login role. The login role must be a member of it (docs/design.md §11).

@@ -35,6 +35,7 @@ const (
 	ErrSyntax               = pgerr.ErrSyntax
 	ErrTimeout              = pgerr.ErrTimeout
 	ErrTooManyRows          = pgerr.ErrTooManyRows
+	ErrTooExpensive         = pgerr.ErrTooExpensive
 	ErrUnknownTool          = pgerr.ErrUnknownTool
 	ErrWriteIntentRequired  = pgerr.ErrWriteIntentRequired
 )
@@ -123,6 +124,29 @@ func redactValues(e *Error, args map[string]any) {
 	m := newValueMasker(vals)
 	e.Message = m.mask(e.Message)
 	e.Suggestion = m.mask(e.Suggestion)
+	if len(e.Plan) > 0 {
+		e.Plan = maskPlan(e.Plan, m)
+	}
+}
+
+// maskPlan masks the values a refused statement's plan summary echoes (a filter shows its bound
+// parameters as literals), field by field; a summary that cannot be read is dropped.
+func maskPlan(raw json.RawMessage, m *valueMasker) json.RawMessage {
+	var s PlanSummary
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	for i := range s.Scans {
+		s.Scans[i].Filter = m.mask(s.Scans[i].Filter)
+	}
+	for i := range s.Warnings {
+		s.Warnings[i] = m.mask(s.Warnings[i])
+	}
+	out, err := json.Marshal(s)
+	if err != nil {
+		return nil
+	}
+	return out
 }
 
 // ClassifyError turns an error from database work on db into the *Error a model reads, values

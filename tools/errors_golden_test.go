@@ -35,6 +35,10 @@ func TestErrorGolden(t *testing.T) {
 		{category: ErrConstraint, name: "unique", write: true, tool: "insert_data", args: `{"table":"items","rows":[{"sku":"A-1"},{"sku":"A-1"}],"autocommit":true}`},
 		{category: ErrConstraint, name: "foreign-key", write: true, tool: "insert_data", args: `{"table":"items","row":{"sku":"B-1","customer_id":999999},"autocommit":true}`},
 		{category: ErrTooManyRows, write: true, policy: Policy{MaxAffectedRows: 100}, tool: "delete_data", args: `{"table":"orders","where":"true","autocommit":true}`},
+		{category: ErrTooExpensive, write: true, policy: Policy{MaxEstimatedRows: 1000}, tool: "execute_sql", args: `{"sql":"select * from orders cross join customers"}`,
+			setup: func(b *bundle) { b.db.Exec(b.t, "ANALYZE orders, customers") }},
+		{category: ErrTooExpensive, name: "write", write: true, policy: Policy{MaxEstimatedCost: 2}, tool: "delete_data", args: `{"table":"orders","where":"status = $1","params":["paid"],"autocommit":true}`,
+			setup: func(b *bundle) { b.db.Exec(b.t, "ANALYZE orders") }},
 		{category: ErrNotAllowed, name: "ddl", write: true, tool: "execute_sql", args: `{"sql":"create table scratch2 (i int)","mode":"write","autocommit":true}`,
 			setup: func(b *bundle) {
 				b.db.Exec(b.t, "GRANT CREATE ON SCHEMA public TO "+quoteIdent(b.db.RoleName("agent")))

@@ -27,7 +27,7 @@ func executeRead(ctx context.Context, req *request, sess *Session) (Result, *Err
 		return nil, perr
 	}
 	limit := req.db.Policy.DefaultLimit
-	rs, err := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: a.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
+	rs, err := req.readOn(ctx, sess, wire.Stmt{SQL: a.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
 	if err != nil {
 		if errors.Is(err, wire.ErrTxEscaped) {
 			return nil, &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, …) are not allowed in execute_sql; the read ran in its own READ ONLY transaction and was rolled back",
@@ -51,7 +51,7 @@ func executeWrite(ctx context.Context, req *request, sess *Session) (Result, *Er
 	if perr != nil {
 		return nil, perr
 	}
-	st := writeStmt{op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
+	st := writeStmt{budget: req.budget, op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
 		free: true, confirm: a.ConfirmDestructive, allowDDL: req.allowDDL, ddlFix: req.ddlFix,
 		maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: req.format(a.Format)}
 	out, err := runWriteOn(ctx, req.db, sess, st)

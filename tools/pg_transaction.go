@@ -53,7 +53,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 		}
 		stmts[i] = writeStmt{op: op, sql: sql, params: params, free: true, keepRows: req.db.Policy.DefaultLimit,
 			maxBytes: req.maxBytes, allowDDL: req.allowDDL, ddlFix: req.ddlFix,
-			maxAffected: req.db.Policy.MaxAffectedRows, format: format}
+			maxAffected: req.db.Policy.MaxAffectedRows, format: format, budget: req.budget}
 	}
 
 	conn, err := req.db.acquire(ctx)
@@ -159,6 +159,16 @@ func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeSt
 	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, pol)
 	defer cancel()
+	if st.budget.set() {
+		// Planned after the assertions, which then need not run again with the statement.
+		ran, err := writeWithinBudget(ctx, pc, st, pre)
+		if err != nil {
+			return nil, false, err
+		}
+		if ran {
+			pre = nil
+		}
+	}
 	oids := st.colOIDs
 	if wire.NeedsTypes(st.params) {
 		sd, err := pc.Prepare(ctx, "", st.sql, nil)

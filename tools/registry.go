@@ -38,7 +38,9 @@ type request struct {
 	args      map[string]any // validated arguments, numbers as json.Number (for policy, masking and audit)
 	in        any            // the same arguments decoded into the tool's struct (*selectArgs, …)
 	started   time.Time
-	maxBytes  int // response byte cap: the database's, lowered by the principal's and the call's
+	maxBytes  int        // response byte cap: the database's, lowered by the principal's and the call's
+	budget    planBudget // plan estimate bound: the database's, lowered by the principal's and the call's
+	lookAhead bool       // the read's SQL asks for one row past its limit (select_query): not counted by the budget
 }
 
 // format is the row format of the call: its format argument (validated by the schema), else the
@@ -230,7 +232,10 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	}
 	routed = p.mayUse(db.Name)
 	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, in: in, started: started,
-		maxBytes: responseCap(ctx, p, db)}
+		maxBytes: responseCap(ctx, p, db), budget: planBudgetOf(ctx, p, db)}
+	if req.budget.set() {
+		req.budget.estimates = req.catalogEstimate
+	}
 	if err = r.authorize(req, t); err != nil {
 		return nil, out, err
 	}

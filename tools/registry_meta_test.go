@@ -29,6 +29,7 @@ func TestRegistryToolMeta(t *testing.T) {
 	}{
 		"select_query":    {"select", "read", true, false, true},
 		"describe_schema": {"describe", "read", true, false, true},
+		"explain_query":   {"explain", "read", true, false, true},
 		"execute_sql":     {"execute", "read", false, true, false},
 		"insert_data":     {"insert", "write", false, false, false},
 		"update_data":     {"update", "write", false, true, false},

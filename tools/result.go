@@ -161,3 +161,18 @@ var (
 	_ Result = (*TxResult)(nil)
 	_ Result = (*BatchResult)(nil)
 )
+
+// PlanResult answers explain_query: the summary of the statement's plan.
+type PlanResult struct {
+	Operation string `json:"operation"`
+	PlanSummary
+	timing
+}
+
+var planEncoder = wire.NewObjectEncoder[PlanResult](successMember)
+
+// MarshalJSON writes the answer with "success": true first.
+func (r *PlanResult) MarshalJSON() ([]byte, error) { return planEncoder.Marshal(r) }
+
+// Summary reports nothing read or changed: a plan touches no rows.
+func (r *PlanResult) Summary() Summary { return Summary{} }

@@ -101,7 +101,8 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		sb.WriteString(strconv.FormatInt(offset, 10))
 	}
 
-	rs, rerr := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: sb.String(), Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
+	req.lookAhead = true
+	rs, rerr := req.readOn(ctx, sess, wire.Stmt{SQL: sb.String(), Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
 	if rerr != nil {
 		return nil, withOp(req.statementError(ctx, rerr, stmtInfo{sql: sb.String(), rel: rel, readOnly: true}), op, table)
 	}

@@ -45,6 +45,7 @@ func builtinTools() []toolDef {
 	return []toolDef{
 		defineTool("select_query", gate{access: readsOnly, session: always}, selectQuery),
 		defineTool("describe_schema", gate{access: readsOnly}, describeSchema),
+		defineTool("explain_query", gate{access: readsOnly}, explainQuery),
 		withPreview(defineTool("execute_sql", gate{access: writesWhen, writes: modeWrite, intent: true, session: always, readOnlyFix: noWritesFix,
 			scopeFix: `Use mode "read"`, scopeMsg: `execute_sql with mode "write"`}, executeSQL),
 			previewStatement),

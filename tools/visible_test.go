@@ -17,20 +17,20 @@ func TestToolsFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := []string{"select_query", "insert_data", "update_data", "delete_data", "execute_sql", "describe_schema", "pg_tx", "pg_transaction"}
+	all := []string{"select_query", "insert_data", "update_data", "delete_data", "execute_sql", "describe_schema", "explain_query", "pg_tx", "pg_transaction"}
 	cases := []struct {
 		name string
 		p    Principal
 		want []string
 	}{
 		{"read and write, every database", Principal{Scopes: []string{"read", "write"}},
-			[]string{"select_query", "insert_data", "update_data", "delete_data", "describe_schema", "pg_tx", "pg_transaction"}},
+			[]string{"select_query", "insert_data", "update_data", "delete_data", "describe_schema", "explain_query", "pg_tx", "pg_transaction"}},
 		{"read only: no write tool", Principal{Scopes: []string{"read"}},
-			[]string{"select_query", "describe_schema", "pg_tx"}},
+			[]string{"select_query", "describe_schema", "explain_query", "pg_tx"}},
 		{"write only", Principal{Scopes: []string{"write"}},
 			[]string{"insert_data", "update_data", "delete_data", "pg_transaction"}},
 		{"a read-only database takes no write tool", Principal{Scopes: []string{"read", "write"}, Databases: []string{"reports"}},
-			[]string{"select_query", "describe_schema"}},
+			[]string{"select_query", "describe_schema", "explain_query"}},
 		{"allow-list", Principal{Scopes: []string{"read", "write"}, Tools: []string{"select_query"}},
 			[]string{"select_query"}},
 		{"allow-list within scopes", Principal{Scopes: []string{"read"}, Tools: []string{"select_query", "delete_data"}},

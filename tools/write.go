@@ -31,6 +31,7 @@ type writeStmt struct {
 	allowDDL    bool        // policy allows DDL and the principal has the ddl scope
 	ddlFix      string      // without allowDDL: the suggestion naming what would allow DDL
 	who         identity    // the role and claims the statement runs with (outside a session)
+	budget      planBudget  // plan estimate bound, checked in the transaction before the statement
 }
 
 // writeOutcome is what a write did.
@@ -117,6 +118,11 @@ func unsafeWriteTag(tag string) bool {
 // SQL (st.free), before is the transaction's effects read just before the statement: DDL and the
 // rows the statement changed are judged by the difference, not by the command tag.
 func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before effects) (out *writeOutcome, keep bool, err error) {
+	if st.budget.set() {
+		if _, err := writeWithinBudget(ctx, pc, st, nil); err != nil {
+			return nil, false, err
+		}
+	}
 	out, err = execStmt(ctx, pc, st)
 	if err != nil {
 		return out, false, err

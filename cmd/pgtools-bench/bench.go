@@ -130,12 +130,18 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
 	// httpCallAtAs posts body to url with bearer tok and, when actAs is set, the end user the call
 	// is for (X-PgTools-Act-As: user-N).
+	// header, when set, is sent with every call ("name: value").
+	var header [2]string
 	httpCallAtAs := func(url string, body func(id int) []byte, tok string, actAs bool) caller {
+		hdr := header
 		return func(ctx context.Context, id int) error {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body(id)))
 			req.Header.Set("Authorization", "Bearer "+tok)
 			if actAs {
 				req.Header.Set("X-PgTools-Act-As", "user-"+strconv.Itoa(id%10))
+			}
+			if hdr[0] != "" {
+				req.Header.Set(hdr[0], hdr[1])
 			}
 			resp, err := client.Do(req)
 			if err != nil {
@@ -158,6 +164,10 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	// The same read acting for an end user: SET LOCAL ROLE and request.jwt.claims in the read's
 	// one round trip.
 	selectAsRole := httpCallAtAs(base+"/v1/tools/select_query", pkBody, tenantToken, true)
+	// The same read under a plan budget the call sets: one EXPLAIN round trip before the read.
+	header = [2]string{"X-PgTools-Max-Estimated-Cost", "1000000"}
+	selectBudget := httpCall("select_query", pkBody)
+	header = [2]string{}
 	selectMCP := map[string]caller{}
 	for _, v := range mcpVersions {
 		if selectMCP[v], err = mcpCaller(ctx, client, base+"/mcp", token, v); err != nil {
@@ -262,6 +272,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		{"raw pgx, BEGIN READ ONLY/query/COMMIT pipelined", rawPipe},
 		{"pgtools select_query over HTTP", selectPK},
 		{"pgtools select_query over HTTP, as a role with claims", selectAsRole},
+		{"pgtools select_query over HTTP, with a plan budget", selectBudget},
 		{"floor: bare net/http handler + raw pipelined", httpCallAt(floorURL, pkBody)},
 	}
 	for _, v := range mcpVersions {

@@ -43,6 +43,7 @@ const tools = [
 	['deleteData', 'delete_data'],
 	['executeSql', 'execute_sql'],
 	['describeSchema', 'describe_schema'],
+	['explainQuery', 'explain_query'],
 	['transactionSession', 'pg_tx'],
 	['atomicTransaction', 'pg_transaction'],
 ];

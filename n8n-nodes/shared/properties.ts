@@ -239,6 +239,26 @@ export function agentProperties(description: string, args: readonly ToolArg[], f
 					'Most bytes of rows one answer hands the model; past it the runner drops the rest and answers truncated: true with a hint to page. 0: only the runner\'s own cap (4 MiB unless configured).',
 				displayOptions: onlyAsTool,
 			},
+			{
+				displayName: 'Max Estimated Cost',
+				name: 'maxEstimatedCost',
+				type: 'number',
+				default: 0,
+				typeOptions: { minValue: 0, numberPrecision: 2 },
+				description:
+					'Refuse, before it runs, any statement of this tool whose plan PostgreSQL estimates above this cost (too_expensive, with the plan and a cheaper call for the model). Only lowers the runner\'s policy.max_estimated_cost. 0: the runner\'s budget.',
+				displayOptions: onlyAsTool,
+			},
+			{
+				displayName: 'Max Estimated Rows',
+				name: 'maxEstimatedRows',
+				type: 'number',
+				default: 0,
+				typeOptions: { minValue: 0 },
+				description:
+					'Refuse, before it runs, any statement of this tool estimated to return (or, for a write, touch) more rows than this. Only lowers the runner\'s policy.max_estimated_rows. 0: the runner\'s budget.',
+				displayOptions: onlyAsTool,
+			},
 			...(formats
 				? [
 						{

@@ -30,6 +30,16 @@ export const maxResponseBytesHeader = 'X-PgTools-Max-Response-Bytes';
 /** responseSizeParam is the tool node option holding the byte budget of one answer (see responseSizeProperty). */
 export const responseSizeParam = 'responseSizeLimit';
 
+/** The plan budget headers: a statement planned above them is refused before it runs (they can only lower the runner's budget). */
+export const maxEstimatedCostHeader = 'X-PgTools-Max-Estimated-Cost';
+export const maxEstimatedRowsHeader = 'X-PgTools-Max-Estimated-Rows';
+
+/** PlanBudget is a tool node's Max Estimated Cost and Max Estimated Rows options; 0 leaves a bound to the runner. */
+export interface PlanBudget {
+	cost: number;
+	rows: number;
+}
+
 /** rowFormatParam is the tool node option choosing the row format of answers ("" leaves it to the runner). */
 export const rowFormatParam = 'rowFormat';
 
@@ -146,6 +156,14 @@ function responseSizeLimit(this: IExecuteFunctions, asTool: boolean, itemIndex: 
 	return Number.isInteger(n) && n > 0 ? n : 0;
 }
 
+/** planBudget is the plan budget of this item: the tool options, zeros for none (a workflow node has none). */
+function planBudget(this: IExecuteFunctions, asTool: boolean, itemIndex: number): PlanBudget {
+	if (!asTool) return { cost: 0, rows: 0 };
+	const cost = Number(this.getNodeParameter('maxEstimatedCost', itemIndex, 0));
+	const rows = Number(this.getNodeParameter('maxEstimatedRows', itemIndex, 0));
+	return { cost: Number.isFinite(cost) && cost > 0 ? cost : 0, rows: Number.isInteger(rows) && rows > 0 ? rows : 0 };
+}
+
 /** isToolNode reports whether the node runs as an AI Agent tool (n8n's generated <name>Tool type). */
 export function isToolNode(node: INode): boolean {
 	return node.type.endsWith('Tool');
@@ -183,7 +201,7 @@ export async function executeTool(
 			answer =
 				'invalid' in built
 					? { result: built.invalid, text: JSON.stringify(built.invalid) }
-					: await send(built.body, itemIndex, responseSizeLimit.call(this, asTool, itemIndex), subject);
+					: await send(built.body, itemIndex, responseSizeLimit.call(this, asTool, itemIndex), subject, planBudget.call(this, asTool, itemIndex));
 		} catch (error) {
 			if (this.continueOnFail()) {
 				returnData.push({ json: { error: (error as Error).message }, pairedItem: { item: itemIndex } });
@@ -216,18 +234,18 @@ function withMessage<E extends Error>(error: E, message: string): E {
 	return error;
 }
 
-type Send = (body: Body, itemIndex: number, maxResponseBytes: number, subject: string | undefined) => Promise<Answer>;
+type Send = (body: Body, itemIndex: number, maxResponseBytes: number, subject: string | undefined, budget?: PlanBudget) => Promise<Answer>;
 
 // sender picks the transport the node's Connection names. Only the HTTP connection reads the
 // credential: with the task runner the node has none.
 async function sender(this: IExecuteFunctions, tool: string): Promise<Send> {
 	const connection = this.getNodeParameter('connection', 0, 'http') as Connection;
 	if (connection === 'taskRunner') {
-		return async (body, itemIndex, max, subject) => await callTaskRunner.call(this, tool, body, itemIndex, max, subject);
+		return async (body, itemIndex, max, subject, budget) => await callTaskRunner.call(this, tool, body, itemIndex, max, subject, budget);
 	}
 	const credentials = await this.getCredentials(credentialType);
 	const baseUrl = String(credentials.url ?? '').replace(/\/+$/, '');
-	return async (body, itemIndex, max, subject) => await callRunner.call(this, baseUrl, tool, body, itemIndex, max, subject);
+	return async (body, itemIndex, max, subject, budget) => await callRunner.call(this, baseUrl, tool, body, itemIndex, max, subject, budget);
 }
 
 /**
@@ -245,6 +263,7 @@ export async function callRunner(
 	itemIndex: number,
 	maxResponseBytes = 0,
 	subject?: string,
+	budget?: PlanBudget,
 ): Promise<Answer> {
 	if (!/^https?:\/\//.test(baseUrl)) {
 		throw new NodeOperationError(
@@ -256,6 +275,8 @@ export async function callRunner(
 	const headers: IDataObject = { 'Content-Type': 'application/json', Accept: 'application/json' };
 	if (typeof body.session_id === 'string') headers[sessionHeader] = body.session_id;
 	if (maxResponseBytes > 0) headers[maxResponseBytesHeader] = String(maxResponseBytes);
+	if (budget && budget.cost > 0) headers[maxEstimatedCostHeader] = String(budget.cost);
+	if (budget && budget.rows > 0) headers[maxEstimatedRowsHeader] = String(budget.rows);
 	if (subject !== undefined) {
 		// An HTTP header carries ASCII only: Node refuses other characters or sends them as
 		// Latin-1 bytes, which would name a different user.
@@ -321,6 +342,7 @@ export async function callTaskRunner(
 	itemIndex: number,
 	maxResponseBytes = 0,
 	subject?: string,
+	budget?: PlanBudget,
 ): Promise<Answer> {
 	const node = this.getNode();
 	if (typeof this.startJob !== 'function') {
@@ -335,6 +357,8 @@ export async function callTaskRunner(
 	const settings: IDataObject = { tool, args: jsonObjectText(Object.entries(args)), text_result: true };
 	if (typeof database === 'string') settings.database = database;
 	if (maxResponseBytes > 0) settings.max_response_bytes = maxResponseBytes;
+	if (budget && budget.cost > 0) settings.max_estimated_cost = budget.cost;
+	if (budget && budget.rows > 0) settings.max_estimated_rows = budget.rows;
 	if (subject !== undefined) settings.subject = subject;
 	let outcome: Awaited<ReturnType<IExecuteFunctions['startJob']>>;
 	try {

@@ -4,6 +4,7 @@
 import deleteData from '../../schemas/delete_data.json';
 import describeSchema from '../../schemas/describe_schema.json';
 import executeSql from '../../schemas/execute_sql.json';
+import explainQuery from '../../schemas/explain_query.json';
 import insertData from '../../schemas/insert_data.json';
 import pgTransaction from '../../schemas/pg_transaction.json';
 import pgTx from '../../schemas/pg_tx.json';
@@ -58,6 +59,7 @@ const schemas = {
 	delete_data: deleteData,
 	execute_sql: executeSql,
 	describe_schema: describeSchema,
+	explain_query: explainQuery,
 	pg_tx: pgTx,
 	pg_transaction: pgTransaction,
 };

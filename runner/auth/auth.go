@@ -29,6 +29,10 @@ type Token struct {
 	// MaxResponseBytes lowers every database's response byte cap for this token (0: the
 	// databases' caps apply).
 	MaxResponseBytes int `json:"max_response_bytes"`
+	// MaxEstimatedCost and MaxEstimatedRows lower every database's plan budget for this token
+	// (0: the database's applies; docs/configuration.md).
+	MaxEstimatedCost float64 `json:"max_estimated_cost"`
+	MaxEstimatedRows int64   `json:"max_estimated_rows"`
 	// DefaultFormat is the row format of this token's calls that give none ("objects", "columns"
 	// or "csv"; "" for the database's).
 	DefaultFormat string `json:"default_format"`
@@ -149,7 +153,7 @@ func NewAuthenticator(tokens []Token) *Authenticator {
 	for _, t := range tokens {
 		ht := hashedToken{sum: sha256.Sum256([]byte(t.Secret)),
 			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases, MaxResponseBytes: t.MaxResponseBytes, DefaultFormat: t.DefaultFormat, Role: t.Role,
-				Tools: t.Tools}}
+				Tools: t.Tools, MaxEstimatedCost: t.MaxEstimatedCost, MaxEstimatedRows: t.MaxEstimatedRows}}
 		if t.ActAs {
 			ht.actAs = &ActAs{Role: t.ActAsRole, Claims: t.ActAsClaims}
 		}

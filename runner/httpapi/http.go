@@ -230,6 +230,9 @@ func (h *handler) callTool(w http.ResponseWriter, r *http.Request, p tools.Princ
 		return
 	}
 	ctx, terr := withResponseCap(r)
+	if terr == nil {
+		ctx, terr = withPlanBudget(ctx, r)
+	}
 	if terr != nil {
 		info.ErrorType = terr.Type
 		httpx.WriteError(w, terr)

@@ -30,8 +30,10 @@ func TestMCPServerKeyCoversThePrincipal(t *testing.T) {
 		switch f.Kind() {
 		case reflect.String:
 			f.SetString(f.String() + "x")
-		case reflect.Int:
+		case reflect.Int, reflect.Int64:
 			f.SetInt(f.Int() + 1)
+		case reflect.Float64:
+			f.SetFloat(f.Float() + 1.5)
 		case reflect.Slice:
 			if f.Type().Elem().Kind() == reflect.Uint8 {
 				f.SetBytes([]byte(`{"sub":"bob"}`))

@@ -59,6 +59,17 @@ func TestTaskResponseCapAndTextResult(t *testing.T) {
 		})
 	}
 
+	t.Run("max_estimated_rows refuses a read planned over it", func(t *testing.T) {
+		typ, raw := run(t, `{"tool":"select_query","args":{"table":"wide"},"max_estimated_rows":10}`)
+		e := object(t, raw)
+		if typ != "runner:taskerror" || e["errorType"] != "too_expensive" || e["plan"] == nil {
+			t.Fatalf("got %s %s", typ, raw)
+		}
+		if typ, _ := run(t, `{"tool":"select_query","args":{"table":"wide","where":"id = 1"},"max_estimated_rows":10,"max_estimated_cost":1000}`); typ != "runner:taskdone" {
+			t.Fatalf("a primary-key read under the budget: %s", typ)
+		}
+	})
+
 	t.Run("text_result keeps big numbers exact", func(t *testing.T) {
 		typ, raw := run(t, `{"tool":"select_query","args":{"table":"wide","columns":"doc","limit":1},"text_result":true}`)
 		var text string

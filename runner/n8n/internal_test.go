@@ -37,6 +37,12 @@ func TestParseSettings(t *testing.T) {
 		{"args too large", `{"tool":"select_query","args":{"where":"` + strings.Repeat("x", 200) + `"}}`, "", "", "larger than the 100-byte limit"},
 		{"response cap and text result", `{"tool":"select_query","args":{},"max_response_bytes":2048,"text_result":true}`, "select_query", `{}`, ""},
 		{"response cap null", `{"tool":"select_query","max_response_bytes":null}`, "select_query", `{}`, ""},
+		{"plan budget", `{"tool":"select_query","max_estimated_cost":1500.5,"max_estimated_rows":100}`, "select_query", `{}`, ""},
+		{"plan budget null", `{"tool":"select_query","max_estimated_cost":null,"max_estimated_rows":null}`, "select_query", `{}`, ""},
+		{"plan cost zero", `{"tool":"select_query","max_estimated_cost":0}`, "", "", `"max_estimated_cost" must be a positive number`},
+		{"plan cost a string", `{"tool":"select_query","max_estimated_cost":"lots"}`, "", "", `"max_estimated_cost" must be a positive number`},
+		{"plan rows fractional", `{"tool":"select_query","max_estimated_rows":1.5}`, "", "", `"max_estimated_rows" must be a positive whole number`},
+		{"plan rows negative", `{"tool":"select_query","max_estimated_rows":-3}`, "", "", `"max_estimated_rows" must be a positive whole number`},
 		{"response cap zero", `{"tool":"select_query","max_response_bytes":0}`, "", "", `"max_response_bytes" must be a positive whole number`},
 		{"response cap negative", `{"tool":"select_query","max_response_bytes":-1}`, "", "", `"max_response_bytes" must be a positive whole number`},
 		{"response cap fractional", `{"tool":"select_query","max_response_bytes":1.5}`, "", "", `"max_response_bytes" must be a positive whole number`},
@@ -68,8 +74,12 @@ func TestParseSettingsAnswerOptions(t *testing.T) {
 	if terr != nil || tc.maxBytes != 2048 || !tc.text {
 		t.Fatalf("got %+v, %v", tc, terr)
 	}
+	tc, terr = parseSettings(json.RawMessage(`{"tool":"select_query","max_estimated_cost":1500.5,"max_estimated_rows":100}`), 100)
+	if terr != nil || tc.maxCost != 1500.5 || tc.maxRows != 100 {
+		t.Fatalf("plan budget: got %+v, %v", tc, terr)
+	}
 	tc, terr = parseSettings(json.RawMessage(`{"tool":"select_query"}`), 100)
-	if terr != nil || tc.maxBytes != 0 || tc.text {
+	if terr != nil || tc.maxBytes != 0 || tc.text || tc.maxCost != 0 || tc.maxRows != 0 {
 		t.Fatalf("defaults: got %+v, %v", tc, terr)
 	}
 }

@@ -33,6 +33,12 @@ type Settings struct {
 	// above), as the HTTP header X-PgTools-Max-Response-Bytes does; absent or null: the
 	// database's cap. It must be a positive integer.
 	MaxResponseBytes json.RawMessage `json:"max_response_bytes,omitempty"`
+	// MaxEstimatedCost and MaxEstimatedRows lower the call's plan budget below the database's
+	// and the principal's (never above), as the HTTP headers X-PgTools-Max-Estimated-Cost and
+	// -Rows do; absent or null: the configured budget. Each must be a positive number (rows: a
+	// whole one).
+	MaxEstimatedCost json.RawMessage `json:"max_estimated_cost,omitempty"`
+	MaxEstimatedRows json.RawMessage `json:"max_estimated_rows,omitempty"`
 	// TextResult asks for the answer (result or error) as a string holding its JSON text rather
 	// than as a JSON object: n8n parses task messages with JavaScript, which would round
 	// integers past ±2^53 (in json and jsonb values), and the node parses the text losslessly.
@@ -53,6 +59,8 @@ type taskCall struct {
 	tool     string
 	args     []byte
 	maxBytes int                    // 0: the database's cap
+	maxCost  float64                // 0: the configured plan cost budget
+	maxRows  int64                  // 0: the configured plan row budget
 	text     bool                   // answer as a JSON string holding the answer's JSON text
 	subject  string                 // "": the broker principal itself
 	trace    propagation.MapCarrier // traceparent and tracestate, if given
@@ -85,6 +93,9 @@ func parseSettings(raw json.RawMessage, maxArgs int64) (tc taskCall, terr *tools
 		return taskCall{}, settingsError(`The task settings lack "tool"`)
 	}
 	if tc.maxBytes, terr = maxResponseBytes(s.MaxResponseBytes); terr != nil {
+		return taskCall{}, terr
+	}
+	if tc.maxCost, tc.maxRows, terr = planBudget(s.MaxEstimatedCost, s.MaxEstimatedRows); terr != nil {
 		return taskCall{}, terr
 	}
 	tc.tool, tc.text, tc.subject = s.Tool, s.TextResult, s.Subject
@@ -136,6 +147,32 @@ func maxResponseBytes(raw json.RawMessage) (int, *tools.Error) {
 	return n, nil
 }
 
+// planBudget reads the max_estimated_cost and max_estimated_rows settings: absent or null is 0
+// (the configured budget), anything but a positive number an error naming the setting.
+func planBudget(costRaw, rowsRaw json.RawMessage) (float64, int64, *tools.Error) {
+	var cost float64
+	var rows int64
+	if raw := bytes.TrimSpace(costRaw); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		c, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || !(c > 0) || c > 1e300 {
+			return 0, 0, &tools.Error{Type: tools.ErrInvalidArguments,
+				Message:    `The task setting "max_estimated_cost" must be a positive number`,
+				Suggestion: `Send e.g. "max_estimated_cost": 10000, or leave the setting out to use the configured budget.`}
+		}
+		cost = c
+	}
+	if raw := bytes.TrimSpace(rowsRaw); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || n <= 0 {
+			return 0, 0, &tools.Error{Type: tools.ErrInvalidArguments,
+				Message:    `The task setting "max_estimated_rows" must be a positive whole number of rows`,
+				Suggestion: `Send e.g. "max_estimated_rows": 100000, or leave the setting out to use the configured budget.`}
+		}
+		rows = n
+	}
+	return cost, rows, nil
+}
+
 // withDatabase sets "database" in the args object. Only the top level is decoded, so values
 // keep their exact text.
 func withDatabase(args []byte, db string) ([]byte, *tools.Error) {
@@ -164,7 +201,7 @@ func describeDecodeError(err error) string {
 		return fmt.Sprintf("%q must be a %s, not a %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
 	}
 	if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return "unknown key " + key + `; the keys are "tool", "args", "database", "max_response_bytes", "text_result" and "subject"`
+		return "unknown key " + key + `; the keys are "tool", "args", "database", "max_response_bytes", "max_estimated_cost", "max_estimated_rows", "text_result" and "subject"`
 	}
 	return "expected a JSON object"
 }
@@ -191,7 +228,8 @@ func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (
 	if tc.trace != nil {
 		ctx = propagation.TraceContext{}.Extract(ctx, tc.trace)
 	}
-	ans := c.inv.Invoke(tools.WithMaxResponseBytes(ctx, tc.maxBytes), invoke.Call{Principal: p,
+	ctx = tools.WithPlanBudget(tools.WithMaxResponseBytes(ctx, tc.maxBytes), tc.maxCost, tc.maxRows)
+	ans := c.inv.Invoke(ctx, invoke.Call{Principal: p,
 		Tool: tc.tool, Args: tc.args, RequestID: taskID, Transport: "n8n", Refused: terr})
 	body = ans.Body
 	if tc.text {

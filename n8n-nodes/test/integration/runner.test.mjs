@@ -235,7 +235,7 @@ describe('nodes against a real runner', { skip }, () => {
 			},
 		};
 		const check = async (data) => (await testFn.call({ helpers }, { id: 'x', name: 'pgtools API', type: 'pgToolsApi', data })).message;
-		assert.match(await check({ url: runner.url, token: runner.token }), /^Connected to the pgtools runner: 8 tools available\.$/);
+		assert.match(await check({ url: runner.url, token: runner.token }), /^Connected to the pgtools runner: 9 tools available\.$/);
 		assert.match(await check({ url: runner.url, token: 'not-a-token-0123456789' }), /refused this token/);
 		assert.match(await check({ url: `${runner.url}/v1`, token: runner.token }), /No pgtools runner answers at .*\(HTTP 404\)/);
 		const closed = await closedPort();
@@ -298,6 +298,17 @@ describe('nodes against a real runner', { skip }, () => {
 		assert.equal(read.truncated, true);
 		assert.match(read.hint, /4096-byte response cap/);
 		assert.ok(JSON.stringify(read.data).length <= 4096, `${JSON.stringify(read.data).length} bytes of rows`);
+	});
+
+	test('Max Estimated Rows refuses a read planned over it with too_expensive, and Explain Query shows the plan', async () => {
+		const [refused] = await run('SelectQuery', [{ table: 'events' }], { pinned: { maxEstimatedRows: 10 } });
+		assert.equal(refused.errorType, 'too_expensive', JSON.stringify(refused));
+		assert.match(refused.error, /over max_estimated_rows 10/);
+		assert.ok(refused.plan && refused.plan.scans.length > 0, JSON.stringify(refused));
+		const [plan] = await run('ExplainQuery', [{ sql: 'select * from events where id = $1', params: [1] }]);
+		assert.equal(plan.success, true, JSON.stringify(plan));
+		assert.equal(plan.operation, 'explain');
+		assert.ok(plan.scans.length > 0);
 	});
 
 	test('an explicit limit equal to the schema default (1000) reaches the runner; an omitted one is the operator\'s default_limit', async () => {

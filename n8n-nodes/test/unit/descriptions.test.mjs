@@ -16,6 +16,7 @@ const expected = {
 	DeleteData: { tool: 'delete_data', displayName: 'Delete Data' },
 	ExecuteSql: { tool: 'execute_sql', displayName: 'Execute SQL' },
 	DescribeSchema: { tool: 'describe_schema', displayName: 'Describe Schema' },
+	ExplainQuery: { tool: 'explain_query', displayName: 'Explain Query' },
 	TransactionSession: { tool: 'pg_tx', displayName: 'Transaction Session' },
 	AtomicTransaction: { tool: 'pg_transaction', displayName: 'Atomic Transaction' },
 };
@@ -34,7 +35,7 @@ test('package.json registers one node per tool and the credential, all built', (
 	assert.deepEqual(pkg.files, ['dist']);
 });
 
-const agentParams = ['toolDescription', 'responseSizeLimit', 'rowFormat'];
+const agentParams = ['toolDescription', 'responseSizeLimit', 'maxEstimatedCost', 'maxEstimatedRows', 'rowFormat'];
 
 // actAsParams are the builder's identity settings: never a tool argument.
 const actAsParams = ['actAsUser'];

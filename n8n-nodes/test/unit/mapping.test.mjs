@@ -312,6 +312,7 @@ test('every tool goes by its wire name', async () => {
 		['DeleteData', 'delete_data'],
 		['ExecuteSql', 'execute_sql'],
 		['DescribeSchema', 'describe_schema'],
+		['ExplainQuery', 'explain_query'],
 		['TransactionSession', 'pg_tx'],
 		['AtomicTransaction', 'pg_transaction'],
 	]) {
@@ -444,4 +445,20 @@ test('Row Format, a builder option of the tool node, adds format to the call; th
 	// As a workflow node (not a tool) the option does not apply.
 	({ calls } = await run('SelectQuery', { args: [{ table: 'orders' }], pinned: { rowFormat: 'csv' }, asTool: false }));
 	assert.equal(calls[0].options.body.format, undefined);
+});
+
+test('Max Estimated Cost and Max Estimated Rows, builder options of the tool node, travel as the budget headers and task settings', async () => {
+	const pinned = { maxEstimatedCost: 2500.5, maxEstimatedRows: 1000 };
+	let { calls } = await run('SelectQuery', { args: [{ table: 'orders' }], pinned });
+	assert.equal(calls[0].options.headers['X-PgTools-Max-Estimated-Cost'], '2500.5');
+	assert.equal(calls[0].options.headers['X-PgTools-Max-Estimated-Rows'], '1000');
+	const { ctx } = await run('ExplainQuery', { args: [{ sql: 'select 1' }], pinned: { ...taskRunner, ...pinned }, startJob: done({ success: true }) });
+	assert.equal(ctx.jobs[0].settings.max_estimated_cost, 2500.5);
+	assert.equal(ctx.jobs[0].settings.max_estimated_rows, 1000);
+	// 0 (the default) leaves the runner's budget; a workflow node (not a tool) sends none.
+	({ calls } = await run('SelectQuery', { args: [{ table: 'orders' }], pinned: { maxEstimatedCost: 0, maxEstimatedRows: 0 } }));
+	assert.equal(calls[0].options.headers['X-PgTools-Max-Estimated-Cost'], undefined);
+	assert.equal(calls[0].options.headers['X-PgTools-Max-Estimated-Rows'], undefined);
+	({ calls } = await run('SelectQuery', { args: [{ table: 'orders' }], pinned, asTool: false }));
+	assert.equal(calls[0].options.headers['X-PgTools-Max-Estimated-Rows'], undefined);
 });

@@ -35,6 +35,7 @@ var categories = map[ErrorType]Meta{
 	ErrTooManyRows:          {http.StatusConflict, false},
 	ErrCommitOutcomeUnknown: {http.StatusInternalServerError, false},
 	ErrRateLimited:          {http.StatusTooManyRequests, true},
+	ErrTooExpensive:         {http.StatusUnprocessableEntity, false},
 	ErrInternal:             {http.StatusInternalServerError, false},
 	ErrUnknownTool:          {http.StatusNotFound, false},
 }
@@ -44,7 +45,7 @@ func AllErrorTypes() []ErrorType {
 	return []ErrorType{ErrConnection, ErrAuthentication, ErrInvalidTable, ErrInvalidColumn, ErrSyntax, ErrConstraint,
 		ErrPermissionDenied, ErrTimeout, ErrInvalidArguments, ErrWriteIntentRequired, ErrSessionNotFound, ErrSessionExpired,
 		ErrSessionLimitReached, ErrReadOnlyViolation, ErrNotAllowed, ErrConfirmationRequired, ErrTooManyRows,
-		ErrCommitOutcomeUnknown, ErrRateLimited, ErrInternal, ErrUnknownTool}
+		ErrCommitOutcomeUnknown, ErrRateLimited, ErrTooExpensive, ErrInternal, ErrUnknownTool}
 }
 
 // MetaOf returns t's metadata. A category without an entry, which a test forbids, answers

@@ -7,6 +7,7 @@ package pgerr
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,7 @@ const (
 	ErrTooManyRows          ErrorType = "too_many_rows"
 	ErrCommitOutcomeUnknown ErrorType = "commit_outcome_unknown"
 	ErrRateLimited          ErrorType = "rate_limited"
+	ErrTooExpensive         ErrorType = "too_expensive" // a plan estimate over max_estimated_cost/_rows
 	ErrInternal             ErrorType = "internal_error"
 	// ErrUnknownTool is not a contract category of a tool call but of routing: the tool name
 	// itself is unknown. Transports answer it with 404.
@@ -67,6 +69,9 @@ type Error struct {
 	SQLState   string    `json:"sqlState,omitempty"`
 	// FailedOperation is the index of the failing operation of pg_transaction.
 	FailedOperation *int `json:"failedOperation,omitempty"`
+	// Plan is the summary of the refused statement's plan (too_expensive), as explain_query
+	// answers it.
+	Plan json.RawMessage `json:"plan,omitempty"`
 }
 
 // Error implements the error interface with the model-facing message.
