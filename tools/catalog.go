@@ -25,11 +25,11 @@ type relation struct {
 	// key is the columns of the table's primary key, else of its shortest unique index over NOT
 	// NULL columns only (no expression, no predicate, not deferrable): what makes an order total
 	// for paging (keyset.go). nil when there is none (views, tables without such a key).
-	key []string
-	estimate     int64
-	comment      string
-	canSelect    bool
-	denied       bool // hidden by the operator's policy: refused as not_allowed, never suggested
+	key       []string
+	estimate  int64
+	comment   string
+	canSelect bool
+	denied    bool // hidden by the operator's policy: refused as not_allowed, never suggested
 	// rowSecurity: row-level security applies to the role this relation was loaded for (the
 	// login role in a snapshot, an agent role in its roleView), so estimate counts rows that role
 	// may not see.
