@@ -169,12 +169,17 @@ var pageBound = []string{"database", "table", "columns", "where", "params", "ord
 // pageCarried are the arguments a token also carries, so that page_token alone continues.
 var pageCarried = []string{"limit", "format"}
 
-// pageArgs is the normalized form of a call's arguments that a token carries.
+// pageArgKeys are the short names a token gives the arguments it carries: every byte of a token
+// is paid for twice, when the model reads it and when it writes it back.
+var pageArgKeys = map[string]string{"database": "d", "table": "t", "columns": "c", "where": "w", "params": "p",
+	"order_by": "o", "limit": "l", "format": "f"}
+
+// pageArgs is the normalized form of a call's arguments that a token carries, by short name.
 func pageArgs(m map[string]any) map[string]any {
 	out := map[string]any{}
 	for _, k := range append(slices.Clone(pageBound), pageCarried...) {
 		if v, ok := normalizedArg(k, m[k]); ok && v != nil {
-			out[k] = v
+			out[pageArgKeys[k]] = v
 		}
 	}
 	return out
@@ -256,7 +261,7 @@ func mergePage(m map[string]any, st *pageState) *Error {
 		if !ok {
 			continue // the schema names the problem
 		}
-		if !sameJSON(got, st.Args[k]) {
+		if !sameJSON(got, st.Args[pageArgKeys[k]]) {
 			changed = append(changed, k)
 		}
 	}
@@ -266,8 +271,8 @@ func mergePage(m map[string]any, st *pageState) *Error {
 			"Invalid arguments: page_token was issued for a call with other %s", strings.Join(changed, ", "))
 	}
 	for _, k := range append(slices.Clone(pageBound), pageCarried...) {
-		if _, given := m[k]; !given && st.Args[k] != nil {
-			m[k] = st.Args[k]
+		if _, given := m[k]; !given && st.Args[pageArgKeys[k]] != nil {
+			m[k] = st.Args[pageArgKeys[k]]
 		}
 	}
 	return nil
