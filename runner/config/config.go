@@ -79,6 +79,8 @@ type Config struct {
 	Limits Limits `json:"limits"`
 	// Sessions caps pg_tx sessions and pg_transaction calls.
 	Sessions Sessions `json:"sessions"`
+	// PageTokens signs select_query's next_page tokens.
+	PageTokens PageTokens `json:"page_tokens"`
 	// Shutdown is how serve stops on SIGTERM.
 	Shutdown Shutdown `json:"shutdown"`
 	// AuditLog is the audit log path, "-" for stderr, "" for none.
@@ -166,6 +168,35 @@ type Sessions struct {
 
 // TTL is TTLSeconds as a duration.
 func (s Sessions) TTL() time.Duration { return seconds(s.TTLSeconds) }
+
+// PageTokens is the config file's "page_tokens": how select_query's next_page tokens are signed
+// and how long they stay valid.
+type PageTokens struct {
+	// KeyFile holds the signing key (at least tools.PageTokenKeyMinBytes bytes), read into Key at
+	// load. Replicas that continue each other's pages share it. "" (the default): the runtime
+	// makes a random key at start, valid on that runner only.
+	KeyFile string `json:"key_file,omitempty"`
+	// Key is the signing key read from KeyFile. A secret: never logged or printed.
+	Key []byte `json:"-"`
+	// TTLSeconds is how long a token stays valid, in seconds (default 900).
+	TTLSeconds float64 `json:"ttl_seconds"`
+}
+
+// DefaultPageTokenTTL is PageTokens.TTLSeconds when unset.
+const DefaultPageTokenTTL = tools.PageTokensTTLDefault
+
+// TTL is TTLSeconds as a duration.
+func (p PageTokens) TTL() time.Duration { return seconds(p.TTLSeconds) }
+
+// PageTokensNote is what serve logs at start when no key_file is set (check-config shows it as
+// page_tokens.key in the effective config): without one, a
+// page token made by one replica is refused by the others and after a restart.
+func (c *Config) PageTokensNote() string {
+	if c.PageTokens.KeyFile != "" {
+		return ""
+	}
+	return "page_tokens.key_file is not set: select_query's next_page tokens are signed with a key made at start, so only this runner continues them, until it restarts; give every replica the same page_tokens.key_file (openssl rand -hex 32)"
+}
 
 // Shutdown is the config file's "shutdown".
 type Shutdown struct {
@@ -282,6 +313,14 @@ func LoadConfigFile(path string) (*Config, error) {
 		*into = s
 	}
 	readInto("n8n.token_file", cfg.N8N.TokenFile, &cfg.N8N.Token)
+	if f := cfg.PageTokens.KeyFile; f != "" {
+		var key string
+		readInto("page_tokens.key_file", f, &key)
+		if key != "" && len(key) < tools.PageTokenKeyMinBytes {
+			problems = append(problems, fmt.Sprintf("page_tokens.key_file: the key in %s is %d bytes long; use at least %d (openssl rand -hex 32)", f, len(key), tools.PageTokenKeyMinBytes))
+		}
+		cfg.PageTokens.Key = []byte(key)
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
 		d := cfg.Databases[name]
 		d.Origin = "config file"
@@ -421,6 +460,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Sessions.TTLSeconds <= 0 {
 		c.Sessions.TTLSeconds = DefaultSessionTTL.Seconds()
+	}
+	if c.PageTokens.TTLSeconds <= 0 {
+		c.PageTokens.TTLSeconds = DefaultPageTokenTTL.Seconds()
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
