@@ -209,6 +209,17 @@ func TestResponseByteCap(t *testing.T) {
 			t.Fatalf("data %.40s…, rowCount %d, truncated %v, hint %q", res.Rows.Data, res.RowCount, res.Truncated, res.Hint)
 		}
 	})
+	t.Run("select_query whose first row is larger than the cap", func(t *testing.T) {
+		// No next_page: a page after nothing would be cut the same way; the hint says what helps.
+		b.db.Exec(t, `CREATE TABLE wide (id int PRIMARY KEY, pad text); INSERT INTO wide VALUES (1, repeat('y', 5000)), (2, 'z')`)
+		res, e := callResult(t, b, "select_query", `{"table":"wide"}`)
+		if e != nil {
+			t.Fatal(errorJSON(t, e))
+		}
+		if res.RowCount != 0 || !res.Truncated || res.NextPage != "" || !strings.Contains(res.Hint, "select fewer columns") || strings.Contains(res.Hint, "offset") {
+			t.Fatalf("rowCount %d, truncated %v, next_page %q, hint %q", res.RowCount, res.Truncated, res.NextPage, res.Hint)
+		}
+	})
 }
 
 func mustInt(t testing.TB, n json.Number) int64 {

@@ -143,6 +143,11 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		return nil, withOp(req.statementError(ctx, rerr, stmtInfo{sql: st.SQL, rel: rel, readOnly: true}), op, table)
 	}
 	res := rowsResult(op, table, rs, limit, int(offset), req.maxBytes)
+	if rs.Truncated && rs.RowCount == 0 {
+		// Nothing was sent, so there is nothing to continue after: a page of the same call
+		// would be cut the same way.
+		res.Hint = fmt.Sprintf("The first row alone is larger than the %d-byte response cap; select fewer columns.", req.maxBytes)
+	}
 	if rs.Truncated && rs.RowCount > 0 && a.pages != nil {
 		next := &pageState{Tool: "select_query", Args: pageArgs(req.args)}
 		if keyed {
