@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // A page token (select_query's next_page) is what a truncated read hands the model so that the
@@ -161,7 +164,32 @@ func formatTTL(d time.Duration) string {
 	return d.String()
 }
 
-// pageBound lists the arguments a token fixes, because they decide which rows match and in what
+// pageSpec is what a tool that pages keeps in its tokens: the arguments a token fixes (bound),
+// those it carries for a call that leaves them out but lets change (carried), each argument's
+// name inside the token (short; "" keeps the name) and how its value is normalized.
+type pageSpec struct {
+	bound, carried []string
+	short          map[string]string
+	norm           func(k string, v any) (any, bool)
+}
+
+// selectPages is select_query's.
+var selectPages = &pageSpec{bound: pageBound, carried: pageCarried, short: pageArgKeys, norm: normalizedArg}
+
+// customPages is an operator-defined read tool's: its parameters fix the rows, as given.
+func customPages(t CustomTool) *pageSpec {
+	names := make([]string, len(t.Parameters))
+	for i, p := range t.Parameters {
+		names[i] = p.Name
+	}
+	return &pageSpec{bound: names, carried: []string{"format"}, norm: func(_ string, v any) (any, bool) { return v, true }}
+}
+
+func (s *pageSpec) key(k string) string { return cmp.Or(s.short[k], k) }
+
+func (s *pageSpec) all() []string { return append(slices.Clone(s.bound), s.carried...) }
+
+// pageBound lists the arguments a select_query token fixes, because they decide which rows match and in what
 // order; a call with page_token may repeat them or leave them out, but not change them. limit
 // and format only shape the page, so a call may change them; left out, they are the token's.
 var pageBound = []string{"database", "table", "columns", "where", "params", "order_by"}
@@ -174,12 +202,12 @@ var pageCarried = []string{"limit", "format"}
 var pageArgKeys = map[string]string{"database": "d", "table": "t", "columns": "c", "where": "w", "params": "p",
 	"order_by": "o", "limit": "l", "format": "f"}
 
-// pageArgs is the normalized form of a call's arguments that a token carries, by short name.
-func pageArgs(m map[string]any) map[string]any {
+// args is the normalized form of a call's arguments that a token carries, by short name.
+func (s *pageSpec) args(m map[string]any) map[string]any {
 	out := map[string]any{}
-	for _, k := range append(slices.Clone(pageBound), pageCarried...) {
-		if v, ok := normalizedArg(k, m[k]); ok && v != nil {
-			out[pageArgKeys[k]] = v
+	for _, k := range s.all() {
+		if v, ok := s.norm(k, m[k]); ok && v != nil {
+			out[s.key(k)] = v
 		}
 	}
 	return out
@@ -246,22 +274,22 @@ func normalizedArg(k string, v any) (any, bool) {
 
 // mergePage checks a call's arguments m against the token's and fills in those the call left
 // out, so that the call then validates and runs as the first page's call did.
-func mergePage(m map[string]any, st *pageState) *Error {
+func (s *pageSpec) merge(m map[string]any, st *pageState) *Error {
 	if _, ok := m["offset"]; ok {
 		return errorf(ErrInvalidArguments, "Send page_token without offset: the token knows where the next page starts.",
 			"Invalid arguments: page_token and offset cannot be combined")
 	}
 	var changed []string
-	for _, k := range pageBound {
+	for _, k := range s.bound {
 		v, given := m[k]
 		if !given {
 			continue
 		}
-		got, ok := normalizedArg(k, v)
+		got, ok := s.norm(k, v)
 		if !ok {
 			continue // the schema names the problem
 		}
-		if !sameJSON(got, st.Args[pageArgKeys[k]]) {
+		if !sameJSON(got, st.Args[s.key(k)]) {
 			changed = append(changed, k)
 		}
 	}
@@ -270,12 +298,30 @@ func mergePage(m map[string]any, st *pageState) *Error {
 			"Send page_token alone, or with the same "+strings.Join(changed, ", ")+" as the call that returned it; to read with other arguments, call without page_token.",
 			"Invalid arguments: page_token was issued for a call with other %s", strings.Join(changed, ", "))
 	}
-	for _, k := range append(slices.Clone(pageBound), pageCarried...) {
-		if _, given := m[k]; !given && st.Args[pageArgKeys[k]] != nil {
-			m[k] = st.Args[pageArgKeys[k]]
+	for _, k := range s.all() {
+		if _, given := m[k]; !given && st.Args[s.key(k)] != nil {
+			m[k] = st.Args[s.key(k)]
 		}
 	}
 	return nil
+}
+
+// next is the token that continues a read of tool after the last row of rs: by that row's order
+// values when keyed, else by offset (the rows read before rs, and rs's).
+func (pa *paging) next(tool string, args map[string]any, rs *wire.RowSet, keyed bool, offset int64) string {
+	st := &pageState{Tool: tool, Args: pa.spec.args(args)}
+	if keyed {
+		st.After = make([]*string, len(rs.LastKey))
+		for i, v := range rs.LastKey {
+			if v != nil {
+				s := string(v)
+				st.After[i] = &s
+			}
+		}
+	} else {
+		st.Offset = offset + int64(rs.RowCount)
+	}
+	return pa.pages.issue(pa.caller, st)
 }
 
 func sameJSON(a, b any) bool {

@@ -403,7 +403,7 @@ func TestPageArgKeysCoverEveryCarriedArgument(t *testing.T) {
 		if !ok || s == "" {
 			t.Fatalf("argument %s has no short name", k)
 		}
-		if other, dup := short[s]; dup {
+		if other, dup := short[s]; dup || selectPages.key(k) != s {
 			t.Fatalf("%s and %s share the short name %s", k, other, s)
 		}
 		short[s] = k

@@ -73,7 +73,7 @@ type toolEntry struct {
 	decode    argDecoder // fills the tool's struct from a validated call
 	preview   previewer  // what a confirmation shows (preview.go); nil: nothing to confirm
 	database  string     // fixed database (operator-defined tools); "" takes the argument
-	pages     bool       // the tool takes page_token and issues next_page (pagetoken.go)
+	paging    *pageSpec  // the tool takes page_token and issues next_page (pagetoken.go); nil: not
 }
 
 // Registry holds the tools and the configured databases. Every transport calls Call. It is safe
@@ -165,7 +165,7 @@ func newBuiltinRegistry(dbs []*Database) (*Registry, error) {
 			info: ToolInfo{Name: name, Description: schemas.Description(name), InputSchema: served,
 				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
 			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: def.run,
-			gate: def.gate, decode: def.decode, preview: def.preview, pages: def.pages,
+			gate: def.gate, decode: def.decode, preview: def.preview, paging: def.paging,
 		}
 		r.order = append(r.order, name)
 	}
@@ -283,11 +283,11 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[
 	// A page token brings the arguments of the call that issued it: merged first, the call
 	// then validates as that one did.
 	var page *pageState
-	if tok, ok := m["page_token"].(string); ok && t.pages && r.pages != nil {
+	if tok, ok := m["page_token"].(string); ok && t.paging != nil && r.pages != nil {
 		if page, err = r.pages.open(p, t.info.Name, tok); err != nil {
 			return m, nil, err
 		}
-		if err = mergePage(m, page); err != nil {
+		if err = t.paging.merge(m, page); err != nil {
 			return m, nil, err
 		}
 	}
@@ -302,7 +302,7 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[
 		return m, nil, argsError(derr, m)
 	}
 	if pa, ok := in.(pageable); ok {
-		pa.setPage(page, r.pages, p)
+		pa.setPage(page, r.pages, p, t.paging)
 	}
 	return m, in, nil
 }

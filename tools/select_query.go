@@ -149,19 +149,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		res.Hint = fmt.Sprintf("The first row alone is larger than the %d-byte response cap; select fewer columns.", req.maxBytes)
 	}
 	if rs.Truncated && rs.RowCount > 0 && a.pages != nil {
-		next := &pageState{Tool: "select_query", Args: pageArgs(req.args)}
-		if keyed {
-			next.After = make([]*string, len(rs.LastKey))
-			for i, v := range rs.LastKey {
-				if v != nil {
-					s := string(v)
-					next.After[i] = &s
-				}
-			}
-		} else {
-			next.Offset = offset + int64(rs.RowCount)
-		}
-		res.NextPage = a.pages.issue(a.caller, next)
+		res.NextPage = a.next("select_query", req.args, rs, keyed, offset)
 		res.Hint = pageHint(rs, limit, req.maxBytes, keyed, table)
 	}
 	return res, nil

@@ -43,15 +43,16 @@ type paging struct {
 	page   *pageState
 	pages  *pager
 	caller Principal
+	spec   *pageSpec
 }
 
 // pageable is an argument struct that takes page tokens.
 type pageable interface {
-	setPage(st *pageState, pg *pager, p Principal)
+	setPage(st *pageState, pg *pager, p Principal, spec *pageSpec)
 }
 
-func (pa *paging) setPage(st *pageState, pg *pager, p Principal) {
-	pa.page, pa.pages, pa.caller = st, pg, p
+func (pa *paging) setPage(st *pageState, pg *pager, p Principal, spec *pageSpec) {
+	pa.page, pa.pages, pa.caller, pa.spec = st, pg, p, spec
 }
 
 type describeArgs struct {

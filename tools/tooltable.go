@@ -15,7 +15,7 @@ type toolDef struct {
 	decode  argDecoder
 	run     handler
 	preview previewer // nil: a human is never asked about the tool's calls
-	pages   bool      // takes page_token; its arguments implement pageable
+	paging  *pageSpec // takes page_token; its arguments implement pageable
 }
 
 // previewer fills, from a call's decoded arguments (the tool's own struct, and the map the
@@ -34,7 +34,7 @@ func defineTool[A any](name string, g gate, run func(context.Context, *request, 
 // withPages marks d as a tool whose truncated answers carry next_page and whose calls take
 // page_token.
 func withPages(d toolDef) toolDef {
-	d.pages = true
+	d.paging = selectPages
 	return d
 }
 
