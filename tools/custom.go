@@ -37,7 +37,7 @@ type CustomTool struct {
 	// OrderBy, for a read tool, orders its rows by columns of its result ("col [asc|desc]
 	// [nulls first|last], …", ending with a unique one) and makes a truncated answer carry
 	// next_page (custompages.go). "" (the default): rows come as the statement gives them.
-	OrderBy string `json:"order_by,omitempty"`
+	OrderBy string      `json:"order_by,omitempty"`
 	order   []orderItem // OrderBy resolved against the result's columns when the tool is added
 }
 
