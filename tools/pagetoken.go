@@ -285,11 +285,9 @@ func (s *pageSpec) merge(m map[string]any, st *pageState) *Error {
 		if !given {
 			continue
 		}
-		got, ok := s.norm(k, v)
-		if !ok {
-			continue // the schema names the problem
-		}
-		if !sameJSON(got, st.Args[s.key(k)]) {
+		// A value that cannot be normalized (a type the schema refuses, or an argument this
+		// spec does not know how to compare) counts as changed: fail closed.
+		if got, ok := s.norm(k, v); !ok || !sameJSON(got, st.Args[s.key(k)]) {
 			changed = append(changed, k)
 		}
 	}

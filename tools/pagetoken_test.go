@@ -407,6 +407,10 @@ func TestPageArgKeysCoverEveryCarriedArgument(t *testing.T) {
 			t.Fatalf("%s and %s share the short name %s", k, other, s)
 		}
 		short[s] = k
+		// Every argument a token fixes can be compared: an unknown one would refuse every call.
+		if _, ok := normalizedArg(k, nil); !ok {
+			t.Fatalf("argument %s has no normalization", k)
+		}
 	}
 	if len(short) != len(pageArgKeys) {
 		t.Fatalf("pageArgKeys names arguments a token does not carry: %v", pageArgKeys)
