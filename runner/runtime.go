@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -49,6 +50,9 @@ type Runtime struct {
 	closeDBs   func()
 	closeAudit func() error
 	stopSweep  context.CancelFunc
+	// pageKey signs page tokens when the config names no page_tokens.key_file: made once at
+	// Build, so that a reload keeps the tokens already handed out valid.
+	pageKey []byte
 
 	reloadMu sync.Mutex // one reload at a time
 	gen      atomic.Pointer[generation]
@@ -73,6 +77,11 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 		return nil, err
 	}
 	rt.closeDBs = closeDBs
+	rt.pageKey = make([]byte, tools.PageTokenKeyMinBytes)
+	if _, err := rand.Read(rt.pageKey); err != nil {
+		closeDBs()
+		return nil, fmt.Errorf("making a page token key: %w", err)
+	}
 	defer func() {
 		if err != nil {
 			rt.Close()
@@ -118,7 +127,10 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 // caller.
 func (rt *Runtime) newGeneration(ctx context.Context, cfg *config.Config, dbs []*tools.Database, n int64) (*generation, error) {
 	o := tools.Options{Databases: dbs, TxLimiter: rt.txLimit, Auditor: rt.auditor, Observer: rt.metrics,
-		CustomTools: cfg.CustomTools}
+		CustomTools: cfg.CustomTools, Pages: tools.PageTokens{Key: cfg.PageTokens.Key, TTL: cfg.PageTokens.TTL()}}
+	if len(o.Pages.Key) == 0 {
+		o.Pages.Key = rt.pageKey
+	}
 	if rt.sessions != nil {
 		o.Sessions = rt.sessions
 	}

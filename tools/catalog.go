@@ -21,10 +21,15 @@ type relation struct {
 	columns      []string
 	colTypes     []uint32 // type OID per column
 	colArray     []bool   // whether the column's type is an array type
-	estimate     int64
-	comment      string
-	canSelect    bool
-	denied       bool // hidden by the operator's policy: refused as not_allowed, never suggested
+	colNotNull   []bool   // whether the column is NOT NULL
+	// key is the columns of the table's primary key, else of its shortest unique index over NOT
+	// NULL columns only (no expression, no predicate, not deferrable): what makes an order total
+	// for paging (keyset.go). nil when there is none (views, tables without such a key).
+	key       []string
+	estimate  int64
+	comment   string
+	canSelect bool
+	denied    bool // hidden by the operator's policy: refused as not_allowed, never suggested
 	// rowSecurity: row-level security applies to the role this relation was loaded for (the
 	// login role in a snapshot, an agent role in its roleView), so estimate counts rows that role
 	// may not see.
@@ -100,14 +105,23 @@ SELECT n.nspname, c.relname, c.relkind::text, greatest(c.reltuples, 0)::bigint,
        coalesce(obj_description(c.oid, 'pg_class'), ''),
        has_table_privilege(c.oid, 'SELECT') OR has_any_column_privilege(c.oid, 'SELECT'),
        coalesce(x.names, '{}'), coalesce(x.types, '{}'), coalesce(x.arrays, '{}'),
+       coalesce(x.notnull, '{}'), pk.cols,
        c.relrowsecurity AND NOT u.bypass AND (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 CROSS JOIN (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_roles WHERE rolname = current_user) u
 LEFT JOIN LATERAL (
   SELECT array_agg(a.attname::text ORDER BY a.attnum) AS names, array_agg(a.atttypid ORDER BY a.attnum) AS types,
-         array_agg(t.typcategory = 'A' ORDER BY a.attnum) AS arrays
+         array_agg(t.typcategory = 'A' ORDER BY a.attnum) AS arrays, array_agg(a.attnotnull ORDER BY a.attnum) AS notnull
   FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
   WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) x ON true
+LEFT JOIN LATERAL (
+  SELECT ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
+               JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+               WHERE k.ord <= i.indnkeyatts ORDER BY k.ord) AS cols
+  FROM pg_index i
+  WHERE i.indrelid = c.oid AND i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
+    AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum = ANY (i.indkey::int2[]) AND NOT a.attnotnull)
+  ORDER BY i.indisprimary DESC, i.indnkeyatts, i.indexrelid LIMIT 1) pk ON true
 WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p')
   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
   AND NOT c.relispartition`
@@ -127,7 +141,7 @@ func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
 	for rows.Next() {
 		r := &relation{}
 		var kind string
-		if err := rows.Scan(&r.schema, &r.name, &kind, &r.estimate, &r.comment, &r.canSelect, &r.columns, &r.colTypes, &r.colArray, &r.rowSecurity); err != nil {
+		if err := rows.Scan(&r.schema, &r.name, &kind, &r.estimate, &r.comment, &r.canSelect, &r.columns, &r.colTypes, &r.colArray, &r.colNotNull, &r.key, &r.rowSecurity); err != nil {
 			return nil, fmt.Errorf("loading the catalog: %w", err)
 		}
 		r.kind = kind[0]

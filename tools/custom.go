@@ -34,6 +34,11 @@ type CustomTool struct {
 	Mode string `json:"mode"`
 	// Parameters are the statement's parameters, in $n order.
 	Parameters []CustomParam `json:"parameters,omitempty"`
+	// OrderBy, for a read tool, orders its rows by columns of its result ("col [asc|desc]
+	// [nulls first|last], …", ending with a unique one) and makes a truncated answer carry
+	// next_page (custompages.go). "" (the default): rows come as the statement gives them.
+	OrderBy string      `json:"order_by,omitempty"`
+	order   []orderItem // OrderBy resolved against the result's columns when the tool is added
 }
 
 // CustomParam is one parameter of a CustomTool.
@@ -133,7 +138,7 @@ func decodeNumbers(raw json.RawMessage, v *any) error {
 var customName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // reservedArgs are the arguments pgtools adds to a custom tool beside its parameters.
-var reservedArgs = []string{"session_id", "autocommit", "dry_run", "format"}
+var reservedArgs = []string{"session_id", "autocommit", "dry_run", "format", "page_token"}
 
 // CustomReservedArgs returns the argument names pgtools adds to every custom tool, which no
 // parameter may take (for config validation before the registry exists).
@@ -173,6 +178,9 @@ func (t CustomTool) Schema() json.RawMessage {
 	}
 	props["session_id"] = map[string]any{"type": "string", "description": "Session id from pg_tx begin: run inside that open transaction."}
 	props["format"] = map[string]any{"type": "string", "enum": []string{"objects", "columns", "csv"}, "description": "Row format (default objects)."}
+	if t.Mode != "write" && trimPgSpace(t.OrderBy) != "" {
+		props["page_token"] = map[string]any{"type": "string", "minLength": 1, "description": "next_page of a truncated answer: continues after its last row."}
+	}
 	if t.Mode == "write" {
 		props["autocommit"] = map[string]any{"type": "boolean", "description": "Set true to run and commit this call on its own (or give session_id)."}
 		props["dry_run"] = map[string]any{"type": "boolean", "description": "Run, report the rows it would change, roll back."}
@@ -267,6 +275,9 @@ func (r *Registry) addCustomTool(ctx context.Context, c *jsonschema.Compiler, t 
 	if err := checkStatement(ctx, db, t); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
+	if err := checkCustomOrder(ctx, db, &t); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
 	raw := t.Schema()
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
 	if err != nil {
@@ -296,8 +307,11 @@ func (r *Registry) addCustomTool(ctx context.Context, c *jsonschema.Compiler, t 
 	r.tools[t.Name] = &toolEntry{
 		info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
 		operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, preview: pv,
-		decode: func(map[string]any) (any, error) { return nil, nil },
+		decode: func(map[string]any) (any, error) { return &customArgs{}, nil },
 		run:    func(ctx context.Context, req *request) (Result, *Error) { return runCustom(ctx, req, tool) },
+	}
+	if len(t.order) > 0 {
+		r.tools[t.Name].paging = customPages(t)
 	}
 
 	r.order = append(r.order, t.Name)
@@ -350,12 +364,26 @@ func runCustom(ctx context.Context, req *request, t CustomTool) (Result, *Error)
 	format := req.format(strArg(req.args, "format"))
 	if t.Mode != "write" {
 		limit := req.db.Policy.DefaultLimit
-		rs, err := req.readOn(ctx, req.session, wire.Stmt{SQL: t.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: format})
+		st := wire.Stmt{SQL: t.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: format}
+		a, _ := req.in.(*customArgs)
+		paged := len(t.order) > 0 && a != nil && a.pages != nil
+		if paged {
+			sql, kp, perr := customPageSQL(t, len(params), a.page, limit)
+			if perr != nil {
+				return nil, perr
+			}
+			st.SQL, st.Params, st.KeyCols = sql, append(params, kp...), len(t.order)
+		}
+		rs, err := req.readOn(ctx, req.session, st)
 		if err != nil {
 			return nil, req.statementError(ctx, err, stmtInfo{sql: t.SQL, paramCols: paramNames(t), paramArgs: true, readOnly: true})
 		}
 		res := rowsResult(t.Name, "", rs, limit, 0, req.maxBytes)
 		res.Command = rs.Tag
+		if paged && rs.Truncated && rs.RowCount > 0 {
+			res.NextPage = a.next(t.Name, req.args, rs, true, 0)
+			res.Hint = fmt.Sprintf("More rows match than the %d shown; call again with page_token set to next_page for the next page.", rs.RowCount)
+		}
 		return res, nil
 	}
 	dry := boolArg(req.args, "dry_run")

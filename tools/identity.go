@@ -228,7 +228,7 @@ func (r *relation) forRole(cols, readCols []string, rowSecurity bool) *relation 
 	}
 	keep, read := set(cols), set(readCols)
 	c.restricted = cols != nil
-	c.columns, c.colTypes, c.colArray, c.colRead = nil, nil, nil, nil
+	c.columns, c.colTypes, c.colArray, c.colNotNull, c.colRead = nil, nil, nil, nil, nil
 	for i, name := range r.columns {
 		if cols != nil && !keep[name] {
 			continue
@@ -236,6 +236,7 @@ func (r *relation) forRole(cols, readCols []string, rowSecurity bool) *relation 
 		c.columns = append(c.columns, name)
 		c.colTypes = append(c.colTypes, r.colTypes[i])
 		c.colArray = append(c.colArray, r.colArray[i])
+		c.colNotNull = append(c.colNotNull, r.colNotNull[i])
 		if readCols != nil {
 			c.colRead = append(c.colRead, read[name])
 		}

@@ -9,7 +9,7 @@ import (
 )
 
 // TestRowLimitIsExact: truncated is true exactly when more rows exist than the limit, and the
-// hint says how to get the next page.
+// hint and next_page say how to get the next page, which starts right after the last row.
 func TestRowLimitIsExact(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{MaxLimit: 500})
@@ -23,14 +23,14 @@ func TestRowLimitIsExact(t *testing.T) {
 		hint      string // a fragment the hint must contain; "" means no hint
 	}{
 		{"limit equals row count", `{"table":"orders","columns":"id","order_by":"id","limit":300}`, 300, false, 1, 300, ""},
-		{"limit one below", `{"table":"orders","columns":"id","order_by":"id","limit":299}`, 299, true, 1, 299, "offset 299"},
+		{"limit one below", `{"table":"orders","columns":"id","order_by":"id","limit":299}`, 299, true, 1, 299, "page_token set to next_page"},
 		{"limit above row count", `{"table":"orders","columns":"id","order_by":"id","limit":301}`, 300, false, 1, 300, ""},
 		{"limit at the hard cap", `{"table":"orders","columns":"id","order_by":"id","limit":500}`, 300, false, 1, 300, ""},
-		{"first page", `{"table":"orders","columns":"id","order_by":"id","limit":100}`, 100, true, 1, 100, "offset 100"},
-		{"second page", `{"table":"orders","columns":"id","order_by":"id","limit":100,"offset":100}`, 100, true, 101, 200, "offset 200"},
+		{"first page", `{"table":"orders","columns":"id","order_by":"id","limit":100}`, 100, true, 1, 100, "page_token set to next_page"},
+		{"second page", `{"table":"orders","columns":"id","order_by":"id","limit":100,"offset":100}`, 100, true, 101, 200, "page_token set to next_page"},
 		{"last page", `{"table":"orders","columns":"id","order_by":"id","limit":100,"offset":200}`, 100, false, 201, 300, ""},
 		{"past the end", `{"table":"orders","columns":"id","order_by":"id","limit":100,"offset":300}`, 0, false, 0, 0, ""},
-		{"descending page", `{"table":"orders","columns":"id","order_by":"id desc","limit":10,"offset":5}`, 10, true, 295, 286, "offset 15"},
+		{"descending page", `{"table":"orders","columns":"id","order_by":"id desc","limit":10,"offset":5}`, 10, true, 295, 286, "page_token set to next_page"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -55,6 +55,25 @@ func TestRowLimitIsExact(t *testing.T) {
 			case c.hint != "" && !strings.Contains(res.Hint, c.hint):
 				t.Fatalf("hint %q does not contain %q", res.Hint, c.hint)
 			}
+			if (res.NextPage != "") != c.truncated {
+				t.Fatalf("next_page %q on an answer truncated %v", res.NextPage, c.truncated)
+			}
+			if !c.truncated {
+				return
+			}
+			next, e := callResult(t, b, "select_query", `{"page_token":"`+res.NextPage+`","limit":1}`)
+			if e != nil {
+				t.Fatal(errorJSON(t, e))
+			}
+			var first []map[string]json.Number
+			decodeExact(t, next.Rows.Data, &first)
+			step := int64(1)
+			if c.firstID > c.lastID {
+				step = -1
+			}
+			if len(first) != 1 || first[0]["id"] != json.Number(itoa(c.lastID+step)) {
+				t.Fatalf("the next page starts at %v, want id %d", first, c.lastID+step)
+			}
 		})
 	}
 }
@@ -69,7 +88,7 @@ func TestLimitAboveHardCapRefused(t *testing.T) {
 	t.Parallel()
 	b := newBundle(t, Policy{MaxLimit: 500})
 	e := b.mustFail(t, ErrInvalidArguments, "select_query", `{"table":"orders","limit":501}`)
-	if !strings.Contains(e.Message, "500") || !strings.Contains(e.Suggestion, "offset") {
+	if !strings.Contains(e.Message, "500") || !strings.Contains(e.Suggestion, "next_page") {
 		t.Fatalf("the refusal does not name the cap and paging: %s", errorJSON(t, e))
 	}
 }
@@ -154,9 +173,25 @@ func TestResponseByteCap(t *testing.T) {
 			if !strings.Contains(res.Hint, "2048-byte") {
 				t.Fatalf("hint does not name the byte cap: %q", res.Hint)
 			}
-			// A select's hint names the offset of the next page: the rows it kept.
-			if c.tool == "select_query" && !strings.Contains(res.Hint, fmt.Sprintf("offset %d ", len(data))) {
-				t.Fatalf("hint does not give the next offset %d: %q", len(data), res.Hint)
+			// A select's next_page continues right after the last row kept.
+			if c.tool == "select_query" {
+				if res.NextPage == "" || !strings.Contains(res.Hint, "next_page") {
+					t.Fatalf("no next_page, or a hint that does not name it: %q", res.Hint)
+				}
+				next, e := callResult(t, b, c.tool, `{"page_token":"`+res.NextPage+`","columns":"id","limit":1}`)
+				if e == nil {
+					t.Fatalf("page_token with other columns was accepted")
+				}
+				next, e = callResult(t, b, c.tool, `{"page_token":"`+res.NextPage+`","limit":1}`)
+				if e != nil {
+					t.Fatal(errorJSON(t, e))
+				}
+				var got []map[string]any
+				decodeExact(t, next.Rows.Data, &got)
+				lastID := data[len(data)-1].(map[string]any)["id"].(json.Number)
+				if len(got) != 1 || fmt.Sprint(got[0]["id"]) != itoa(mustInt(t, lastID)+1) {
+					t.Fatalf("after id %s the next page starts with %v", lastID, got)
+				}
 			}
 			// The next row would not have fitted: the cut is not premature.
 			if len(res.Rows.Data) < byteCap/2 {
@@ -174,4 +209,24 @@ func TestResponseByteCap(t *testing.T) {
 			t.Fatalf("data %.40s…, rowCount %d, truncated %v, hint %q", res.Rows.Data, res.RowCount, res.Truncated, res.Hint)
 		}
 	})
+	t.Run("select_query whose first row is larger than the cap", func(t *testing.T) {
+		// No next_page: a page after nothing would be cut the same way; the hint says what helps.
+		b.db.Exec(t, `CREATE TABLE wide (id int PRIMARY KEY, pad text); INSERT INTO wide VALUES (1, repeat('y', 5000)), (2, 'z')`)
+		res, e := callResult(t, b, "select_query", `{"table":"wide"}`)
+		if e != nil {
+			t.Fatal(errorJSON(t, e))
+		}
+		if res.RowCount != 0 || !res.Truncated || res.NextPage != "" || !strings.Contains(res.Hint, "select fewer columns") || strings.Contains(res.Hint, "offset") {
+			t.Fatalf("rowCount %d, truncated %v, next_page %q, hint %q", res.RowCount, res.Truncated, res.NextPage, res.Hint)
+		}
+	})
+}
+
+func mustInt(t testing.TB, n json.Number) int64 {
+	t.Helper()
+	i, err := n.Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
 }

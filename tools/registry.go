@@ -75,6 +75,7 @@ type toolEntry struct {
 	decode    argDecoder // fills the tool's struct from a validated call
 	preview   previewer  // what a confirmation shows (preview.go); nil: nothing to confirm
 	database  string     // fixed database (operator-defined tools); "" takes the argument
+	paging    *pageSpec  // the tool takes page_token and issues next_page (pagetoken.go); nil: not
 }
 
 // Registry holds the tools and the configured databases. Every transport calls Call. It is safe
@@ -87,6 +88,7 @@ type Registry struct {
 	sessions SessionStore
 	observer Observer
 	txLimit  *TxLimiter
+	pages    *pager
 }
 
 // Options is everything a Registry is built from. Only Databases is needed for stateless calls;
@@ -108,6 +110,9 @@ type Options struct {
 	// registry is built (so NewRegistry needs ctx): one that does not fit fails NewRegistry,
 	// naming it.
 	CustomTools []CustomTool
+	// Pages signs and checks the page tokens of truncated reads (select_query's next_page). The
+	// zero value makes a random key: tokens then work on this registry only.
+	Pages PageTokens
 }
 
 // NewRegistry compiles every tool schema and registers the built-in tools and o.CustomTools over
@@ -119,6 +124,9 @@ func NewRegistry(ctx context.Context, o Options) (*Registry, error) {
 		return nil, err
 	}
 	r.sessions, r.txLimit, r.auditor, r.observer = o.Sessions, o.TxLimiter, o.Auditor, o.Observer
+	if r.pages, err = newPager(o.Pages); err != nil {
+		return nil, err
+	}
 	if len(o.CustomTools) > 0 {
 		if err := r.addCustomTools(ctx, o.CustomTools); err != nil {
 			return nil, err
@@ -159,7 +167,7 @@ func newBuiltinRegistry(dbs []*Database) (*Registry, error) {
 			info: ToolInfo{Name: name, Description: schemas.Description(name), InputSchema: served,
 				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
 			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: def.run,
-			gate: def.gate, decode: def.decode, preview: def.preview,
+			gate: def.gate, decode: def.decode, preview: def.preview, paging: def.paging,
 		}
 		r.order = append(r.order, name)
 	}
@@ -277,6 +285,17 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[
 			"Invalid arguments: the body is not valid JSON")
 	}
 	m, _ = args.(map[string]any)
+	// A page token brings the arguments of the call that issued it: merged first, the call
+	// then validates as that one did.
+	var page *pageState
+	if tok, ok := m["page_token"].(string); ok && t.paging != nil && r.pages != nil {
+		if page, err = r.pages.open(p, t.info.Name, tok); err != nil {
+			return m, nil, err
+		}
+		if err = t.paging.merge(m, page); err != nil {
+			return m, nil, err
+		}
+	}
 	if verr := t.schema.Validate(args); verr != nil {
 		return m, nil, validationError(verr, t)
 	}
@@ -286,6 +305,9 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[
 	in, derr := t.decode(m)
 	if derr != nil {
 		return m, nil, argsError(derr, m)
+	}
+	if pa, ok := in.(pageable); ok {
+		pa.setPage(page, r.pages, p, t.paging)
 	}
 	return m, in, nil
 }

@@ -111,7 +111,7 @@ func TestInvalidArgumentsListEveryPath(t *testing.T) {
 		inSuggestion     []string
 	}{
 		{"unknown property", "select_query", `{"table":"orders","colums":"id"}`,
-			[]string{"colums"}, []string{`"colums"`, "columns, database, format, limit, offset, order_by, params, session_id, table, where"}},
+			[]string{"colums"}, []string{`"colums"`, "columns, database, format, limit, offset, order_by, page_token, params, session_id, table, where"}},
 		{"missing table and bad limit", "select_query", `{"limit":0}`,
 			[]string{"'table'", "limit"}, nil},
 		{"three failures", "select_query", `{"table":"","limit":"ten","offset":-1}`,

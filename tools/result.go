@@ -63,6 +63,9 @@ type RowsResult struct {
 	RowCount  int       `json:"rowCount"`          // rows in Rows
 	Rows      wire.Rows `json:"data,omitempty"`
 	Truncated bool      `json:"truncated"` // more rows matched than Rows holds
+	// NextPage, on a truncated select_query, is the page_token that continues right after the
+	// last row in Rows.
+	NextPage string `json:"next_page,omitempty"`
 	timing
 	Hint string `json:"hint,omitempty"` // how to see the rest when Truncated
 	echo

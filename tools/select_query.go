@@ -22,7 +22,7 @@ func rowLimit(req *request, arg count) (int, *Error) {
 	p := req.db.Policy
 	limit := arg.or(int64(p.DefaultLimit))
 	if limit > int64(p.MaxLimit) {
-		return 0, errorf(ErrInvalidArguments, fmt.Sprintf("Use a limit of at most %d and page with offset.", p.MaxLimit),
+		return 0, errorf(ErrInvalidArguments, fmt.Sprintf("Use a limit of at most %d; a truncated answer's next_page continues with the rows after it.", p.MaxLimit),
 			"Invalid arguments: limit %d exceeds the hard cap of %d rows", limit, p.MaxLimit)
 	}
 	return int(limit), nil
@@ -77,6 +77,20 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 			sb.WriteString(pgx.Identifier{name}.Sanitize())
 		}
 	}
+	items, oerr := parseOrder(rel, trimPgSpace(a.OrderBy))
+	if oerr != nil {
+		return nil, withOp(oerr, op, table)
+	}
+	total, keyed := totalOrder(rel, items)
+	if keyed {
+		// The order's values ride along after the caller's columns, unseen, so that the next
+		// page starts after the last row actually sent, whether the row limit or the byte cap
+		// cut the answer.
+		for _, o := range total {
+			sb.WriteString(", ")
+			sb.WriteString(pgx.Identifier{o.col}.Sanitize())
+		}
+	}
 	sb.WriteString(" FROM ")
 	sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
 	if where := strings.TrimSpace(a.Where); where != "" {
@@ -85,32 +99,78 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		sb.WriteString(where)
 		sb.WriteString("\n)")
 	}
-	if ob := trimPgSpace(a.OrderBy); ob != "" {
-		clause, oerr := orderBy(rel, ob)
-		if oerr != nil {
-			return nil, withOp(oerr, op, table)
+	offset := a.Offset.or(0)
+	var keyParams []any
+	if pg := a.page; pg != nil {
+		offset = pg.Offset
+		if pg.After != nil {
+			if !keyed || len(pg.After) != len(total) {
+				return nil, withOp(pageTokenError("no longer fits the table: its key or columns changed since the token was issued", restartFix), op, table)
+			}
+			cond, kp, err := keysetAfter(total, pg.After, len(params)+1)
+			if err != nil {
+				return nil, withOp(pageTokenError("no longer fits the table", restartFix), op, table)
+			}
+			if strings.TrimSpace(a.Where) != "" {
+				sb.WriteString(" AND ")
+			} else {
+				sb.WriteString(" WHERE ")
+			}
+			sb.WriteString(cond)
+			keyParams = kp
 		}
+	}
+	if !keyed {
+		total = items
+	}
+	if len(total) > 0 {
 		sb.WriteString(" ORDER BY ")
-		sb.WriteString(clause)
+		sb.WriteString(orderSQL(total))
 	}
 	sb.WriteString(" LIMIT ")
 	sb.WriteString(strconv.Itoa(limit + 1))
-	offset := a.Offset.or(0)
 	if offset > 0 {
 		sb.WriteString(" OFFSET ")
 		sb.WriteString(strconv.FormatInt(offset, 10))
 	}
+	st := wire.Stmt{SQL: sb.String(), Params: append(params, keyParams...), MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)}
+	if keyed {
+		st.KeyCols = len(total)
+	}
 
 	req.lookAhead = true
-	rs, rerr := req.readOn(ctx, sess, wire.Stmt{SQL: sb.String(), Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
+	rs, rerr := req.readOn(ctx, sess, st)
 	if rerr != nil {
-		return nil, withOp(req.statementError(ctx, rerr, stmtInfo{sql: sb.String(), rel: rel, readOnly: true}), op, table)
+		return nil, withOp(req.statementError(ctx, rerr, stmtInfo{sql: st.SQL, rel: rel, readOnly: true}), op, table)
 	}
 	if sess != nil {
 		req.db.sessionWarm.used("select", rel, sessionIdentity(sess))
 	}
 	res := rowsResult(op, table, rs, limit, int(offset), req.maxBytes)
+	if rs.Truncated && rs.RowCount == 0 {
+		// Nothing was sent, so there is nothing to continue after: a page of the same call
+		// would be cut the same way.
+		res.Hint = fmt.Sprintf("The first row alone is larger than the %d-byte response cap; select fewer columns.", req.maxBytes)
+	}
+	if rs.Truncated && rs.RowCount > 0 && a.pages != nil {
+		res.NextPage = a.next("select_query", req.args, rs, keyed, offset)
+		res.Hint = pageHint(rs, limit, req.maxBytes, keyed, table)
+	}
 	return res, nil
+}
+
+// pageHint says how to read on from a truncated select_query answer that carries next_page.
+func pageHint(rs *wire.RowSet, limit, maxBytes int, keyed bool, table string) string {
+	var h string
+	if rs.ByBytes {
+		h = fmt.Sprintf("Result cut at %d rows because it reached the %d-byte response cap; call again with page_token set to next_page for the next rows, or select fewer columns.", rs.RowCount, maxBytes)
+	} else {
+		h = fmt.Sprintf("More rows match than the limit of %d; call again with page_token set to next_page for the next page, or narrow where.", limit)
+	}
+	if !keyed {
+		h += fmt.Sprintf(" %s has no primary key or unique NOT NULL key you can read, so next_page goes by offset: rows added or removed meanwhile can shift the pages.", table)
+	}
+	return h
 }
 
 // rowsResult builds the answer of a read, with the paging hint when rows were cut.
@@ -140,42 +200,48 @@ func withOp(e *Error, op, table string) *Error {
 	return e
 }
 
-// orderBy turns "col [asc|desc] [nulls first|last], …" into a clause of quoted, catalog-checked
-// columns.
-func orderBy(rel *relation, spec string) (string, *Error) {
+// parseOrder reads "col [asc|desc] [nulls first|last], …" into catalog-checked order terms.
+func parseOrder(rel *relation, spec string) ([]orderItem, *Error) {
+	if spec == "" {
+		return nil, nil
+	}
 	bad := func(item string) *Error {
 		return errorf(ErrInvalidArguments, `Write order_by as "column [asc|desc] [nulls first|last], …", e.g. "placed_at desc, id".`,
 			"Invalid arguments: order_by item %s is not \"column [asc|desc]\"", quoteForMessage(item))
 	}
-	var out []string
+	var out []orderItem
 	for _, item := range splitList(spec) {
 		words := splitWords(item)
 		if len(words) == 0 || len(words) > 4 {
-			return "", bad(item)
+			return nil, bad(item)
 		}
 		col, cerr := resolveColumn(rel, words[0])
 		if cerr != nil {
-			return "", cerr
+			return nil, cerr
 		}
-		clause := pgx.Identifier{col}.Sanitize()
+		o := orderItem{col: col}
+		if i := rel.columnIndex(col); i >= 0 && i < len(rel.colNotNull) {
+			o.notNull = rel.colNotNull[i]
+		}
 		rest := words[1:]
 		if len(rest) > 0 {
 			switch strings.ToLower(rest[0]) {
 			case "asc", "desc":
-				clause += " " + strings.ToUpper(rest[0])
+				o.desc = strings.EqualFold(rest[0], "desc")
 				rest = rest[1:]
 			}
 		}
+		o.nullsFirst = o.desc
 		if len(rest) == 2 && strings.EqualFold(rest[0], "nulls") && (strings.EqualFold(rest[1], "first") || strings.EqualFold(rest[1], "last")) {
-			clause += " NULLS " + strings.ToUpper(rest[1])
+			o.nullsFirst = strings.EqualFold(rest[1], "first")
 			rest = nil
 		}
 		if len(rest) != 0 {
-			return "", bad(item)
+			return nil, bad(item)
 		}
-		out = append(out, clause)
+		out = append(out, o)
 	}
-	return strings.Join(out, ", "), nil
+	return out, nil
 }
 
 // splitWords splits on white space outside double quotes.

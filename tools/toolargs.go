@@ -31,6 +31,28 @@ type selectArgs struct {
 	OrderBy string   `json:"order_by"`
 	Limit   count    `json:"limit"`
 	Offset  count    `json:"offset"`
+	// PageToken is checked and merged into the other arguments by Registry.decodeCall; page is
+	// what it held, nil on a first page.
+	PageToken string `json:"page_token"`
+	paging
+}
+
+// paging is what a tool that issues page tokens needs of its call: the token it was given (nil:
+// a first page), the signer and the caller its next token is bound to.
+type paging struct {
+	page   *pageState
+	pages  *pager
+	caller Principal
+	spec   *pageSpec
+}
+
+// pageable is an argument struct that takes page tokens.
+type pageable interface {
+	setPage(st *pageState, pg *pager, p Principal, spec *pageSpec)
+}
+
+func (pa *paging) setPage(st *pageState, pg *pager, p Principal, spec *pageSpec) {
+	pa.page, pa.pages, pa.caller, pa.spec = st, pg, p, spec
 }
 
 type describeArgs struct {

@@ -15,6 +15,7 @@ type toolDef struct {
 	decode  argDecoder
 	run     handler
 	preview previewer // nil: a human is never asked about the tool's calls
+	paging  *pageSpec // takes page_token; its arguments implement pageable
 }
 
 // previewer fills, from a call's decoded arguments (the tool's own struct, and the map the
@@ -30,6 +31,13 @@ func defineTool[A any](name string, g gate, run func(context.Context, *request, 
 		run: func(ctx context.Context, req *request) (Result, *Error) { return run(ctx, req, req.in.(*A)) }}
 }
 
+// withPages marks d as a tool whose truncated answers carry next_page and whose calls take
+// page_token.
+func withPages(d toolDef) toolDef {
+	d.paging = selectPages
+	return d
+}
+
 // withPreview adds to d what a confirmation shows of its calls; pv receives the decoded
 // arguments as *A.
 func withPreview[A any](d toolDef, pv func(a *A, raw []byte, out *Preview)) toolDef {
@@ -43,7 +51,7 @@ const noWritesFix = `Use select_query or execute_sql with mode "read"; this data
 // against schemas.ToolNames() both ways.
 func builtinTools() []toolDef {
 	return []toolDef{
-		defineTool("select_query", gate{access: readsOnly, session: always}, selectQuery),
+		withPages(defineTool("select_query", gate{access: readsOnly, session: always}, selectQuery)),
 		defineTool("describe_schema", gate{access: readsOnly}, describeSchema),
 		defineTool("explain_query", gate{access: readsOnly}, explainQuery),
 		withPreview(defineTool("execute_sql", gate{access: writesWhen, writes: modeWrite, intent: true, session: always, readOnlyFix: noWritesFix,

@@ -346,6 +346,9 @@ func serve(ctx context.Context, cfg *config.Config, brokers brokerConfig, log ze
 		for _, note := range cfg.SharedRoleNotes() {
 			log.Warn().Msg(note)
 		}
+		if note := cfg.PageTokensNote(); note != "" {
+			log.Info().Msg(note)
+		}
 	}
 	prepare(cfg)
 	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *config.Config, reg *tools.Registry) error {

@@ -24,7 +24,12 @@ call() { # call TOOL JSON [ERRORTYPE] — prints the answer; ERRORTYPE is the er
 call describe_schema '{}'
 call describe_schema '{"table":"orders"}'
 call select_query '{"table":"orders","columns":["id","status","total"],"where":"status = $1 AND total > $2","params":["paid", 100],"order_by":"total desc","limit":5}'
-call select_query '{"table":"customers","columns":"id,name,country","order_by":"id","limit":3,"offset":3}'
+# Pages: a truncated answer carries next_page; sent back as page_token (alone, or with the same
+# arguments) it continues right after the last row, even if rows were added or removed meanwhile.
+page=$(call select_query '{"table":"customers","columns":"id,name,country","order_by":"country","limit":3}')
+echo "$page"
+next=$(sed -n 's/.*"next_page":"\([^"]*\)".*/\1/p' <<<"$page")
+call select_query '{"page_token":"'"$next"'"}'
 call execute_sql '{"sql":"select status, count(*) as orders, sum(total) as revenue from orders group by status order by 2 desc"}'
 # Mistakes answer with a category and a suggestion the model can act on:
 call select_query '{"table":"order"}' invalid_table

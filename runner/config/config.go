@@ -79,6 +79,8 @@ type Config struct {
 	Limits Limits `json:"limits"`
 	// Sessions caps pg_tx sessions and pg_transaction calls.
 	Sessions Sessions `json:"sessions"`
+	// PageTokens signs select_query's next_page tokens.
+	PageTokens PageTokens `json:"page_tokens"`
 	// Shutdown is how serve stops on SIGTERM.
 	Shutdown Shutdown `json:"shutdown"`
 	// AuditLog is the audit log path, "-" for stderr, "" for none.
@@ -282,6 +284,14 @@ func LoadConfigFile(path string) (*Config, error) {
 		*into = s
 	}
 	readInto("n8n.token_file", cfg.N8N.TokenFile, &cfg.N8N.Token)
+	if f := cfg.PageTokens.KeyFile; f != "" {
+		var key string
+		readInto("page_tokens.key_file", f, &key)
+		if key != "" && len(key) < tools.PageTokenKeyMinBytes {
+			problems = append(problems, fmt.Sprintf("page_tokens.key_file: the key in %s is %d bytes long; use at least %d (openssl rand -hex 32)", f, len(key), tools.PageTokenKeyMinBytes))
+		}
+		cfg.PageTokens.Key = []byte(key)
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
 		d := cfg.Databases[name]
 		d.Origin = "config file"
@@ -421,6 +431,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Sessions.TTLSeconds <= 0 {
 		c.Sessions.TTLSeconds = DefaultSessionTTL.Seconds()
+	}
+	if c.PageTokens.TTLSeconds <= 0 {
+		c.PageTokens.TTLSeconds = DefaultPageTokenTTL.Seconds()
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel

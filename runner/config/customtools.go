@@ -53,6 +53,9 @@ func (c *Config) customToolProblems() []string {
 		} else if t.Mode == "write" && db.Policy.ReadOnly {
 			add("%s.mode: a write tool on database %q, whose policy is read_only, could never run; set mode to \"read\" or lift read_only", at, t.Database)
 		}
+		if t.Mode == "write" && strings.TrimSpace(t.OrderBy) != "" {
+			add("%s.order_by: pages the rows of a read tool; remove it from this write tool", at)
+		}
 		names := map[string]int{}
 		for j, p := range t.Parameters {
 			pat := fmt.Sprintf("%s.parameters[%d]", at, j)

@@ -21,11 +21,19 @@ const redacted = "[REDACTED]"
 func (c *Config) EffectiveJSON() ([]byte, error) {
 	// Shallower fields win over the embedded Config's of the same key: custom tools are shown
 	// with the input schema they are served with.
+	type pageTokens struct {
+		PageTokens
+		Key string `json:"key"` // where the key comes from, never the key
+	}
 	type view struct {
 		Config
 		CustomTools []customToolJSON `json:"custom_tools"`
+		PageTokens  pageTokens       `json:"page_tokens"`
 	}
-	v := view{Config: *c, CustomTools: effectiveCustomTools(c.CustomTools)}
+	v := view{Config: *c, CustomTools: effectiveCustomTools(c.CustomTools), PageTokens: pageTokens{PageTokens: c.PageTokens, Key: redacted}}
+	if c.PageTokens.KeyFile == "" {
+		v.PageTokens.Key = "made at start: tokens work on this runner only, until it restarts (set key_file to share one across replicas)"
+	}
 	all := slices.Sorted(maps.Keys(c.Databases))
 	cl := c.ConnLimits()
 	v.Sessions = Sessions{MaxSessions: cl.MaxSessions, MaxSessionsPerPrincipal: cl.MaxSessionsPerPrincipal,

@@ -56,8 +56,9 @@ func openAPIDoc(list []tools.ToolInfo) []byte {
 			"success": map[string]any{"const": true}, "operation": map[string]any{"type": "string"},
 			"table": map[string]any{"type": "string"}, "rowCount": map[string]any{"type": "integer"},
 			"affectedRows": map[string]any{"type": "integer"}, "data": map[string]any{},
-			"truncated": map[string]any{"type": "boolean"}, "executionTime": map[string]any{"type": "string"},
-			"hint": map[string]any{"type": "string"},
+			"truncated": map[string]any{"type": "boolean"}, "next_page": map[string]any{"type": "string"},
+			"executionTime": map[string]any{"type": "string"},
+			"hint":          map[string]any{"type": "string"},
 		}}
 	paths := map[string]any{}
 	errRef := map[string]any{"description": "Error object", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}}

@@ -33,6 +33,7 @@ func mcpOutputSchema(tool string) json.RawMessage {
 			"affectedRows": count,
 			"data":         data,
 			"truncated":    map[string]any{"type": "boolean"},
+			"next_page":    str,
 			"hint":         str,
 			"session_id":   str,
 			"results": map[string]any{"type": "array", "items": map[string]any{"type": "object",

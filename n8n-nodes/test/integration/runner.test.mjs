@@ -106,6 +106,17 @@ describe('nodes against a real runner', { skip }, () => {
 		assert.equal(r.truncated, true);
 	});
 
+	test('Select Query pages with next_page: page_token continues right after the last row', async () => {
+		const args = { table: 'orders', columns: 'id,status', where: 'status = $1', params: '["paid"]', order_by: 'id', limit: 3 };
+		const [first] = await run('SelectQuery', [args]);
+		assert.equal(first.truncated, true, JSON.stringify(first));
+		assert.equal(typeof first.next_page, 'string');
+		const [second] = await run('SelectQuery', [{ ...args, page_token: first.next_page }]);
+		assert.equal(second.success, true, JSON.stringify(second));
+		const [after] = await run('SelectQuery', [{ ...args, limit: 6 }]);
+		assert.deepEqual(second.data, after.data.slice(3, 6), 'the second page is the rows after the first');
+	});
+
 	test('a mistake comes back with errorType and a suggestion that fixes it', async () => {
 		const [r] = await run('SelectQuery', [{ table: 'customers', columns: 'id,nmae', limit: 1 }]);
 		assert.equal(r.success, false);

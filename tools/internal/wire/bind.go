@@ -57,7 +57,14 @@ func EncodeParams(params []any, oids []uint32) ([][]byte, error) {
 	return out, nil
 }
 
+// Text is a parameter already in PostgreSQL's text format for its placeholder's type (a value
+// PostgreSQL itself sent as text): bound as it is, whatever type the placeholder has.
+type Text string
+
 func encodeParam(v any, oid uint32) ([]byte, error) {
+	if t, ok := v.(Text); ok {
+		return []byte(t), nil
+	}
 	if v != nil && (oid == OIDJSON || oid == OIDJSONB) {
 		// A json column takes every value as JSON: the string "hi" is "\"hi\"".
 		return Marshal(v)

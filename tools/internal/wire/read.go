@@ -38,6 +38,9 @@ type Stmt struct {
 	// answer one row whose one value is true; otherwise no row is returned and Read fails with
 	// ErrIdentityChanged. Rows are held until then: none leaves before the check passed.
 	Check *Exec
+	// KeyCols is how many trailing result columns are the row's paging key: they are not
+	// written into the rows, and the last row kept (RowSet.LastKey) remembers them.
+	KeyCols int
 }
 
 // Exec is one of pgtools' own statements with its bound parameters (text format).
@@ -55,7 +58,10 @@ type RowSet struct {
 	Truncated bool   // more rows existed than limit, or the byte cap was reached
 	ByBytes   bool   // truncated by the byte cap rather than by the row limit
 	Tag       string // PostgreSQL command tag
-	opened    bool
+	// LastKey holds the Stmt.KeyCols values (text format, nil for NULL) of the last row in
+	// Data, for the page that continues after it; nil when no row was kept or no key asked for.
+	LastKey [][]byte
+	opened  bool
 }
 
 // The statements that frame every read. A read always rolls back (it has nothing to commit, and a
@@ -306,8 +312,12 @@ func readResults(pc *pgconn.PgConn, st Stmt, execUser int, enc *RowEncoder) (*Ro
 			}
 		case *pgproto3.RowDescription:
 			if done == execUser {
-				if !enc.matches(m.Fields) {
-					enc.Init(m.Fields)
+				fields := m.Fields
+				if st.KeyCols > 0 && len(fields) >= st.KeyCols {
+					fields = fields[:len(fields)-st.KeyCols]
+				}
+				if !enc.matches(fields) {
+					enc.Init(fields)
 				}
 			}
 		case *pgproto3.DataRow:
@@ -328,8 +338,15 @@ func readResults(pc *pgconn.PgConn, st Stmt, execUser int, enc *RowEncoder) (*Ro
 				full = true
 				continue
 			}
-			if !rs.appendRow(enc, m.Values, st.MaxBytes) {
+			values := m.Values
+			var key [][]byte
+			if st.KeyCols > 0 && len(values) >= st.KeyCols {
+				values, key = values[:len(values)-st.KeyCols], values[len(values)-st.KeyCols:]
+			}
+			if !rs.appendRow(enc, values, st.MaxBytes) {
 				full = true
+			} else if key != nil {
+				rs.keepKey(key)
 			}
 		case *pgproto3.CommandComplete:
 			if done == execUser {
@@ -454,6 +471,24 @@ func CollectRows(rr *pgconn.ResultReader, f Format, keepRows, maxBytes int) (*Ro
 	}
 	rs.close(&enc)
 	return rs, tag, nil
+}
+
+// keepKey copies key (the message buffer it points into is reused) as LastKey, reusing
+// LastKey's own buffers: a NULL stays nil, an empty value stays empty but not nil.
+func (rs *RowSet) keepKey(key [][]byte) {
+	if len(rs.LastKey) != len(key) {
+		rs.LastKey = make([][]byte, len(key))
+	}
+	for i, v := range key {
+		switch {
+		case v == nil:
+			rs.LastKey[i] = nil
+		case rs.LastKey[i] == nil:
+			rs.LastKey[i] = append(make([]byte, 0, len(v)), v...)
+		default:
+			rs.LastKey[i] = append(rs.LastKey[i][:0], v...)
+		}
+	}
 }
 
 // appendRow adds one row unless it would take the JSON past maxBytes (0: no cap), in which case
