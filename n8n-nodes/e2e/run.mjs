@@ -559,7 +559,7 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 		assert.ok(before > after);
 	});
 
-	test('the credential test in the editor says what is wrong, in plain words', async () => {
+	test('the credential test in the editor says what is wrong', async () => {
 		const t = Date.now();
 		const server = await n8nStart();
 		try {
@@ -570,24 +570,24 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 				assert.ok(r.data, JSON.stringify(r));
 				return `${r.data.status}: ${r.data.message}`;
 			};
-			assert.equal(await check({ url: runner.url, token: runner.token }), 'OK: Connected to the pgtools runner: 8 tools available.');
+			// Declarative (n8n's verification scanner refuses the request helper a test function
+			// needs): n8n's own words for success and for an unreachable address, the rules' for the rest.
+			assert.equal(await check({ url: runner.url, token: runner.token }), 'OK: Connection successful!');
+			assert.equal(await check({ url: `${runner.url}/`, token: runner.token }), 'OK: Connection successful!');
 			assert.equal(
 				await check({ url: runner.url, token: 'not-the-token-0123456789' }),
 				'Error: The pgtools runner refused this token. Copy a token the runner was started with (pgtools serve --token or PGTOOLS_TOKENS).',
 			);
 			assert.equal(
 				await check({ url: `${runner.url}/v1`, token: runner.token }),
-				`Error: No pgtools runner answers at ${runner.url}/v1 (HTTP 404). Use the runner's base address without /v1, e.g. http://127.0.0.1:8080.`,
+				"Error: No pgtools runner answers at this URL (HTTP 404). Use the runner's base address without /v1, e.g. http://127.0.0.1:8080.",
 			);
 			const closed = `http://127.0.0.1:${await freePort()}`;
-			assert.equal(
-				await check({ url: closed, token: 'x' }),
-				`Error: Cannot reach a pgtools runner at ${closed} (ECONNREFUSED). Check that pgtools serve is running there and that n8n can reach that address.`,
-			);
+			assert.equal(await check({ url: closed, token: 'x' }), 'Error: ECONNREFUSED');
 		} finally {
 			await server.stop();
 		}
-		log(`  n8n start and four credential tests: ${((Date.now() - t) / 1000).toFixed(1)}s`);
+		log(`  n8n start and five credential tests: ${((Date.now() - t) / 1000).toFixed(1)}s`);
 	});
 });
 
