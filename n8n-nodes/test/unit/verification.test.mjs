@@ -99,3 +99,21 @@ describe('each rule catches its violation', () => {
 		}
 	});
 });
+
+// The workflow cannot run here; what n8n requires of it is checked in its text.
+test('the publish workflow publishes a tag with npm provenance, after the lint, the verification and the unit tests', () => {
+	const yml = readFileSync(join(root, '.github', 'workflows', 'publish.yml'), 'utf8');
+	const steps = yml.split('\n').filter((l) => /^\s+(- )?run:|^\s{10}\S/.test(l)).join('\n');
+	assert.match(yml, /^on:\n {2}push:\n {4}tags: \['v\*'\]$/m);
+	assert.match(yml, /^permissions:\n {2}contents: read\n {2}id-token: write\b/m);
+	assert.match(yml, /node-version: 24\b/, 'npm 11 for trusted publishing');
+	const order = ['npm ci', 'npm run build', 'npm run lint', 'npm run verify', 'n8n-nodes/test/unit', 'scripts/pack.mjs', 'npm publish "$tarball" --provenance --access public'];
+	let at = -1;
+	for (const step of order) {
+		const i = steps.indexOf(step);
+		assert.ok(i > at, `${step} runs, after ${order[order.indexOf(step) - 1] ?? 'checkout'}`);
+		at = i;
+	}
+	assert.doesNotMatch(yml, /registry-url|npmjs\.(org|com)|NPM_TOKEN/, 'no registry host or long-lived token');
+});
+
