@@ -146,7 +146,7 @@ func TestServeJoinsBrokersFromConfigFile(t *testing.T) {
 		if c.flags == nil {
 			// n8n.task_timeout_ms reaches the broker client: a longer call ends at it.
 			slow := rn.StartTask(t, map[string]any{"tool": "execute_sql", "args": map[string]any{"sql": "select pg_sleep(20)"}})
-			if ans := rn.Answer(t, slow, 10*time.Second); ans.Type != "runner:taskerror" || !bytes.Contains(ans.Error, []byte(`n8n's task timeout (2s)`)) {
+			if ans := rn.Answer(t, slow, 10*time.Second); ans.Type != "runner:taskerror" || !bytes.Contains(ans.Error, []byte(`n8n's task timeout (2 s)`)) {
 				t.Fatalf("a call past n8n.task_timeout_ms: got %s\n%s", ans.Raw, stderr.String())
 			}
 		}

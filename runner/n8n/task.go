@@ -218,7 +218,7 @@ func taskBudget(timeout time.Duration) time.Duration {
 // taskTimeoutError is the answer of a call cancelled at taskBudget.
 func taskTimeoutError(timeout time.Duration) *tools.Error {
 	return &tools.Error{Type: tools.ErrTimeout,
-		Message: fmt.Sprintf("The call did not finish within n8n's task timeout (%s); pgtools cancelled its statement before n8n would cancel the task", timeout),
+		Message: fmt.Sprintf("The call did not finish within n8n's task timeout (%g s); pgtools cancelled its statement before n8n would cancel the task", timeout.Seconds()),
 		Suggestion: "Narrow the call (a where clause, a lower limit, fewer operations per pg_transaction) and call again; " +
 			"if calls this long are expected, raise N8N_RUNNERS_TASK_TIMEOUT in n8n and n8n.task_timeout_ms in the pgtools config to the same value."}
 }

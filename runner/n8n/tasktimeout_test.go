@@ -32,7 +32,7 @@ func TestTaskEndsBeforeN8nTimesItOut(t *testing.T) {
 	if err := json.Unmarshal(ans.Error, &e); err != nil {
 		t.Fatal(err)
 	}
-	if e.Success == nil || *e.Success || e.ErrorType != "timeout" || !strings.Contains(e.Error, "2s") ||
+	if e.Success == nil || *e.Success || e.ErrorType != "timeout" || !strings.Contains(e.Error, "task timeout (2 s)") ||
 		!strings.Contains(e.Suggestion, "N8N_RUNNERS_TASK_TIMEOUT") || !strings.Contains(e.Suggestion, "n8n.task_timeout_ms") {
 		t.Fatalf("answer %s: want a timeout naming n8n's task timeout, N8N_RUNNERS_TASK_TIMEOUT and n8n.task_timeout_ms", ans.Error)
 	}
