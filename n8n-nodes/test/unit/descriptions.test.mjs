@@ -31,7 +31,8 @@ test('package.json registers one node per tool and the credential, all built', (
 	assert.ok(pkg.keywords.includes('n8n-community-node-package'));
 	assert.equal(pkg.dependencies, undefined, 'no runtime dependencies');
 	assert.deepEqual(pkg.peerDependencies, { 'n8n-workflow': '*' });
-	assert.deepEqual(pkg.files, ['dist']);
+	// The build output, and the picture the package README shows.
+	assert.deepEqual(pkg.files, ['dist', 'n8n-nodes/docs/workflow.png']);
 });
 
 const agentParams = ['toolDescription', 'responseSizeLimit', 'rowFormat'];
