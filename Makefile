@@ -78,9 +78,16 @@ node_modules/.package-lock.json: package.json package-lock.json
 nodes: node_modules/.package-lock.json ## build the n8n package into dist/
 	$(NPM) run --silent build
 
-test-nodes: deps-test nodes ## the n8n package: official community-node lint, unit tests, nodes against a real runner
+test-nodes: deps-test nodes ## the n8n package: official community-node lint, n8n's verification rules and scanner, unit tests, nodes against a real runner
 	$(NPM) run --silent lint
+	$(NPM) run --silent verify
 	$(NPM) run --silent test
 
-e2e: deps-test nodes ## the n8n package in a real n8n 2.41.1 with a scripted LLM (first run installs n8n into ~/.cache/pgtools-e2e: 3 to 6 min, ~3 GB)
-	node n8n-nodes/e2e/run.mjs
+# Each spec directory pins one n8n (package.json); see docs/n8n.md for the versions and bumping.
+E2E_N8N_SPECS ?= n8n-nodes/e2e/n8n n8n-nodes/e2e/n8n-latest
+e2e: deps-test nodes ## the n8n package in real n8n (each of E2E_N8N_SPECS: 2.41.1, 2.40.7) with a scripted LLM (first run installs each n8n into ~/.cache/pgtools-e2e: 3 to 6 min, ~3 GB)
+	@set -e; for spec in $(E2E_N8N_SPECS); do \
+	  start=$$(date +%s); echo "== e2e in n8n $$(node -p "require('./$$spec/package.json').dependencies.n8n") ($$spec)"; \
+	  E2E_N8N_SPEC=$$spec node n8n-nodes/e2e/run.mjs; \
+	  echo "== e2e in $$spec took $$(( $$(date +%s) - start ))s"; \
+	done

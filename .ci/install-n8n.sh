@@ -3,12 +3,15 @@
 # carries the binary and headers) and n8n, into a cache outside the repository
 # (PGTOOLS_E2E_CACHE, default ~/.cache/pgtools-e2e). Later runs find both and return at once.
 # The first run takes 3 to 6 minutes and 3 GB. Prints the Node and n8n directories on stdout.
+# Usage: install-n8n.sh [spec-dir]; the spec dir holds the package.json (and lock) pinning n8n,
+# default n8n-nodes/e2e/n8n. Each spec has its own cached install, so several n8n versions coexist.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NODE_VERSION=24.21.0
 cache=${PGTOOLS_E2E_CACHE:-$HOME/.cache/pgtools-e2e}
-spec=n8n-nodes/e2e/n8n
+spec=${1:-n8n-nodes/e2e/n8n}
+[ -f "$spec/package.json" ] || { echo "install-n8n: no package.json in $spec" >&2; exit 1; }
 mkdir -p "$cache"
 log() { echo "install-n8n: $*" >&2; }
 
@@ -44,9 +47,12 @@ if [ ! -e "$n8n_dir/.complete" ]; then
     npm rebuild sqlite3 isolated-vm --loglevel=error >&2
   )
   rm -rf "$n8n_dir" && mv "$tmp" "$n8n_dir"
+  echo "$spec" > "$n8n_dir/.spec"
   touch "$n8n_dir/.complete"
   log "n8n installed in $(( $(date +%s) - start ))s"
-  # Older installs of other keys are dead weight.
-  find "$cache" -maxdepth 1 -name 'n8n-*' ! -path "$n8n_dir" -exec rm -rf {} +
+  # Older installs of the same spec are dead weight; other specs' installs are kept.
+  for old in "$cache"/n8n-*; do
+    if [ "$old" != "$n8n_dir" ] && [ "$(cat "$old/.spec" 2>/dev/null)" = "$spec" ]; then rm -rf "$old"; fi
+  done
 fi
 echo "$node_dir $n8n_dir"

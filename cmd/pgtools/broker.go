@@ -46,7 +46,8 @@ type brokerConfig struct {
 	urls      []string
 	token     string // a secret: never logged
 	principal tools.Principal
-	actAs     *auth.ActAs // nil: tasks may not name a subject
+	actAs     *auth.ActAs   // nil: tasks may not name a subject
+	timeout   time.Duration // n8n's task timeout (0: n8n.DefaultTaskTimeout)
 }
 
 // config merges flags, environment and the config file's n8n object (flags win, then the
@@ -94,7 +95,8 @@ func (f *brokerFlags) config(cfg *config.Config) (brokerConfig, error) {
 		}
 	}
 	bc := brokerConfig{urls: urls, token: token,
-		principal: tools.Principal{Name: principal, Scopes: []string{"read", "write"}, Role: cmp.Or(f.role, file.Role)}}
+		principal: tools.Principal{Name: principal, Scopes: []string{"read", "write"}, Role: cmp.Or(f.role, file.Role)},
+		timeout:   time.Duration(file.TaskTimeoutMS) * time.Millisecond}
 	if f.actAs || file.ActAs {
 		bc.actAs = &auth.ActAs{}
 	}
@@ -108,7 +110,7 @@ func startBrokers(ctx context.Context, bc brokerConfig, caller invoke.Caller, ma
 	var clients []*n8n.Client
 	for _, u := range bc.urls {
 		c, err := n8n.New(n8n.Options{URL: u, AuthToken: bc.token, Caller: caller, Principal: bc.principal, ActAs: bc.actAs,
-			Log: log, MaxArgsBytes: maxArgs, Grace: grace, Tracer: tracer})
+			Log: log, MaxArgsBytes: maxArgs, Grace: grace, Tracer: tracer, TaskTimeout: bc.timeout})
 		if err != nil {
 			return nil, err
 		}

@@ -103,7 +103,7 @@ func TestServeJoinsBrokersFromConfigFile(t *testing.T) {
 	b := brokertest.New(t, brokerToken)
 	doc, _ := json.Marshal(map[string]any{
 		"databases": map[string]any{"default": map[string]any{"url": db.RoleDSN(t, "brkf")}},
-		"n8n":       map[string]any{"brokers": []string{b.URL}, "token_file": tokenFile, "principal": "n8n-file"},
+		"n8n":       map[string]any{"brokers": []string{b.URL}, "token_file": tokenFile, "principal": "n8n-file", "task_timeout_ms": 2000},
 	})
 	cfgFile := filepath.Join(dir, "pgtools.json")
 	if err := os.WriteFile(cfgFile, doc, 0o600); err != nil {
@@ -142,6 +142,13 @@ func TestServeJoinsBrokersFromConfigFile(t *testing.T) {
 		taskID := rn.StartTask(t, map[string]any{"tool": "select_query", "args": map[string]any{"table": "orders", "where": "status = $1", "params": []string{"paid"}}})
 		if ans := rn.Answer(t, taskID, 5*time.Second); ans.Type != "runner:taskdone" || !bytes.Contains(ans.Result(), []byte(`"rowCount":1`)) {
 			t.Fatalf("%v: got %s", c.flags, ans.Raw)
+		}
+		if c.flags == nil {
+			// n8n.task_timeout_ms reaches the broker client: a longer call ends at it.
+			slow := rn.StartTask(t, map[string]any{"tool": "execute_sql", "args": map[string]any{"sql": "select pg_sleep(20)"}})
+			if ans := rn.Answer(t, slow, 10*time.Second); ans.Type != "runner:taskerror" || !bytes.Contains(ans.Error, []byte(`n8n's task timeout (2 s)`)) {
+				t.Fatalf("a call past n8n.task_timeout_ms: got %s\n%s", ans.Raw, stderr.String())
+			}
 		}
 		waitFor(t, &stderr, regexp.MustCompile(`"principal":"(`+c.principal+`)"`))
 		stopRun(t, cancel, done, "serve", &stderr, 15*time.Second)

@@ -1,8 +1,10 @@
-// make e2e: the packed n8n-nodes-pgtools in a real n8n (2.41.1, on Node 24), driven by a
-// scripted OpenAI-compatible model, against a real runner and PostgreSQL (pgtools demo).
+// make e2e: the packed n8n-nodes-pgtools in a real n8n (on Node 24), driven by a scripted
+// OpenAI-compatible model, against a real runner and PostgreSQL (pgtools demo).
 //
-// n8n and Node 24 are installed once into a cache outside the repository (.ci/install-n8n.sh).
-// Each run: npm pack the package and install the tarball into a fresh n8n user folder the way
+// n8n and Node 24 are installed once into a cache outside the repository (.ci/install-n8n.sh);
+// which n8n is E2E_N8N_SPEC's: a directory whose package.json pins it (default
+// n8n-nodes/e2e/n8n; make e2e runs each of E2E_N8N_SPECS in turn).
+// Each run: pack the package as it is published (scripts/pack.mjs) and install the tarball into a fresh n8n user folder the way
 // n8n's community-package installer does, import the credentials and the workflows of
 // examples/n8n/, run each workflow with `n8n execute`, and check what happened in PostgreSQL
 // and what the model was sent (the tool schemas with the schema descriptions, the tool results
@@ -10,7 +12,7 @@
 // --n8n-broker` joined to each n8n's task broker; the MCP workflow uses n8n's own MCP Client
 // Tool on the runner's /mcp; the Custom Tool workflow runs against `pgtools serve --config
 // examples/config/custom-tools.json` on the demo's database. Everything listens on 127.0.0.1.
-// Environment: PGTOOLS_E2E_CACHE (default ~/.cache/pgtools-e2e), PGTOOLS_E2E_KEEP=1 keeps the
+// Environment: E2E_N8N_SPEC (above), PGTOOLS_E2E_CACHE (default ~/.cache/pgtools-e2e), PGTOOLS_E2E_KEEP=1 keeps the
 // user folder, PGTOOLS_BIN uses a prebuilt runner.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
@@ -24,10 +26,13 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { credentials as exampleCredentials, examples, mcpNodeName } from '../scripts/examples.mjs';
+import { pack } from '../scripts/pack.mjs';
 import { hiddenInNodes, pkg, root, schemaOf, toolNames } from '../test/helpers.mjs';
 import { actAsTokens, buildRunner, call, startActAsRunner, startDemo, startServe } from '../test/runner.mjs';
 import { startFakeLLM, toolResults, toolTexts } from './fake-llm.mjs';
 
+const spec = process.env.E2E_N8N_SPEC || 'n8n-nodes/e2e/n8n';
+const n8nVersion = JSON.parse(readFileSync(join(root, spec, 'package.json'), 'utf8')).dependencies.n8n;
 const started = Date.now();
 const log = (msg) => console.log(`e2e [${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
 
@@ -51,7 +56,7 @@ let work;
 
 before(async () => {
 	log('installing or reusing n8n and Node 24 (first run: 3 to 6 minutes)...');
-	const [nodeDir, n8nDir] = execFileSync('bash', [join(root, '.ci', 'install-n8n.sh')], {
+	const [nodeDir, n8nDir] = execFileSync('bash', [join(root, '.ci', 'install-n8n.sh'), spec], {
 		encoding: 'utf8',
 		stdio: ['ignore', 'pipe', 'inherit'],
 	})
@@ -61,9 +66,10 @@ before(async () => {
 	const userFolder = join(work, 'user');
 
 	log('packing n8n-nodes-pgtools and installing it as a community package...');
-	const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8' }))[0];
+	const packed = pack(work);
 	const files = packed.files.map((f) => f.path);
-	const stray = files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(f));
+	const shipped = (f) => pkg.files.some((p) => f === p || f.startsWith(`${p}/`)) || ['package.json', 'README.md', 'LICENSE'].includes(f);
+	const stray = files.filter((f) => !shipped(f));
 	assert.deepEqual(stray, [], 'the tarball holds only what n8n needs');
 	for (const f of [...pkg.n8n.nodes, ...pkg.n8n.credentials]) assert.ok(files.includes(f), `${f} is packed`);
 	installLikeN8n(join(work, packed.filename), join(userFolder, '.n8n', 'nodes'));
@@ -363,7 +369,7 @@ async function customers(email) {
 	return r.data;
 }
 
-describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
+describe(`n8n-nodes-pgtools in n8n ${n8nVersion}`, () => {
 	test('reads with Select Query and answers with the rows', async () => {
 		const { output, requests, results } = await execute(example.read, (messages) => {
 			if (turn(messages) === 0) {
@@ -559,7 +565,7 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 		assert.ok(before > after);
 	});
 
-	test('the credential test in the editor says what is wrong, in plain words', async () => {
+	test('the credential test in the editor says what is wrong', async () => {
 		const t = Date.now();
 		const server = await n8nStart();
 		try {
@@ -570,24 +576,24 @@ describe('n8n-nodes-pgtools in n8n 2.41.1', () => {
 				assert.ok(r.data, JSON.stringify(r));
 				return `${r.data.status}: ${r.data.message}`;
 			};
-			assert.equal(await check({ url: runner.url, token: runner.token }), 'OK: Connected to the pgtools runner: 8 tools available.');
+			// Declarative (n8n's verification scanner refuses the request helper a test function
+			// needs): n8n's own words for success and for an unreachable address, the rules' for the rest.
+			assert.equal(await check({ url: runner.url, token: runner.token }), 'OK: Connection successful!');
+			assert.equal(await check({ url: `${runner.url}/`, token: runner.token }), 'OK: Connection successful!');
 			assert.equal(
 				await check({ url: runner.url, token: 'not-the-token-0123456789' }),
 				'Error: The pgtools runner refused this token. Copy a token the runner was started with (pgtools serve --token or PGTOOLS_TOKENS).',
 			);
 			assert.equal(
 				await check({ url: `${runner.url}/v1`, token: runner.token }),
-				`Error: No pgtools runner answers at ${runner.url}/v1 (HTTP 404). Use the runner's base address without /v1, e.g. http://127.0.0.1:8080.`,
+				"Error: No pgtools runner answers at this URL (HTTP 404). Use the runner's base address without /v1, e.g. http://127.0.0.1:8080.",
 			);
 			const closed = `http://127.0.0.1:${await freePort()}`;
-			assert.equal(
-				await check({ url: closed, token: 'x' }),
-				`Error: Cannot reach a pgtools runner at ${closed} (ECONNREFUSED). Check that pgtools serve is running there and that n8n can reach that address.`,
-			);
+			assert.equal(await check({ url: closed, token: 'x' }), 'Error: ECONNREFUSED');
 		} finally {
 			await server.stop();
 		}
-		log(`  n8n start and four credential tests: ${((Date.now() - t) / 1000).toFixed(1)}s`);
+		log(`  n8n start and five credential tests: ${((Date.now() - t) / 1000).toFixed(1)}s`);
 	});
 });
 

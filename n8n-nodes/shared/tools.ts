@@ -6,7 +6,6 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { actAsProperty } from './actAs';
 import { connectionProperties } from './connection';
-import { testPgToolsApi } from './credentialTest';
 import { agentProperties, nodeProperties, toolArgs } from './properties';
 import { executeTool, type ToolDefinition } from './runner';
 import { toolNames, toolSchemas, type ToolName } from './schemas';
@@ -31,10 +30,9 @@ export function toolNodeProperties(tool: ToolName): INodeProperties[] {
 /** ToolNodeDescription is a node's description but for what its file states itself (see toolNode). */
 export type ToolNodeDescription = Omit<INodeTypeDescription, 'icon' | 'subtitle' | 'usableAsTool' | 'credentials'>;
 
-/** ToolNode is what a node class takes from toolNode: its description, its methods and its execute. */
+/** ToolNode is what a node class takes from toolNode: its description and its execute. */
 export interface ToolNode {
 	description: ToolNodeDescription;
-	methods: { credentialTest: { pgToolsApiTest: typeof testPgToolsApi } };
 	execute: (this: IExecuteFunctions) => Promise<INodeExecutionData[][]>;
 }
 
@@ -61,7 +59,6 @@ export function toolNode(tool: ToolName): ToolNode {
 			outputs: [NodeConnectionTypes.Main],
 			properties: toolNodeProperties(tool),
 		},
-		methods: { credentialTest: { pgToolsApiTest: testPgToolsApi } },
 		execute: async function (this: IExecuteFunctions) {
 			return await executeTool.call(this, tools[tool]);
 		},

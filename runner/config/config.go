@@ -40,6 +40,9 @@ const (
 	DefaultMaxConns = 10
 	// DefaultN8NPrincipal is N8NConfig.Principal when unset.
 	DefaultN8NPrincipal = "n8n-broker"
+	// DefaultN8NTaskTimeoutMS is N8NConfig.TaskTimeoutMS when unset: n8n 3's default
+	// N8N_RUNNERS_TASK_TIMEOUT (n8n 2's was 300 s).
+	DefaultN8NTaskTimeoutMS = 60_000
 	// DefaultLogLevel is Config.LogLevel when unset.
 	DefaultLogLevel = "info"
 )
@@ -133,6 +136,9 @@ type N8NConfig struct {
 	Role string `json:"role"`
 	// ActAs lets a task name an end user it acts for.
 	ActAs bool `json:"act_as"`
+	// TaskTimeoutMS is n8n's N8N_RUNNERS_TASK_TIMEOUT in milliseconds; a task's call ends with
+	// a timeout answer before it (default DefaultN8NTaskTimeoutMS).
+	TaskTimeoutMS int64 `json:"task_timeout_ms"`
 }
 
 // Limits are the config file's "limits": the per-principal call limits, over HTTP and MCP alike
@@ -439,6 +445,7 @@ func (c Config) withDefaults() Config {
 		c.LogLevel = DefaultLogLevel
 	}
 	c.N8N.Principal = cmp.Or(c.N8N.Principal, DefaultN8NPrincipal)
+	c.N8N.TaskTimeoutMS = cmp.Or(c.N8N.TaskTimeoutMS, DefaultN8NTaskTimeoutMS)
 	if c.ReplicaID == "" {
 		// "" when unknown or not a plain name: the session manager then picks a random tag.
 		if h, err := os.Hostname(); err == nil && validReplicaID(h) {
@@ -483,6 +490,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MetricsListen != "" && c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
 		add("metrics_listen: %s is also the API's listen address; leave metrics_listen unset to serve /metrics there, or pick another port", c.MetricsListen)
+	}
+	if c.N8N.TaskTimeoutMS < 1000 {
+		add("n8n.task_timeout_ms: %d is below 1000; set it to the N8N_RUNNERS_TASK_TIMEOUT n8n runs with, in milliseconds (60 there is 60000 here)", c.N8N.TaskTimeoutMS)
 	}
 	limits := c.ConnLimits()
 	if c.Sessions.MaxSessionsPerPrincipal > limits.MaxSessions {

@@ -268,3 +268,27 @@ func TestEffectiveJSONRedactsSecrets(t *testing.T) {
 		t.Errorf("effective config not as configured:\n%s", out)
 	}
 }
+
+// TestN8NTaskTimeout: unset is n8n 3's 60 s; a value n8n could not mean (seconds given as
+// milliseconds, or negative) is refused with the unit spelled out.
+func TestN8NTaskTimeout(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		ms      int64
+		want    int64
+		refused bool
+	}{{0, 60_000, false}, {120_000, 120_000, false}, {60, 0, true}, {-1, 0, true}} {
+		cfg := &Config{Databases: map[string]DatabaseConfig{"default": {URL: "postgres://pgtools@127.0.0.1:5432/app"}},
+			N8N: N8NConfig{TaskTimeoutMS: c.ms}}
+		err := cfg.Validate()
+		if c.refused {
+			if err == nil || !strings.Contains(err.Error(), "n8n.task_timeout_ms") || !strings.Contains(err.Error(), "60000") {
+				t.Errorf("task_timeout_ms %d: err %v, want a refusal naming the key and the unit", c.ms, err)
+			}
+			continue
+		}
+		if err != nil || cfg.N8N.TaskTimeoutMS != c.want {
+			t.Errorf("task_timeout_ms %d: got %d, err %v; want %d", c.ms, cfg.N8N.TaskTimeoutMS, err, c.want)
+		}
+	}
+}

@@ -88,9 +88,18 @@ type Options struct {
 	// SettingsTimeout is how long an accepted task may wait for its settings before its slot is
 	// freed (default 30 s; n8n sends them within its 2 s accept window).
 	SettingsTimeout time.Duration
+	// TaskTimeout is n8n's task timeout, the N8N_RUNNERS_TASK_TIMEOUT n8n runs with (default
+	// DefaultTaskTimeout). A task's call is cancelled a little before it and answered with a
+	// timeout that says how to raise it: past it n8n cancels the task itself, and the model reads
+	// only n8n's generic error.
+	TaskTimeout time.Duration
 	// HTTPClient makes the grant-token request (default: a client with a 10 s timeout).
 	HTTPClient *http.Client
 }
+
+// DefaultTaskTimeout is n8n 3's default N8N_RUNNERS_TASK_TIMEOUT (n8n 2 had 300 s): assuming
+// the shorter one keeps calls inside either.
+const DefaultTaskTimeout = 60 * time.Second
 
 // Client is one runner connected to one broker. Run it with Run; it is not reusable after Run
 // returns. Its methods are safe for concurrent use.
@@ -147,6 +156,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.SettingsTimeout <= 0 {
 		opts.SettingsTimeout = 30 * time.Second
+	}
+	if opts.TaskTimeout <= 0 {
+		opts.TaskTimeout = DefaultTaskTimeout
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}

@@ -347,7 +347,7 @@ func (k *conn) start(taskID string, settings json.RawMessage) {
 		return
 	}
 	t.timer.Stop()
-	ctx, cancel := context.WithCancel(k.taskCtx)
+	ctx, cancel := context.WithTimeoutCause(k.taskCtx, taskBudget(k.c.opts.TaskTimeout), errTaskTimeout)
 	t.running, t.cancel = true, cancel
 	k.running++
 	k.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -232,9 +233,30 @@ func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (
 	ans := c.inv.Invoke(ctx, invoke.Call{Principal: p,
 		Tool: tc.tool, Args: tc.args, RequestID: taskID, Transport: "n8n", Refused: terr})
 	body = ans.Body
+	if ans.Err != nil && errors.Is(context.Cause(ctx), errTaskTimeout) {
+		// Whatever the call's own error says (a cancelled statement), the cause is n8n's bound.
+		body, _ = taskTimeoutError(c.opts.TaskTimeout).MarshalJSON()
+	}
 	if tc.text {
 		// Marshalling a string cannot fail.
 		body, _ = json.Marshal(string(body))
 	}
 	return body, ans.Err == nil
+}
+
+// errTaskTimeout is the cause of a task context that reached taskBudget.
+var errTaskTimeout = errors.New("n8n's task timeout is near")
+
+// taskBudget is how long a task's call may run: n8n's task timeout less a margin for the answer
+// to reach n8n before n8n cancels the task (2 s, or a tenth of a short timeout).
+func taskBudget(timeout time.Duration) time.Duration {
+	return timeout - min(2*time.Second, timeout/10)
+}
+
+// taskTimeoutError is the answer of a call cancelled at taskBudget.
+func taskTimeoutError(timeout time.Duration) *tools.Error {
+	return &tools.Error{Type: tools.ErrTimeout,
+		Message: fmt.Sprintf("The call did not finish within n8n's task timeout (%g s); pgtools cancelled its statement before n8n would cancel the task", timeout.Seconds()),
+		Suggestion: "Narrow the call (a where clause, a lower limit, fewer operations per pg_transaction) and call again; " +
+			"if calls this long are expected, raise N8N_RUNNERS_TASK_TIMEOUT in n8n and n8n.task_timeout_ms in the pgtools config to the same value."}
 }

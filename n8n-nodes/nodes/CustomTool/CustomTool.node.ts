@@ -1,7 +1,6 @@
 import type { INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { testPgToolsApi } from '../../shared/credentialTest';
 import { customToolProperties, executeCustomTool, loadCustomTools, supplyCustomTool } from '../../shared/customTool';
 
 /**
@@ -24,13 +23,12 @@ export class CustomTool implements INodeType {
 		inputs: [],
 		outputs: [NodeConnectionTypes.AiTool],
 		outputNames: ['Tool'],
-		credentials: [{ name: 'pgToolsApi', required: true, testedBy: 'pgToolsApiTest' }],
+		credentials: [{ name: 'pgToolsApi', required: true }],
 		properties: customToolProperties(),
 	};
 
 	methods = {
 		loadOptions: { getCustomTools: loadCustomTools },
-		credentialTest: { pgToolsApiTest: testPgToolsApi },
 	};
 
 	supplyData = supplyCustomTool;

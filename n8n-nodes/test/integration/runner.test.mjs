@@ -231,26 +231,27 @@ describe('nodes against a real runner', { skip }, () => {
 		});
 	});
 
-	test('the credential test: right token, wrong token, wrong path, nobody listening', async () => {
-		const testFn = loadNode('SelectQuery').methods.credentialTest.pgToolsApiTest;
-		// The legacy request helper n8n gives a credential test, for the options the test uses.
-		const helpers = {
-			request: async (o) => {
-				const response = await fetch(o.uri, { method: o.method, headers: o.headers });
-				const text = await response.text();
-				let body = text;
-				try {
-					body = JSON.parse(text);
-				} catch {}
-				return { statusCode: response.status, body };
-			},
+	test('the credential test: a runner answers its request with 200, and a wrong token or path with a status that has a rule', async () => {
+		// n8n sends the credential's test request itself (with the bearer header); what is checked
+		// here is that the runner's real answers are the ones the rules name.
+		const { request, rules } = credential.test;
+		const rule = (status) => rules.find((r) => r.type === 'responseCode' && r.properties.value === status);
+		const ask = async (base, token) => {
+			const response = await fetch(`${base.replace(/\/+$/, '')}${request.url}`, {
+				method: request.method,
+				headers: { Authorization: `Bearer ${token}` },
+			});
+			return { status: response.status, body: await response.text() };
 		};
-		const check = async (data) => (await testFn.call({ helpers }, { id: 'x', name: 'pgtools API', type: 'pgToolsApi', data })).message;
-		assert.match(await check({ url: runner.url, token: runner.token }), /^Connected to the pgtools runner: 9 tools available\.$/);
-		assert.match(await check({ url: runner.url, token: 'not-a-token-0123456789' }), /refused this token/);
-		assert.match(await check({ url: `${runner.url}/v1`, token: runner.token }), /No pgtools runner answers at .*\(HTTP 404\)/);
-		const closed = await closedPort();
-		assert.match(await check({ url: `http://127.0.0.1:${closed}`, token: 'x' }), /^Cannot reach a pgtools runner at http:\/\/127\.0\.0\.1:\d+/);
+		const ok = await ask(`${runner.url}/`, runner.token);
+		assert.equal(ok.status, 200);
+		assert.equal(JSON.parse(ok.body).tools.length, 9);
+		const denied = await ask(runner.url, 'not-a-token-0123456789');
+		assert.ok(rule(denied.status), `a rule for a wrong token's HTTP ${denied.status}`);
+		assert.match(rule(denied.status).properties.message, /refused this token/);
+		const wrongPath = await ask(`${runner.url}/v1`, runner.token);
+		assert.ok(rule(wrongPath.status), `a rule for a /v1 URL's HTTP ${wrongPath.status}`);
+		assert.match(rule(wrongPath.status).properties.message, /without \/v1/);
 	});
 
 	test('a wrong token is answered as authentication_error; an unreachable runner fails in plain words', async () => {
