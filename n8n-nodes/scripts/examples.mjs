@@ -1,6 +1,6 @@
 // Writes the importable example workflows in examples/n8n/ (the files users import and the
 // end-to-end test runs). Each is a Manual Trigger feeding an AI Agent with an OpenAI chat model
-// and the pgtools tools: all eight tool nodes (over the runner's HTTP API with the pgtools API
+// and the pgtools tools: all nine tool nodes (over the runner's HTTP API with the pgtools API
 // credential, or through n8n's task runner with none), n8n's own MCP Client Tool on the
 // runner's /mcp, or Custom Tool nodes for the operator-defined tools of
 // examples/config/custom-tools.json. Edit the prompt and run. `node examples.mjs --check` fails when the files
@@ -67,7 +67,7 @@ const mcpSystem = `The tools come from the pgtools MCP server, so their names st
  * examples lists every workflow: file name, id, name, prompt, parameters pinned per tool, and how
  * the agent reaches pgtools (connection of the tool nodes: http by default or taskRunner; mcp,
  * n8n's MCP Client Tool in place of the tool nodes; or custom, one Custom Tool node per name in
- * customTools in place of the eight).
+ * customTools in place of the nine).
  */
 export const examples = [
 	{

@@ -12,8 +12,7 @@ export class ExplainQuery implements INodeType {
 		icon: { light: 'file:../../icons/pgtools.svg', dark: 'file:../../icons/pgtools.dark.svg' },
 		subtitle: 'pgtools: explain_query',
 		usableAsTool: true,
-		credentials: [{ name: 'pgToolsApi', required: true, testedBy: 'pgToolsApiTest', displayOptions: { show: { connection: ['http'] } } }],
+		credentials: [{ name: 'pgToolsApi', required: true, displayOptions: { show: { connection: ['http'] } } }],
 	};
-	methods = node.methods;
 	execute = node.execute;
 }
