@@ -42,21 +42,7 @@ FROM generate_series(1, 500) i;`)
 			deleted[id] = true
 		}
 	})
-	seen := map[string]int{}
-	for _, r := range all {
-		seen[fmt.Sprint(r["id"])]++
-	}
-	for id, n := range seen {
-		if n > 1 {
-			t.Fatalf("row %s read %d times", id, n)
-		}
-	}
-	missing := 0
-	for _, id := range want {
-		if seen[id] == 0 && !deleted[id] {
-			missing++
-		}
-	}
+	missing := readOnce(t, all, want, deleted)
 	if len(deleted) == 0 {
 		t.Fatal("nothing was deleted between pages")
 	}

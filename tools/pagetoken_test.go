@@ -147,21 +147,11 @@ INSERT INTO events (grp, note) SELECT i % 97, CASE WHEN i % 5 = 0 THEN NULL ELSE
 			if pages < 10 {
 				t.Fatalf("%d pages for 10,000 rows in pages of 1,000", pages)
 			}
-			seen := map[string]int{}
-			for _, r := range all {
-				seen[fmt.Sprint(r["id"])]++
-			}
-			for id, n := range seen {
-				if n > 1 {
-					t.Fatalf("row %s read %d times", id, n)
-				}
-			}
-			missing := 0
+			ids := make([]string, 0, len(initial))
 			for id := range initial {
-				if !deleted[id] && seen[id] != 1 {
-					missing++
-				}
+				ids = append(ids, id)
 			}
+			missing := readOnce(t, all, ids, deleted)
 			if missing > 0 {
 				t.Fatalf("%d rows that existed throughout were not read (of %d read, %d deleted meanwhile)", missing, len(all), len(deleted))
 			}
@@ -170,6 +160,27 @@ INSERT INTO events (grp, note) SELECT i % 97, CASE WHEN i % 5 = 0 THEN NULL ELSE
 			}
 		})
 	}
+}
+
+// readOnce fails t when a row of all (by its id) was read twice, and counts the rows of want
+// that were neither read nor deleted meanwhile.
+func readOnce(t testing.TB, all []map[string]any, want []string, deleted map[string]bool) (missing int) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, r := range all {
+		seen[fmt.Sprint(r["id"])]++
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Fatalf("row %s read %d times", id, n)
+		}
+	}
+	for _, id := range want {
+		if seen[id] == 0 && !deleted[id] {
+			missing++
+		}
+	}
+	return missing
 }
 
 func queryStrings(t testing.TB, b *bundle, sql string) []string {
