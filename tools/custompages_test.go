@@ -34,7 +34,7 @@ FROM generate_series(1, 500) i;`)
 	want := queryStrings(t, pb.bundle, `SELECT id::text FROM ledger WHERE account = 1`)
 	next := 1000
 	deleted := map[string]bool{}
-	all, pages := readAllOf(t, pb.reg, "bookings", `{"account":1}`, func() {
+	all, pages := readPages(t, pb.reg, testPrincipal, "bookings", `{"account":1}`, 100, func() {
 		next++
 		pb.db.Exec(t, fmt.Sprintf(`INSERT INTO ledger VALUES (%d, 1, '2026-01-20', 0), (%d, 1, NULL, 0), (%d, 1, '2030-01-01', 0)`, next, next+5000, next+9000))
 		// Two rows of the account, anywhere in the order: read already or still ahead.
@@ -81,32 +81,5 @@ func TestCustomToolOrderRefusedAtStart(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.tool.Name) {
 			t.Errorf("%s: %v, want an error containing %q", c.tool.Name, err, c.want)
 		}
-	}
-}
-
-// readAllOf is readAll for any paging tool.
-func readAllOf(t testing.TB, reg *Registry, tool, args string, between func()) (all []map[string]any, pages int) {
-	t.Helper()
-	call := args
-	for {
-		res, _, e := reg.Call(context.Background(), testPrincipal, tool, []byte(call))
-		if e != nil {
-			t.Fatalf("page %d: %s", pages+1, errorJSON(t, e))
-		}
-		rr := res.(*RowsResult)
-		pages++
-		var data []map[string]any
-		decodeExact(t, rr.Rows.Data, &data)
-		all = append(all, data...)
-		if !rr.Truncated {
-			return all, pages
-		}
-		if rr.NextPage == "" || pages > 100 {
-			t.Fatalf("page %d: truncated without next_page (hint %q)", pages, rr.Hint)
-		}
-		if between != nil {
-			between()
-		}
-		call = `{"page_token":"` + rr.NextPage + `"}`
 	}
 }

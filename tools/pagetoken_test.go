@@ -45,13 +45,19 @@ func (pb *pagingBundle) registry(t testing.TB, key []byte) *Registry {
 	return reg
 }
 
-// readAll pages through args with page_token until an answer is not truncated, and returns
-// every row in the order read. between runs after every page.
+// readAll pages through select_query's args with page_token until an answer is not truncated,
+// and returns every row in the order read. between runs after every page.
 func readAll(t testing.TB, reg *Registry, p Principal, args string, between func()) (all []map[string]any, pages int) {
+	t.Helper()
+	return readPages(t, reg, p, "select_query", args, 1000, between)
+}
+
+// readPages is readAll for any paging tool, failing past maxPages pages.
+func readPages(t testing.TB, reg *Registry, p Principal, tool, args string, maxPages int, between func()) (all []map[string]any, pages int) {
 	t.Helper()
 	call := args
 	for {
-		res, _, e := reg.Call(context.Background(), p, "select_query", []byte(call))
+		res, _, e := reg.Call(context.Background(), p, tool, []byte(call))
 		if e != nil {
 			t.Fatalf("page %d: %s", pages+1, errorJSON(t, e))
 		}
@@ -72,8 +78,8 @@ func readAll(t testing.TB, reg *Registry, p Principal, args string, between func
 		if rr.NextPage == "" || !strings.Contains(rr.Hint, "next_page") {
 			t.Fatalf("page %d: truncated without next_page, or a hint that does not name it: %q", pages, rr.Hint)
 		}
-		if pages > 1000 {
-			t.Fatal("more than 1000 pages")
+		if pages > maxPages {
+			t.Fatalf("more than %d pages", maxPages)
 		}
 		if between != nil {
 			between()
