@@ -75,13 +75,18 @@ func (id identity) sql(reassert bool) string {
 		parts = append(parts, sqlRoleNone)
 	}
 	if id.claims != nil {
-		lit := strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(string(id.claims))
-		parts = append(parts, "SELECT pg_catalog.set_config('request.jwt.claims', E'"+lit+"', true)")
+		parts = append(parts, "SELECT pg_catalog.set_config('request.jwt.claims', "+quoteLiteral(string(id.claims))+", true)")
 	}
 	if id.role != "" {
 		parts = append(parts, "SET LOCAL ROLE "+pgx.Identifier{id.role}.Sanitize())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// quoteLiteral is s as an escape string literal (E-prefixed), read the same whatever
+// standard_conforming_strings says.
+func quoteLiteral(s string) string {
+	return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
 }
 
 // The statements that check, after an agent's statement, that the transaction still acts as the

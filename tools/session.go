@@ -26,17 +26,7 @@ type TxOptions = session.Options
 func sessionTarget(p Principal, db *Database) session.Target {
 	who := identityOf(p)
 	return session.Target{Database: db.Name, Config: db.Pool.Config().ConnConfig, Who: session.Identity{Role: who.role, Claims: who.claims},
-		Assert: who.sql(false), MaskValues: db.Policy.MasksErrorValues(), Quota: p.QuotaOwner(), Warm: sessionWarmUp(db)}
-}
-
-// sessionWarmUp is what a spare connection of db runs before a begin takes it: the effects
-// reading every write in a session runs, the identity check every statement in a session ends
-// with, and a plan of each table recent sessions used (sessionWarm).
-func sessionWarmUp(db *Database) []string {
-	if t := db.sessionWarm.warmSQL(); t != "" {
-		return []string{effectsSQL + "; " + warmCheckSQL, t}
-	}
-	return []string{effectsSQL + "; " + warmCheckSQL}
+		Assert: who.sql(false), MaskValues: db.Policy.MasksErrorValues(), Quota: p.QuotaOwner(), Warm: db.sessionWarm.warmUp()}
 }
 
 // sessionIdentity is the identity s acts as, fixed at begin.

@@ -27,14 +27,18 @@ import (
 // functions.
 const warmCheckSQL = "SELECT current_user OPERATOR(pg_catalog.=) 'pgtools'::pg_catalog.name AND pg_catalog.current_setting('request.jwt.claims', true) OPERATOR(pg_catalog.=) ''::pg_catalog.text"
 
+// warmBase is the part of every spare's warm-up that does not depend on the tables: the effects
+// reading every write in a session runs, and the identity check every statement ends with.
+const warmBase = effectsSQL + "; " + warmCheckSQL
+
 // sessionWarmTables is how many recent (table, operation) pairs a database's spares warm.
 const sessionWarmTables = 4
 
 // sessionWarm is a database's recent session tables and the warm-up they make.
 type sessionWarm struct {
 	mu     sync.Mutex
-	recent []warmEntry            // most recent first
-	sql    atomic.Pointer[string] // the warm-up of recent, for sessionTarget (nil: none yet)
+	recent []warmEntry              // most recent first
+	parts  atomic.Pointer[[]string] // the warm-up with recent, for sessionTarget (nil: none yet)
 }
 
 type warmEntry struct {
@@ -103,20 +107,15 @@ func (w *sessionWarm) used(op string, rel *relation, who identity) {
 	for i, e := range w.recent {
 		parts[i] = e.sql
 	}
-	all := strings.Join(parts, "; ")
-	w.sql.Store(&all)
+	all := []string{warmBase, strings.Join(parts, "; ")}
+	w.parts.Store(&all)
 }
 
-// warmSQL is the warm-up of the recent session tables, or "" before any.
-func (w *sessionWarm) warmSQL() string {
-	if p := w.sql.Load(); p != nil {
+// warmUp is what a spare connection runs before a begin takes it (session.Target.Warm): warmBase,
+// then a plan of each table recent sessions used, once there are any. Callers only read it.
+func (w *sessionWarm) warmUp() []string {
+	if p := w.parts.Load(); p != nil {
 		return *p
 	}
-	return ""
-}
-
-// quoteLiteral is s as an E” string literal, read the same whatever standard_conforming_strings
-// says (as identity.sql writes the claims).
-func quoteLiteral(s string) string {
-	return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
+	return []string{warmBase}
 }
