@@ -2,6 +2,7 @@ package tools
 
 import (
 	"cmp"
+	"encoding/json"
 	"time"
 )
 
@@ -19,6 +20,14 @@ type AuditEvent struct {
 	Outcome   string
 	ErrorType ErrorType
 	Duration  time.Duration
+	// ApprovalID names the approval request the event belongs to: one a call made
+	// (approval_required), used or mismatched, or one an approver decided (Outcome
+	// "approval_approved", "approval_denied"; "approval_requested", "approval_expired",
+	// "approval_used", "approval_mismatched" as the store records them).
+	ApprovalID string
+	// Digest is the approved call's digest (tool, database, arguments); Approver who decided.
+	Digest   string
+	Approver string
 }
 
 // Auditor receives one event per write attempt, allowed or refused. Implementations must be safe
@@ -41,6 +50,16 @@ func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Out
 	if ev.Database == "" {
 		ev.Database = cmp.Or(t.database, strArg(args, "database"), "default")
 		ev.SessionID = strArg(args, "session_id")
+	}
+	ev.ApprovalID = strArg(args, "approval_id")
+	if err != nil && len(err.Approval) > 0 {
+		var ap struct {
+			ID     string `json:"id"`
+			Digest string `json:"digest"`
+		}
+		if json.Unmarshal(err.Approval, &ap) == nil {
+			ev.ApprovalID, ev.Digest = ap.ID, ap.Digest
+		}
 	}
 	switch {
 	case err != nil:

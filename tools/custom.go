@@ -138,7 +138,7 @@ func decodeNumbers(raw json.RawMessage, v *any) error {
 var customName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // reservedArgs are the arguments pgtools adds to a custom tool beside its parameters.
-var reservedArgs = []string{"session_id", "autocommit", "dry_run", "format", "page_token"}
+var reservedArgs = []string{"session_id", "autocommit", "dry_run", "format", "page_token", "approval_id"}
 
 // CustomReservedArgs returns the argument names pgtools adds to every custom tool, which no
 // parameter may take (for config validation before the registry exists).
@@ -184,6 +184,7 @@ func (t CustomTool) Schema() json.RawMessage {
 	if t.Mode == "write" {
 		props["autocommit"] = map[string]any{"type": "boolean", "description": "Set true to run and commit this call on its own (or give session_id)."}
 		props["dry_run"] = map[string]any{"type": "boolean", "description": "Run, report the rows it would change, roll back."}
+		props["approval_id"] = map[string]any{"type": "string", "description": "An approved request's id."}
 	}
 	doc := map[string]any{"type": "object", "description": t.Description, "additionalProperties": false, "properties": props}
 	if len(required) > 0 {
@@ -306,6 +307,7 @@ func (r *Registry) addCustomTool(ctx context.Context, c *jsonschema.Compiler, t 
 	tool := t
 	r.tools[t.Name] = &toolEntry{
 		info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
+		plain:     withoutApprovalID(raw),
 		operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, preview: pv,
 		decode: func(map[string]any) (any, error) { return &customArgs{}, nil },
 		run:    func(ctx context.Context, req *request) (Result, *Error) { return runCustom(ctx, req, tool) },
@@ -387,7 +389,7 @@ func runCustom(ctx context.Context, req *request, t CustomTool) (Result, *Error)
 		return res, nil
 	}
 	dry := boolArg(req.args, "dry_run")
-	st := writeStmt{budget: req.budget, op: t.Name, sql: t.SQL, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
+	st := writeStmt{approval: req.approval, budget: req.budget, op: t.Name, sql: t.SQL, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
 		free: true, allowDDL: req.allowDDL, ddlFix: req.ddlFix, maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: format, dryRun: dry}
 	if dry {
 		st.keepRows, st.maxAffected = previewRows, 0 // a dry run reports the count; the cap applies when it is applied

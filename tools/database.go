@@ -61,6 +61,10 @@ type Policy struct {
 	// MaxEstimatedRows refuses, before it runs, a statement the planner estimates to return more
 	// rows, or for a write to touch more rows, than this (default 0: no bound).
 	MaxEstimatedRows int64 `json:"max_estimated_rows"`
+	// RequireApproval lists the writes on this database that a person must approve before they
+	// commit (approval.go): the call answers approval_required with the effect a rolled-back run
+	// measured, and commits when called again with the approved approval_id and the same effect.
+	RequireApproval []ApprovalRule `json:"require_approval"`
 	// DisabledTools lists wire names of tools refused on this database.
 	DisabledTools []string `json:"disabled_tools"`
 	// MaskErrorValues replaces the values PostgreSQL echoes in error details (a duplicate key's
@@ -269,6 +273,21 @@ type Principal struct {
 	// Grant is how Scopes were configured (default GrantToken), so a refusal for a missing
 	// scope names the fix the caller can act on: a token, or pgtools mcp's --scopes.
 	Grant Grant
+	// RequireApproval adds approval rules to every database's for this principal's calls (they
+	// can add rules, never lift the database's).
+	RequireApproval []ApprovalRule
+	// Credential names the secret the principal proves itself with, when several principals
+	// share one: an act-as token's subjects all hold the token's. "" means Name. An approval is
+	// never given with the credential that asked for it.
+	Credential string
+}
+
+// credential is the secret p holds: Credential, else Name.
+func (p Principal) credential() string {
+	if p.Credential != "" {
+		return p.Credential
+	}
+	return p.Name
 }
 
 // QuotaOwner is the name p's quota is counted under: Quota, or Name when p is its own owner.

@@ -141,7 +141,7 @@ func runDML(ctx context.Context, req *request, sess *Session, op string, rel *re
 		return nil, withOp(rerr, op, table)
 	}
 	sb.WriteString(ret)
-	st := writeStmt{budget: req.budget, op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
+	st := writeStmt{approval: req.approval, budget: req.budget, op: op, table: table, sql: sb.String(), params: params, colOIDs: oids,
 		keepRows: req.db.Policy.MaxLimit, maxBytes: req.maxBytes, dryRun: dry, maxAffected: maxAffected, who: req.who(), format: format}
 	if dry {
 		st.keepRows = previewRows

@@ -16,6 +16,8 @@ type ErrorType = pgerr.ErrorType
 
 // The error categories of docs/design.md §4, as pgerr defines them.
 const (
+	ErrApprovalMismatch     = pgerr.ErrApprovalMismatch
+	ErrApprovalRequired     = pgerr.ErrApprovalRequired
 	ErrAuthentication       = pgerr.ErrAuthentication
 	ErrCommitOutcomeUnknown = pgerr.ErrCommitOutcomeUnknown
 	ErrConfirmationRequired = pgerr.ErrConfirmationRequired

@@ -51,7 +51,7 @@ func executeWrite(ctx context.Context, req *request, sess *Session) (Result, *Er
 	if perr != nil {
 		return nil, perr
 	}
-	st := writeStmt{budget: req.budget, op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
+	st := writeStmt{approval: req.approval, budget: req.budget, op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
 		free: true, confirm: a.ConfirmDestructive, allowDDL: req.allowDDL, ddlFix: req.ddlFix,
 		maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: req.format(a.Format)}
 	out, err := runWriteOn(ctx, req.db, sess, st)

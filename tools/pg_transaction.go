@@ -84,6 +84,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	}
 	phase(ctx, "begin", began)
 	results := make([]opResult, 0, len(stmts))
+	outs := make([]*writeOutcome, 0, len(stmts))
 	for i, st := range stmts {
 		var pre []wire.Exec
 		if i > 0 {
@@ -115,7 +116,20 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			r.Rows = wire.Rows{Columns: out.rows.Columns, Data: out.rows.Data}
 		}
 		results = append(results, r)
+		outs = append(outs, out)
 		before = out.after // nothing but the next assertions runs before the next operation
+	}
+	if req.approval != nil {
+		// The whole batch's effect decides, measured before its COMMIT.
+		if err := settleApproval(ctx, pc, req.approval, nil, outs...); err != nil {
+			rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
+			reusable = rbErr == nil && ctx.Err() == nil
+			var te *Error
+			if errors.As(err, &te) {
+				return nil, te
+			}
+			return nil, ClassifyError(ctx, err, req.db)
+		}
 	}
 	if !time.Now().Before(bound.deadline) {
 		rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
@@ -136,6 +150,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 		return nil, e
 	}
 	reusable = ctx.Err() == nil && pc.TxStatus() == 'I'
+	req.approval.committed()
 	data := []byte{'['}
 	for i := range results {
 		if i > 0 {

@@ -38,9 +38,10 @@ type request struct {
 	args      map[string]any // validated arguments, numbers as json.Number (for policy, masking and audit)
 	in        any            // the same arguments decoded into the tool's struct (*selectArgs, …)
 	started   time.Time
-	maxBytes  int        // response byte cap: the database's, lowered by the principal's and the call's
-	budget    planBudget // plan estimate bound: the database's, lowered by the principal's and the call's
-	lookAhead bool       // the read's SQL asks for one row past its limit (select_query): not counted by the budget
+	maxBytes  int           // response byte cap: the database's, lowered by the principal's and the call's
+	budget    planBudget    // plan estimate bound: the database's, lowered by the principal's and the call's
+	lookAhead bool          // the read's SQL asks for one row past its limit (select_query): not counted by the budget
+	approval  *approvalGate // the approval rules a write answers to, and the approval it claimed (nil: none)
 }
 
 // format is the row format of the call: its format argument (validated by the schema), else the
@@ -71,24 +72,26 @@ type toolEntry struct {
 	props     []string // the schema's property names, sorted, for invalid_arguments suggestions
 	schema    *jsonschema.Schema
 	run       handler
-	gate      gate       // the policy a call needs (authorize.go)
-	decode    argDecoder // fills the tool's struct from a validated call
-	preview   previewer  // what a confirmation shows (preview.go); nil: nothing to confirm
-	database  string     // fixed database (operator-defined tools); "" takes the argument
-	paging    *pageSpec  // the tool takes page_token and issues next_page (pagetoken.go); nil: not
+	gate      gate            // the policy a call needs (authorize.go)
+	decode    argDecoder      // fills the tool's struct from a validated call
+	preview   previewer       // what a confirmation shows (preview.go); nil: nothing to confirm
+	database  string          // fixed database (operator-defined tools); "" takes the argument
+	paging    *pageSpec       // the tool takes page_token and issues next_page (pagetoken.go); nil: not
+	plain     json.RawMessage // info.InputSchema without approval_id, listed to callers no approval rule applies to; nil: the same
 }
 
 // Registry holds the tools and the configured databases. Every transport calls Call. It is safe
 // for concurrent use once built.
 type Registry struct {
-	dbs      map[string]*Database
-	tools    map[string]*toolEntry
-	order    []string
-	auditor  Auditor
-	sessions SessionStore
-	observer Observer
-	txLimit  *TxLimiter
-	pages    *pager
+	dbs       map[string]*Database
+	tools     map[string]*toolEntry
+	order     []string
+	auditor   Auditor
+	sessions  SessionStore
+	observer  Observer
+	txLimit   *TxLimiter
+	pages     *pager
+	approvals *Approvals
 }
 
 // Options is everything a Registry is built from. Only Databases is needed for stateless calls;
@@ -113,6 +116,9 @@ type Options struct {
 	// Pages signs and checks the page tokens of truncated reads (select_query's next_page). The
 	// zero value makes a random key: tokens then work on this registry only.
 	Pages PageTokens
+	// Approvals holds approval requests (policy.require_approval). nil: the registry makes one
+	// of its own; pass one to keep requests across configuration reloads.
+	Approvals *Approvals
 }
 
 // NewRegistry compiles every tool schema and registers the built-in tools and o.CustomTools over
@@ -123,7 +129,10 @@ func NewRegistry(ctx context.Context, o Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.sessions, r.txLimit, r.auditor, r.observer = o.Sessions, o.TxLimiter, o.Auditor, o.Observer
+	r.sessions, r.txLimit, r.auditor, r.observer, r.approvals = o.Sessions, o.TxLimiter, o.Auditor, o.Observer, o.Approvals
+	if r.approvals == nil {
+		r.approvals = NewApprovals(ApprovalOptions{Auditor: o.Auditor})
+	}
 	if r.pages, err = newPager(o.Pages); err != nil {
 		return nil, err
 	}
@@ -167,12 +176,16 @@ func newBuiltinRegistry(dbs []*Database) (*Registry, error) {
 			info: ToolInfo{Name: name, Description: schemas.Description(name), InputSchema: served,
 				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
 			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: def.run,
-			gate: def.gate, decode: def.decode, preview: def.preview, paging: def.paging,
+			gate: def.gate, decode: def.decode, preview: def.preview, paging: def.paging, plain: withoutApprovalID(served),
 		}
 		r.order = append(r.order, name)
 	}
 	return r, nil
 }
+
+// writes reports tools whose calls may commit a write that approval rules judge: every tool
+// but the read-only ones and pg_tx, whose begin, commit and rollback write nothing of their own.
+func (t *toolEntry) writes() bool { return !t.info.ReadOnly && t.info.Name != "pg_tx" }
 
 // Tools lists the registered tools in a stable order.
 func (r *Registry) Tools() []ToolInfo {
@@ -246,6 +259,12 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	}
 	if err = r.authorize(req, t); err != nil {
 		return nil, out, err
+	}
+	if t.writes() {
+		if req.approval, err = newApprovalGate(r.approvals, p, db, tool, m); err != nil {
+			return nil, out, err
+		}
+		defer req.approval.release()
 	}
 	res, err = t.run(ctx, req)
 	if sess != nil {

@@ -121,13 +121,28 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *
 	if err != nil {
 		return nil, err
 	}
+	var tablesBefore []TableRows // what the session wrote before, when approval rules apply
+	if st.approval != nil {
+		if tablesBefore, err = readTableWrites(ctx, pc); err != nil {
+			_ = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK TO SAVEPOINT pgtools_stmt; RELEASE SAVEPOINT pgtools_stmt; "+wire.SQLUnlockAll)
+			return nil, err
+		}
+		tablesBefore = append(tablesBefore, TableRows{}) // never nil: settleApproval subtracts it
+	}
 	out, keep, err := execChecked(ctx, pc, st, before)
+	if err == nil && keep && st.approval != nil {
+		err = settleApproval(ctx, pc, st.approval, tablesBefore, out)
+		keep = err == nil
+	}
 	end := "RELEASE SAVEPOINT pgtools_stmt; " + wire.SQLUnlockAll
 	if err != nil || !keep {
 		end = "ROLLBACK TO SAVEPOINT pgtools_stmt; RELEASE SAVEPOINT pgtools_stmt; " + wire.SQLUnlockAll
 	}
 	if endErr := simpleExec(context.WithoutCancel(ctx), pc, end); endErr != nil && err == nil {
 		err = endErr
+	}
+	if err == nil && keep {
+		st.approval.committed() // kept in the session: the approval is used up whatever the session does next
 	}
 	return out, err
 }

@@ -20,18 +20,19 @@ type writeStmt struct {
 	table       string // display name, for messages
 	sql         string
 	params      []any
-	colOIDs     []uint32    // known parameter types (insert/update values), 0 = let PostgreSQL infer
-	keepRows    int         // returned rows to keep (the rest are counted, not sent)
-	format      wire.Format // how the returned rows are written
-	maxBytes    int         // byte cap of the kept rows
-	maxAffected int         // more affected rows → rolled back with too_many_rows (0 = no cap); for free SQL, the rows it updated or deleted in any table
-	dryRun      bool        // execute, report, roll back
-	free        bool        // agent-written SQL: classify by command tag and catalog changes
-	confirm     bool        // confirm_destructive
-	allowDDL    bool        // policy allows DDL and the principal has the ddl scope
-	ddlFix      string      // without allowDDL: the suggestion naming what would allow DDL
-	who         identity    // the role and claims the statement runs with (outside a session)
-	budget      planBudget  // plan estimate bound, checked in the transaction before the statement
+	colOIDs     []uint32      // known parameter types (insert/update values), 0 = let PostgreSQL infer
+	keepRows    int           // returned rows to keep (the rest are counted, not sent)
+	format      wire.Format   // how the returned rows are written
+	maxBytes    int           // byte cap of the kept rows
+	maxAffected int           // more affected rows → rolled back with too_many_rows (0 = no cap); for free SQL, the rows it updated or deleted in any table
+	dryRun      bool          // execute, report, roll back
+	free        bool          // agent-written SQL: classify by command tag and catalog changes
+	confirm     bool          // confirm_destructive
+	allowDDL    bool          // policy allows DDL and the principal has the ddl scope
+	ddlFix      string        // without allowDDL: the suggestion naming what would allow DDL
+	who         identity      // the role and claims the statement runs with (outside a session)
+	budget      planBudget    // plan estimate bound, checked in the transaction before the statement
+	approval    *approvalGate // approval rules, decided from the measured effect before COMMIT (nil: none)
 }
 
 // writeOutcome is what a write did.
@@ -40,6 +41,7 @@ type writeOutcome struct {
 	tag      string
 	affected int64
 	after    effects // a free statement's effects reading after it, identity checked
+	ddl      bool    // a free statement changed the schema (judged allowed)
 }
 
 // errCommitUnknown marks a COMMIT whose answer never arrived.
@@ -81,6 +83,10 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 		return nil, err
 	}
 	out, keep, err := execChecked(ctx, pc, st, before)
+	if err == nil && keep && st.approval != nil {
+		err = settleApproval(ctx, pc, st.approval, nil, out)
+		keep = err == nil
+	}
 	if err != nil || !keep {
 		// Rolled back and reset in one round trip, so whatever session state the statement set
 		// (advisory locks and sequence state survive a rollback) never reaches the next call.
@@ -97,8 +103,25 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 		}
 		return nil, err
 	}
+	st.approval.committed()
 	destroy = unsafeWriteTag(tagOf(out))
 	return out, nil
+}
+
+// settleApproval measures what the open transaction wrote since before (nil: since it began)
+// and lets g decide whether it may commit: nil, or the error that rolls it back.
+func settleApproval(ctx context.Context, pc *pgconn.PgConn, g *approvalGate, before []TableRows, outs ...*writeOutcome) error {
+	tables, err := readTableWrites(ctx, pc)
+	if err != nil {
+		return err
+	}
+	if before != nil {
+		tables = subTables(tables, before)
+	}
+	if e := g.settle(effectOf(tables, outs...)); e != nil {
+		return e
+	}
+	return nil
 }
 
 func tagOf(out *writeOutcome) string {
@@ -151,6 +174,7 @@ func judge(st writeStmt, out *writeOutcome, before, after effects) (*writeOutcom
 		}
 		affected = max(affected, did.changed)
 		if ddl := !dmlTags[out.tag] || did.catalog > 0; ddl {
+			out.ddl = true
 			if !st.allowDDL {
 				what := "changes the schema"
 				if did.catalog == 0 && !schemaVerb(out.tag) {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -22,7 +23,8 @@ type Token struct {
 	TokenFile string `json:"token_file,omitempty"`
 	// Name is the principal name used in logs and for session ownership (default "token-N").
 	Name string `json:"name"`
-	// Scopes granted: "read", "write", "ddl".
+	// Scopes granted: "read", "write", "ddl", "approve" (decides approval requests of other
+	// credentials; docs/approvals.md).
 	Scopes []string `json:"scopes"`
 	// Databases limits the token to these databases; empty means all.
 	Databases []string `json:"databases"`
@@ -39,6 +41,9 @@ type Token struct {
 	// Tools, when set, is the only tools (wire names) the token may list and call; empty allows
 	// every tool its scopes and databases permit (docs/design.md §12).
 	Tools []string `json:"tools,omitempty"`
+	// RequireApproval adds approval rules to every database's for this token's calls
+	// (docs/approvals.md); it cannot lift the database's.
+	RequireApproval []tools.ApprovalRule `json:"require_approval,omitempty"`
 	// Role is the PostgreSQL role the token's calls run as (SET LOCAL ROLE; docs/design.md §11); "" runs
 	// them as the runner's login role.
 	Role string `json:"role"`
@@ -95,6 +100,7 @@ func (a *ActAs) Principal(base tools.Principal, subject string) (tools.Principal
 	p := base
 	p.Name = base.Name + ":" + subject
 	p.Quota = base.QuotaOwner() // every subject counts against the token's shares first
+	p.Credential = cmp.Or(base.Credential, base.Name)
 	if a.Role != "" {
 		p.Role = a.Role
 	}
@@ -153,7 +159,7 @@ func NewAuthenticator(tokens []Token) *Authenticator {
 	for _, t := range tokens {
 		ht := hashedToken{sum: sha256.Sum256([]byte(t.Secret)),
 			principal: tools.Principal{Name: t.Name, Scopes: t.Scopes, Databases: t.Databases, MaxResponseBytes: t.MaxResponseBytes, DefaultFormat: t.DefaultFormat, Role: t.Role,
-				Tools: t.Tools, MaxEstimatedCost: t.MaxEstimatedCost, MaxEstimatedRows: t.MaxEstimatedRows}}
+				Tools: t.Tools, MaxEstimatedCost: t.MaxEstimatedCost, MaxEstimatedRows: t.MaxEstimatedRows, RequireApproval: t.RequireApproval}}
 		if t.ActAs {
 			ht.actAs = &ActAs{Role: t.ActAsRole, Claims: t.ActAsClaims}
 		}

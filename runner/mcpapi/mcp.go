@@ -100,11 +100,15 @@ func NewMCPServerWith(reg *tools.Registry, p tools.Principal, log zerolog.Logger
 		}})
 	opts = opts.withDefaults()
 	shown := map[string]bool{}
+	listed := map[string]tools.ToolInfo{} // as p sees them (approval_id only where approval rules apply)
 	for _, info := range reg.ToolsFor(p) {
-		shown[info.Name] = true
+		shown[info.Name], listed[info.Name] = true, info
 	}
 	digest := sha256.New()
 	for _, info := range reg.Tools() {
+		if l, ok := listed[info.Name]; ok {
+			info = l
+		}
 		t, h := mcpTool(info, p, inv, opts)
 		s.AddTool(t, h)
 		if shown[info.Name] {

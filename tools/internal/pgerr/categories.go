@@ -36,6 +36,8 @@ var categories = map[ErrorType]Meta{
 	ErrCommitOutcomeUnknown: {http.StatusInternalServerError, false},
 	ErrRateLimited:          {http.StatusTooManyRequests, true},
 	ErrTooExpensive:         {http.StatusUnprocessableEntity, false},
+	ErrApprovalRequired:     {http.StatusForbidden, false},
+	ErrApprovalMismatch:     {http.StatusConflict, false},
 	ErrInternal:             {http.StatusInternalServerError, false},
 	ErrUnknownTool:          {http.StatusNotFound, false},
 }
@@ -45,7 +47,7 @@ func AllErrorTypes() []ErrorType {
 	return []ErrorType{ErrConnection, ErrAuthentication, ErrInvalidTable, ErrInvalidColumn, ErrSyntax, ErrConstraint,
 		ErrPermissionDenied, ErrTimeout, ErrInvalidArguments, ErrWriteIntentRequired, ErrSessionNotFound, ErrSessionExpired,
 		ErrSessionLimitReached, ErrReadOnlyViolation, ErrNotAllowed, ErrConfirmationRequired, ErrTooManyRows,
-		ErrCommitOutcomeUnknown, ErrRateLimited, ErrTooExpensive, ErrInternal, ErrUnknownTool}
+		ErrCommitOutcomeUnknown, ErrRateLimited, ErrTooExpensive, ErrApprovalRequired, ErrApprovalMismatch, ErrInternal, ErrUnknownTool}
 }
 
 // MetaOf returns t's metadata. A category without an entry, which a test forbids, answers

@@ -51,7 +51,9 @@ const (
 	ErrTooManyRows          ErrorType = "too_many_rows"
 	ErrCommitOutcomeUnknown ErrorType = "commit_outcome_unknown"
 	ErrRateLimited          ErrorType = "rate_limited"
-	ErrTooExpensive         ErrorType = "too_expensive" // a plan estimate over max_estimated_cost/_rows
+	ErrTooExpensive         ErrorType = "too_expensive"     // a plan estimate over max_estimated_cost/_rows
+	ErrApprovalRequired     ErrorType = "approval_required" // policy.require_approval: a person must approve the measured effect first
+	ErrApprovalMismatch     ErrorType = "approval_mismatch" // the approved effect is not what the statement would do now
 	ErrInternal             ErrorType = "internal_error"
 	// ErrUnknownTool is not a contract category of a tool call but of routing: the tool name
 	// itself is unknown. Transports answer it with 404.
@@ -72,6 +74,9 @@ type Error struct {
 	// Plan is the summary of the refused statement's plan (too_expensive), as explain_query
 	// answers it.
 	Plan json.RawMessage `json:"plan,omitempty"`
+	// Approval is the approval request a call waits for (approval_required), or the approval
+	// whose effect no longer matches (approval_mismatch), as the caller may see it.
+	Approval json.RawMessage `json:"approval,omitempty"`
 }
 
 // Error implements the error interface with the model-facing message.

@@ -1,0 +1,384 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgtools/pgtools/tools/session"
+)
+
+// approvalFixture is a registry over the bundle's database under rules, with an approval store
+// whose clock the test moves.
+type approvalFixture struct {
+	b     *bundle
+	reg   *Registry
+	store *Approvals
+	mu    sync.Mutex
+	now   time.Time
+	audit *auditRecorder
+}
+
+type auditRecorder struct {
+	mu  sync.Mutex
+	evs []AuditEvent
+}
+
+func (a *auditRecorder) Audit(ev AuditEvent) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.evs = append(a.evs, ev)
+}
+
+func (a *auditRecorder) outcomes(id string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, ev := range a.evs {
+		if ev.ApprovalID == id {
+			o := ev.Outcome
+			if ev.ErrorType != "" {
+				o += ":" + string(ev.ErrorType)
+			}
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func newApprovalFixture(t *testing.T, rules ...ApprovalRule) *approvalFixture {
+	t.Helper()
+	f := &approvalFixture{b: newBundle(t, Policy{RequireApproval: rules}), now: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC), audit: &auditRecorder{}}
+	f.store = NewApprovals(ApprovalOptions{TTL: 10 * time.Minute, Auditor: f.audit, Now: func() time.Time {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.now
+	}})
+	f.b.tdb.Policy.RequireApproval = rules
+	f.b.db.Exec(t, "GRANT INSERT, UPDATE, DELETE ON customers, orders TO "+quoteIdent(f.b.db.RoleName("agent")))
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{f.b.tdb}, Approvals: f.store, Auditor: f.audit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.reg = reg
+	return f
+}
+
+func (f *approvalFixture) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+var (
+	approvalCaller   = Principal{Name: "agent", Scopes: []string{"read", "write"}}
+	approvalApprover = Principal{Name: "boss", Scopes: []string{"approve"}}
+)
+
+func (f *approvalFixture) call(t *testing.T, p Principal, tool, args string) (map[string]any, *Error) {
+	t.Helper()
+	res, _, e := f.reg.Call(context.Background(), p, tool, []byte(args))
+	if e != nil {
+		return nil, e
+	}
+	return decodeResult(t, res), nil
+}
+
+// pending makes the call, which must answer approval_required, and returns the request's id and
+// the approval the caller was shown.
+func (f *approvalFixture) pending(t *testing.T, p Principal, tool, args string) (string, map[string]any) {
+	t.Helper()
+	out, e := f.call(t, p, tool, args)
+	if e == nil || e.Type != ErrApprovalRequired {
+		t.Fatalf("%s %s: want approval_required, got %v %v", tool, args, out, e)
+	}
+	var ap map[string]any
+	if err := json.Unmarshal(e.Approval, &ap); err != nil {
+		t.Fatalf("approval: %v in %s", err, e.Approval)
+	}
+	id, _ := ap["id"].(string)
+	if !strings.HasPrefix(id, "apr_") || !strings.Contains(e.Suggestion, `approval_id: "`+id+`"`) {
+		t.Fatalf("approval_required names no usable id: %+v", e)
+	}
+	return id, ap
+}
+
+func withID(args, id string) string {
+	return strings.TrimSuffix(strings.TrimSpace(args), "}") + fmt.Sprintf(`, "approval_id": %q}`, id)
+}
+
+// TestApprovalLargeDelete is the issue's walk: a delete of 120 rows waits for approval and
+// changes nothing; the caller's own credential (its approve scope, or another subject of its
+// act-as token) cannot approve; an approver's approval commits exactly once; an approval of 120
+// rows does not commit when 121 would change.
+func TestApprovalLargeDelete(t *testing.T) {
+	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 100})
+	const del = `{"table": "orders", "where": "total <= $1", "params": [180], "autocommit": true}`
+	id, ap := f.pending(t, approvalCaller, "delete_data", del)
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders"); n != 300 {
+		t.Fatalf("the dry run changed rows: %d left", n)
+	}
+	eff := ap["effect"].(map[string]any)
+	if eff["total"] != 120.0 || fmt.Sprint(eff["tables"]) != "[map[name:orders rows:120 schema:public]]" || ap["status"] != "pending" {
+		t.Fatalf("measured effect: %v", ap)
+	}
+
+	// The caller's own credential, however it is dressed, cannot approve.
+	selfApprove := approvalCaller
+	selfApprove.Scopes = []string{"read", "write", "approve"}
+	subject := Principal{Name: "agent:someone-else", Credential: "agent", Scopes: []string{"approve"}}
+	for _, p := range []Principal{selfApprove, subject} {
+		if _, e := f.store.Decide(p, id, true); e == nil || e.Type != ErrNotAllowed {
+			t.Fatalf("%s approved its own request: %v", p.Name, e)
+		}
+		if len(f.store.Pending(p)) != 0 {
+			t.Fatalf("%s is shown its own request", p.Name)
+		}
+	}
+	if _, e := f.store.Decide(approvalCaller, id, true); e == nil || e.Type != ErrPermissionDenied && e.Type != ErrNotAllowed {
+		t.Fatalf("a token without the approve scope decided: %v", e)
+	}
+	// Before a decision the id runs nothing.
+	if _, e := f.call(t, approvalCaller, "delete_data", withID(del, id)); e == nil || e.Type != ErrApprovalRequired {
+		t.Fatalf("pending approval ran: %v", e)
+	}
+	if list := f.store.Pending(approvalApprover); len(list) != 1 || list[0].ID != id || !strings.Contains(string(list[0].Arguments), `"total <= $1"`) {
+		t.Fatalf("approver's list: %+v", list)
+	}
+	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+		t.Fatal(e)
+	}
+	// Another call's arguments, or another principal, cannot use it.
+	if _, e := f.call(t, approvalCaller, "delete_data", withID(strings.Replace(del, "180", "181", 1), id)); e == nil || e.Type != ErrInvalidArguments {
+		t.Fatalf("approval used for other arguments: %v", e)
+	}
+	other := Principal{Name: "other", Scopes: []string{"read", "write"}}
+	if _, e := f.call(t, other, "delete_data", withID(del, id)); e == nil || e.Type != ErrInvalidArguments {
+		t.Fatalf("approval used by another principal: %v", e)
+	}
+
+	// 121 rows would change now: nothing commits, and the approval is used up.
+	f.b.db.Exec(t, "INSERT INTO orders (customer_id, total) VALUES (1, 1)")
+	_, e := f.call(t, approvalCaller, "delete_data", withID(del, id))
+	if e == nil || e.Type != ErrApprovalMismatch || !strings.Contains(e.Message, "120 rows of public.orders") || !strings.Contains(e.Message, "121 rows of public.orders") {
+		t.Fatalf("121 rows under an approval of 120: %v", e)
+	}
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders"); n != 301 {
+		t.Fatalf("a mismatched approval changed rows: %d", n)
+	}
+	if _, e := f.call(t, approvalCaller, "delete_data", withID(del, id)); e == nil || e.Type != ErrInvalidArguments || !strings.Contains(e.Message, "mismatched") {
+		t.Fatalf("a mismatched approval was usable again: %v", e)
+	}
+
+	// A new request for the 121 rows, approved, commits once.
+	id2, _ := f.pending(t, approvalCaller, "delete_data", del)
+	if _, e := f.store.Decide(approvalApprover, id2, true); e != nil {
+		t.Fatal(e)
+	}
+	out, e := f.call(t, approvalCaller, "delete_data", withID(del, id2))
+	if e != nil || out["rowCount"] != 121.0 {
+		t.Fatalf("approved delete: %v %v", out, e)
+	}
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders"); n != 180 {
+		t.Fatalf("after the approved delete: %d rows", n)
+	}
+	if _, e := f.call(t, approvalCaller, "delete_data", withID(del, id2)); e == nil || e.Type != ErrInvalidArguments || !strings.Contains(e.Message, "used") {
+		t.Fatalf("an approval ran twice: %v", e)
+	}
+	if got := strings.Join(f.audit.outcomes(id2), " "); got != "approval_requested error:approval_required approval_approved approval_used committed error:invalid_arguments" {
+		t.Fatalf("audit of %s: %s", id2, got)
+	}
+	c := f.store.Counts()
+	if c.Events["requested"] != 2 || c.Events["approved"] != 2 || c.Events["mismatched"] != 1 || c.Events["used"] != 1 || c.Pending != 0 {
+		t.Fatalf("counts: %+v", c)
+	}
+}
+
+// TestApprovalExpiryAndDenial: a request nobody decides expires; an approval not used in time
+// expires; a denied request never runs.
+func TestApprovalExpiryAndDenial(t *testing.T) {
+	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 10})
+	const upd = `{"table": "orders", "set": {"status": "void"}, "where": "id <= $1", "params": [50], "autocommit": true}`
+	id, _ := f.pending(t, approvalCaller, "update_data", upd)
+	f.advance(11 * time.Minute)
+	if _, e := f.store.Decide(approvalApprover, id, true); e == nil || !strings.Contains(e.Message, "expired") {
+		t.Fatalf("an expired request was decided: %v", e)
+	}
+	id, _ = f.pending(t, approvalCaller, "update_data", upd)
+	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+		t.Fatal(e)
+	}
+	f.advance(11 * time.Minute)
+	if _, e := f.call(t, approvalCaller, "update_data", withID(upd, id)); e == nil || !strings.Contains(e.Message, "expired") {
+		t.Fatalf("an expired approval ran: %v", e)
+	}
+	id, _ = f.pending(t, approvalCaller, "update_data", upd)
+	if _, e := f.store.Decide(approvalApprover, id, false); e != nil {
+		t.Fatal(e)
+	}
+	if _, e := f.call(t, approvalCaller, "update_data", withID(upd, id)); e == nil || e.Type != ErrNotAllowed || !strings.Contains(e.Message, "denied") {
+		t.Fatalf("a denied request ran: %v", e)
+	}
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders WHERE status = 'void'"); n != 0 {
+		t.Fatalf("%d rows changed without approval", n)
+	}
+	if c := f.store.Counts(); c.Events["expired"] != 2 || c.Events["denied"] != 1 {
+		t.Fatalf("counts: %+v", c)
+	}
+}
+
+// TestApprovalRuleKinds walks every kind of rule over the write paths that reach it: each
+// matching call waits and changes nothing, the same call under the bound or elsewhere runs.
+func TestApprovalRuleKinds(t *testing.T) {
+	type step struct {
+		tool, args string
+		wait       bool
+	}
+	cases := map[string]struct {
+		rule  ApprovalRule
+		ddl   bool
+		steps []step
+	}{
+		ApproveRowsOver: {rule: ApprovalRule{When: ApproveRowsOver, Rows: 2}, steps: []step{
+			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id <= 3", "autocommit": true}`, true},
+			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id <= 2", "autocommit": true}`, false},
+			{"pg_transaction", `{"operations": [{"sql": "UPDATE customers SET country = 'ES' WHERE id = 10"}, {"sql": "UPDATE orders SET status = 'x' WHERE id <= 2"}]}`, true},
+			{"execute_sql", `{"sql": "INSERT INTO customers (name) SELECT 'n' || g FROM generate_series(1, 3) g", "mode": "write", "autocommit": true}`, true},
+			{"insert_data", `{"table": "customers", "rows": [{"name": "a"}, {"name": "b"}], "autocommit": true}`, false},
+		}},
+		ApproveTable: {rule: ApprovalRule{When: ApproveTable, Table: "public.orders"}, steps: []step{
+			{"update_data", `{"table": "orders", "set": {"status": "x"}, "where": "id = 1", "autocommit": true}`, true},
+			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id = 1", "autocommit": true}`, false},
+			{"execute_sql", `{"sql": "WITH d AS (UPDATE orders SET status = 'y' WHERE id = 2 RETURNING 1) SELECT count(*) FROM d", "mode": "write", "autocommit": true}`, true},
+		}},
+		ApproveTool: {rule: ApprovalRule{When: ApproveTool, Tool: "insert_data"}, steps: []step{
+			{"insert_data", `{"table": "customers", "row": {"name": "a"}, "autocommit": true}`, true},
+			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id = 1", "autocommit": true}`, false},
+		}},
+		ApproveDDL: {rule: ApprovalRule{When: ApproveDDL}, ddl: true, steps: []step{
+			{"execute_sql", `{"sql": "CREATE TABLE t_new (id int)", "mode": "write", "autocommit": true}`, true},
+			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id <= 20", "autocommit": true}`, false},
+		}},
+		ApproveDestructive: {rule: ApprovalRule{When: ApproveDestructive}, ddl: true, steps: []step{
+			{"execute_sql", `{"sql": "TRUNCATE orders", "mode": "write", "autocommit": true, "confirm_destructive": true}`, true},
+			{"execute_sql", `{"sql": "CREATE TABLE t_other (id int)", "mode": "write", "autocommit": true}`, false},
+		}},
+	}
+	for _, kind := range ApprovalKinds() {
+		c, ok := cases[kind]
+		if !ok {
+			t.Fatalf("rule kind %s has no case", kind)
+		}
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			if err := c.rule.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			f := newApprovalFixture(t, c.rule)
+			p := approvalCaller
+			if c.ddl {
+				f.b.tdb.Policy.AllowDDL = true
+				f.b.db.Exec(t, "GRANT CREATE ON SCHEMA public TO "+quoteIdent(f.b.db.RoleName("agent"))+"; ALTER TABLE orders OWNER TO "+quoteIdent(f.b.db.RoleName("agent")))
+				p.Scopes = append(p.Scopes, "ddl")
+			}
+			for i, s := range c.steps {
+				before := f.b.db.QueryInt(t, "SELECT count(*) FROM orders") + 1000*f.b.db.QueryInt(t, "SELECT count(*) FROM customers WHERE country IN ('IT', 'ES') OR name LIKE 'n%' OR name IN ('a', 'b')")
+				out, e := f.call(t, p, s.tool, s.args)
+				after := f.b.db.QueryInt(t, "SELECT count(*) FROM orders") + 1000*f.b.db.QueryInt(t, "SELECT count(*) FROM customers WHERE country IN ('IT', 'ES') OR name LIKE 'n%' OR name IN ('a', 'b')")
+				if s.wait {
+					if e == nil || e.Type != ErrApprovalRequired {
+						t.Fatalf("step %d %s: want approval_required, got %v %v", i, s.tool, out, e)
+					}
+					if before != after || f.b.db.QueryInt(t, "SELECT count(*) FROM pg_class WHERE relname IN ('t_new', 't_other')") != 0 {
+						t.Fatalf("step %d: a call waiting for approval changed something", i)
+					}
+					continue
+				}
+				if e != nil {
+					t.Fatalf("step %d %s: %v", i, s.tool, e)
+				}
+			}
+		})
+	}
+}
+
+// TestApprovalRuleValidation: every kind takes exactly its fields; an unknown kind is refused at
+// load, and matches every write if it ever gets past that.
+func TestApprovalRuleValidation(t *testing.T) {
+	bad := []ApprovalRule{{When: "sometimes"}, {When: ""}, {When: ApproveRowsOver, Rows: -1}, {When: ApproveDDL, Rows: 3},
+		{When: ApproveTable}, {When: ApproveTool}, {When: ApproveDDL, Table: "t"}, {When: ApproveTable, Table: "t", Tool: "x"}}
+	for _, r := range bad {
+		if r.Validate() == nil {
+			t.Errorf("%+v validated", r)
+		}
+	}
+	if !(ApprovalRule{When: "sometimes"}).matches("insert_data", Effect{}) {
+		t.Fatal("a rule of an unknown kind let a write through")
+	}
+}
+
+// TestApprovalInsideASession: a session write a rule stops is rolled back to its savepoint (the
+// session goes on), and with the approval it is kept in the session.
+func TestApprovalInsideASession(t *testing.T) {
+	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 5})
+	sessions := session.New(session.Config{TTL: time.Minute})
+	t.Cleanup(func() { sessions.Close(context.Background()) })
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{f.b.tdb}, Approvals: f.store, Sessions: sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.reg = reg
+	out, e := f.call(t, approvalCaller, "pg_tx", `{"action": "begin"}`)
+	if e != nil {
+		t.Fatal(e)
+	}
+	sid := out["session_id"].(string)
+	if _, e := f.call(t, approvalCaller, "update_data", fmt.Sprintf(`{"table": "customers", "set": {"country": "IT"}, "where": "id <= 3", "session_id": %q}`, sid)); e != nil {
+		t.Fatal(e)
+	}
+	del := fmt.Sprintf(`{"table": "orders", "where": "id <= 10", "session_id": %q}`, sid)
+	id, ap := f.pending(t, approvalCaller, "delete_data", del)
+	if ap["effect"].(map[string]any)["total"] != 10.0 {
+		t.Fatalf("a session statement's effect counts the session's earlier writes: %v", ap)
+	}
+	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+		t.Fatal(e)
+	}
+	if out, e := f.call(t, approvalCaller, "delete_data", withID(del, id)); e != nil || out["rowCount"] != 10.0 {
+		t.Fatalf("approved delete in the session: %v %v", out, e)
+	}
+	if _, e := f.call(t, approvalCaller, "pg_tx", fmt.Sprintf(`{"action": "commit", "session_id": %q}`, sid)); e != nil {
+		t.Fatal(e)
+	}
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders"); n != 290 {
+		t.Fatalf("orders after the session: %d", n)
+	}
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM customers WHERE country = 'IT'"); n != 3 {
+		t.Fatalf("the session's earlier write: %d", n)
+	}
+}
+
+// TestApprovalHidesTablesTheRoleCannotRead: rows a trigger writes into a table the caller's
+// role holds no privilege on count in the effect (the approver sees the table), but the caller
+// is told only how many.
+func TestApprovalHidesTablesTheRoleCannotRead(t *testing.T) {
+	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 0})
+	f.b.db.Exec(t, `CREATE TABLE secret_audit (n int); REVOKE ALL ON secret_audit FROM `+quoteIdent(f.b.db.RoleName("agent"))+`;
+CREATE FUNCTION log_it() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$BEGIN INSERT INTO secret_audit VALUES (1); RETURN NEW; END$$;
+CREATE TRIGGER t AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION log_it();`)
+	_, e := f.call(t, approvalCaller, "update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id <= 2", "autocommit": true}`)
+	if e == nil || e.Type != ErrApprovalRequired {
+		t.Fatalf("want approval_required: %v", e)
+	}
+	if strings.Contains(e.Message+e.Suggestion+string(e.Approval), "secret_audit") || !strings.Contains(string(e.Approval), "tables your role cannot read") {
+		t.Fatalf("the caller was shown a table it cannot read: %s / %s", e.Message, e.Approval)
+	}
+	list := f.store.Pending(approvalApprover)
+	if len(list) != 1 || list[0].Effect.Total != 4 || !strings.Contains(fmt.Sprint(list[0].Effect.Tables), "secret_audit") {
+		t.Fatalf("the approver's view: %+v", list)
+	}
+}
