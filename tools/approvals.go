@@ -518,3 +518,6 @@ func effectOf(tables []TableRows, outs ...*writeOutcome) Effect {
 	}
 	return e
 }
+
+// Approvals is the registry's approval store (Options.Approvals, or the one it made).
+func (r *Registry) Approvals() *Approvals { return r.approvals }
