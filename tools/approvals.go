@@ -199,6 +199,25 @@ func (a *Approvals) Decide(approver Principal, id string, approve bool) (Approva
 			Message:    fmt.Sprintf("Approval %s was requested with this credential, and the credential that asks cannot approve", id),
 			Suggestion: "A different person must decide it, signed in with their own approver token."}
 	}
+	return a.decideLocked(ap, approver, approve)
+}
+
+// decide records approver's decision on pending request id, whoever the approver is: the
+// callers check that it may decide.
+func (a *Approvals) decide(id string, approver Principal, approve bool) (Approval, *Error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sweep()
+	ap, ok := a.byID[id]
+	if !ok {
+		return Approval{}, approvalNotFound(id)
+	}
+	return a.decideLocked(ap, approver, approve)
+}
+
+// decideLocked decides ap, with mu held.
+func (a *Approvals) decideLocked(ap *Approval, approver Principal, approve bool) (Approval, *Error) {
+	id := ap.ID
 	if ap.Status != ApprovalPending {
 		return *ap, &Error{Type: ErrInvalidArguments,
 			Message:    fmt.Sprintf("Approval %s is %s; only a pending request can be decided", id, ap.Status),
@@ -521,3 +540,38 @@ func effectOf(tables []TableRows, outs ...*writeOutcome) Effect {
 
 // Approvals is the registry's approval store (Options.Approvals, or the one it made).
 func (r *Registry) Approvals() *Approvals { return r.approvals }
+
+// ClientMayApprove reports whether the user of p's MCP client may decide p's pending request id
+// itself (Policy.ApprovalByClient on the request's database).
+func (r *Registry) ClientMayApprove(p Principal, id string) bool {
+	ap, ok := r.approvals.own(p, id)
+	if !ok {
+		return false
+	}
+	db, ok := r.dbs[ap.Database]
+	return ok && db.Policy.ApprovalByClient && ap.Status == ApprovalPending
+}
+
+// DecideByClient records the decision of the user of p's MCP client on p's own pending request
+// id, where the request's database allows it (ClientMayApprove). The approver is recorded as
+// "client-user:" and p's name: the person behind the client, as the client reported it.
+func (r *Registry) DecideByClient(p Principal, id string, approve bool) (Approval, *Error) {
+	if !r.ClientMayApprove(p, id) {
+		return Approval{}, &Error{Type: ErrNotAllowed,
+			Message:    fmt.Sprintf("Approval request %s cannot be decided by this client: it is not pending, or its database does not let clients approve", quoteForMessage(id)),
+			Suggestion: "An approver must decide it: another person's token with the approve scope, on the runner's /approvals page or POST /v1/approvals/{id}."}
+	}
+	return r.approvals.decide(id, Principal{Name: "client-user:" + p.Name}, approve)
+}
+
+// own returns p's request id.
+func (a *Approvals) own(p Principal, id string) (Approval, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sweep()
+	ap, ok := a.byID[id]
+	if !ok || ap.credential != p.credential() || ap.Principal != p.Name {
+		return Approval{}, false
+	}
+	return *ap, true
+}

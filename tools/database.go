@@ -65,6 +65,11 @@ type Policy struct {
 	// commit (approval.go): the call answers approval_required with the effect a rolled-back run
 	// measured, and commits when called again with the approved approval_id and the same effect.
 	RequireApproval []ApprovalRule `json:"require_approval"`
+	// ApprovalByClient lets the person using an MCP client that can ask its user (elicitation)
+	// approve or deny a request of that client's own calls; the approval is recorded as the
+	// client's user's, never the model's (default false: only another credential with the approve
+	// scope decides; a client's answer is only as honest as the client).
+	ApprovalByClient bool `json:"approval_by_client"`
 	// DisabledTools lists wire names of tools refused on this database.
 	DisabledTools []string `json:"disabled_tools"`
 	// MaskErrorValues replaces the values PostgreSQL echoes in error details (a duplicate key's

@@ -217,3 +217,27 @@ func (iv *Invoker) logCall(c Call, ans Answer, started time.Time) {
 func (iv *Invoker) Preview(ctx context.Context, c Call) (tools.Preview, *tools.Error) {
 	return iv.caller.Preview(ctx, c.Principal, c.Tool, c.Args)
 }
+
+// clientApprover is a Caller whose approval requests a caller's MCP client may decide itself
+// (tools.Registry).
+type clientApprover interface {
+	ClientMayApprove(p tools.Principal, id string) bool
+	DecideByClient(p tools.Principal, id string, approve bool) (tools.Approval, *tools.Error)
+}
+
+// ClientMayApprove reports whether the user of p's client may decide p's approval request id
+// (policy.approval_by_client); false for a Caller without approvals.
+func (iv *Invoker) ClientMayApprove(p tools.Principal, id string) bool {
+	ca, ok := iv.caller.(clientApprover)
+	return ok && ca.ClientMayApprove(p, id)
+}
+
+// DecideByClient records the decision of the user of p's client on p's approval request id.
+func (iv *Invoker) DecideByClient(p tools.Principal, id string, approve bool) (tools.Approval, *tools.Error) {
+	ca, ok := iv.caller.(clientApprover)
+	if !ok {
+		return tools.Approval{}, &tools.Error{Type: tools.ErrNotAllowed, Message: "This runner keeps no approval requests",
+			Suggestion: "Call again without approval_id."}
+	}
+	return ca.DecideByClient(p, id, approve)
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,14 +33,18 @@ const confirmKey = "pgtools_confirm"
 // refusal (confirmation_required) or the call as sent. requestState binds an answer to the exact
 // tool and arguments it was given for; an answer for anything else is ignored.
 func confirmed(ctx context.Context, req *mcp.CallToolRequest, inv *invoke.Invoker, call invoke.Call, opts MCPOptions) (invoke.Answer, *mcp.CallToolResult) {
-	if resp, ok := req.Params.InputResponses[confirmKey].(*mcp.ElicitResult); ok && req.Params.RequestState == confirmState(call) {
+	resp, answered := req.Params.InputResponses[confirmKey].(*mcp.ElicitResult)
+	if id, ok := approvalAsked(req.Params.RequestState, call); answered && ok {
+		return decidedByClient(ctx, inv, call, id, resp.Action == "accept"), nil
+	}
+	if answered && req.Params.RequestState == confirmState(call) {
 		if resp.Action != "accept" {
 			return declined(call), nil
 		}
 		if pv, perr := inv.Preview(ctx, call); perr == nil && pv.ConfirmedArgs != nil {
 			call.Args = pv.ConfirmedArgs
 		}
-		return inv.Invoke(ctx, call), nil
+		return confirmedRun(ctx, inv, call), nil
 	}
 	return askOrRun(ctx, canElicit(req.ClientCapabilities()), inv, call, opts)
 }
@@ -52,6 +58,16 @@ func canElicit(caps *mcp.ClientCapabilities) bool {
 // instead (see confirmed). The fast path (mcp_fast.go) calls it for the calls it answers itself,
 // which carry no answer to a question.
 func askOrRun(ctx context.Context, canAsk bool, inv *invoke.Invoker, call invoke.Call, opts MCPOptions) (invoke.Answer, *mcp.CallToolResult) {
+	ans, ask := askOrRunConfirm(ctx, canAsk, inv, call, opts)
+	if ask == nil && canAsk {
+		ask = askApproval(inv, call, ans)
+	}
+	return ans, ask
+}
+
+// askOrRunConfirm is askOrRun before approvals: the confirmations of DROP, TRUNCATE and large
+// counted writes.
+func askOrRunConfirm(ctx context.Context, canAsk bool, inv *invoke.Invoker, call invoke.Call, opts MCPOptions) (invoke.Answer, *mcp.CallToolResult) {
 	state := confirmState(call)
 	if !canAsk {
 		return inv.Invoke(ctx, call), nil
@@ -122,4 +138,78 @@ func withHTTPCancel(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(reqCtx, cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// approvalStatePrefix leads the request state of a question asking the client's user to decide
+// an approval request (policy.approval_by_client): the request's id, then the call's binding.
+const approvalStatePrefix = "pgtools-approve-v1:"
+
+// askApproval turns an approval_required answer into a question for the client's user, where
+// the request's database lets clients approve; nil otherwise (the answer stands).
+func askApproval(inv *invoke.Invoker, call invoke.Call, ans invoke.Answer) *mcp.CallToolResult {
+	if ans.Err == nil || ans.Err.Type != tools.ErrApprovalRequired {
+		return nil
+	}
+	var ap struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(ans.Err.Approval, &ap) != nil || ap.ID == "" || !inv.ClientMayApprove(call.Principal, ap.ID) {
+		return nil
+	}
+	msg := ans.Err.Message + " Approve this change? (Accept runs it once, as measured; decline denies it.)"
+	return askConfirm(msg, approvalStatePrefix+ap.ID+":"+confirmState(call))
+}
+
+// approvalAsked reads the approval request id from state, when state asked about approving
+// exactly call.
+func approvalAsked(state string, call invoke.Call) (string, bool) {
+	rest, ok := strings.CutPrefix(state, approvalStatePrefix)
+	if !ok {
+		return "", false
+	}
+	id, binding, ok := strings.Cut(rest, ":")
+	return id, ok && binding == confirmState(call)
+}
+
+// decidedByClient records the client's user's decision on approval request id and, when it
+// approves, runs call with the approval.
+func decidedByClient(ctx context.Context, inv *invoke.Invoker, call invoke.Call, id string, approve bool) invoke.Answer {
+	if _, e := inv.DecideByClient(call.Principal, id, approve); e != nil {
+		body, _ := e.MarshalJSON()
+		return invoke.Answer{Body: body, Err: e}
+	}
+	if !approve {
+		e := &tools.Error{Type: tools.ErrNotAllowed,
+			Message:    "The user denied approval request " + id + " of this " + call.Tool + " call; nothing was changed",
+			Suggestion: "Do not repeat the call unless the user asks for it; ask the user what to do instead."}
+		body, _ := e.MarshalJSON()
+		return invoke.Answer{Body: body, Err: e}
+	}
+	var args map[string]json.RawMessage
+	if len(call.Args) > 0 && json.Unmarshal(call.Args, &args) != nil {
+		args = nil
+	}
+	if args == nil {
+		args = map[string]json.RawMessage{}
+	}
+	args["approval_id"], _ = json.Marshal(id)
+	call.Args, _ = json.Marshal(args)
+	return inv.Invoke(ctx, call)
+}
+
+// confirmedRun runs a call the client's user confirmed. Where the call then needs approval and
+// the client's user may give it (policy.approval_by_client), the confirmation was that: the
+// user was just shown what the call changes, and is not asked twice.
+func confirmedRun(ctx context.Context, inv *invoke.Invoker, call invoke.Call) invoke.Answer {
+	ans := inv.Invoke(ctx, call)
+	if ans.Err == nil || ans.Err.Type != tools.ErrApprovalRequired {
+		return ans
+	}
+	var ap struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(ans.Err.Approval, &ap) != nil || !inv.ClientMayApprove(call.Principal, ap.ID) {
+		return ans
+	}
+	return decidedByClient(ctx, inv, call, ap.ID, true)
 }
