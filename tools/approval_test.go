@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -476,5 +477,52 @@ func TestApprovalSurvivesAFailedRun(t *testing.T) {
 		if want := map[bool]ErrorType{true: ErrApprovalRequired, false: ErrRateLimited}[i < 2]; e == nil || e.Type != want {
 			t.Fatalf("request %d: want %s, got %v", i, want, e)
 		}
+	}
+}
+
+// TestApprovalIDListedWhereRulesApply: the write tools list approval_id to a principal only
+// where an approval rule (the database's or its own) applies to it; the rest of the schema is
+// the same text either way, and validation accepts approval_id for every write tool.
+func TestApprovalIDListedWhereRulesApply(t *testing.T) {
+	b := newBundle(t, Policy{})
+	listed := func(p Principal) map[string]bool {
+		out := map[string]bool{}
+		for _, info := range b.reg.ToolsFor(p) {
+			var s struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			}
+			if err := json.Unmarshal(info.InputSchema, &s); err != nil {
+				t.Fatalf("%s: %v", info.Name, err)
+			}
+			out[info.Name] = s.Properties["approval_id"] != nil
+		}
+		return out
+	}
+	writeTools := []string{"insert_data", "update_data", "delete_data", "execute_sql", "pg_transaction"}
+	for name, has := range listed(approvalCaller) {
+		if has {
+			t.Errorf("%s lists approval_id without a rule", name)
+		}
+	}
+	ruled := approvalCaller
+	ruled.RequireApproval = []ApprovalRule{{When: ApproveDDL}}
+	got := listed(ruled)
+	for _, name := range writeTools {
+		if !got[name] {
+			t.Errorf("%s does not list approval_id under the principal's rule", name)
+		}
+		full := b.reg.tools[name].info.InputSchema
+		if plain := withoutApprovalID(full); plain == nil || len(full)-len(plain) > 80 || bytes.Contains(plain, []byte("approval_id")) {
+			t.Errorf("%s without approval_id: %s", name, plain)
+		}
+	}
+	for _, name := range []string{"select_query", "describe_schema", "explain_query", "pg_tx"} {
+		if got[name] {
+			t.Errorf("read tool %s lists approval_id", name)
+		}
+	}
+	b.tdb.Policy.RequireApproval = []ApprovalRule{{When: ApproveDDL}}
+	if !listed(approvalCaller)["delete_data"] {
+		t.Error("the database's rule does not list approval_id")
 	}
 }
