@@ -382,3 +382,99 @@ CREATE TRIGGER t AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION log_it(
 		t.Fatalf("the approver's view: %+v", list)
 	}
 }
+
+// TestApprovalOfABatchAndACustomTool: a pg_transaction waits for the effect of all its
+// operations together and commits with its approval; an operator-defined write tool named by a
+// tool rule waits on every call.
+func TestApprovalOfABatchAndACustomTool(t *testing.T) {
+	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 3}, ApprovalRule{When: ApproveTool, Tool: "mark_paid"})
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{f.b.tdb}, Approvals: f.store,
+		CustomTools: []CustomTool{{Name: "mark_paid", Description: "Mark one order paid.", Mode: "write", Database: "default",
+			SQL: "UPDATE orders SET status = 'paid' WHERE id = $1 RETURNING id, status", Parameters: []CustomParam{{Name: "order_id", Type: "integer", Required: true}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.reg = reg
+	const batch = `{"operations": [{"sql": "UPDATE orders SET status = 'b' WHERE id <= 2"}, {"sql": "UPDATE customers SET country = 'ES' WHERE id <= 2"}]}`
+	id, ap := f.pending(t, approvalCaller, "pg_transaction", batch)
+	if eff := ap["effect"].(map[string]any); eff["total"] != 4.0 || fmt.Sprint(eff["commands"]) != "[UPDATE UPDATE]" {
+		t.Fatalf("a batch's effect: %v", eff)
+	}
+	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+		t.Fatal(e)
+	}
+	if out, e := f.call(t, approvalCaller, "pg_transaction", withID(batch, id)); e != nil || out["status"] != "committed" {
+		t.Fatalf("approved batch: %v %v", out, e)
+	}
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders WHERE status = 'b'") + f.b.db.QueryInt(t, "SELECT count(*) FROM customers WHERE country = 'ES'"); n != 4 {
+		t.Fatalf("the approved batch changed %d rows", n)
+	}
+	const one = `{"order_id": 7, "autocommit": true}`
+	id, _ = f.pending(t, approvalCaller, "mark_paid", one)
+	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+		t.Fatal(e)
+	}
+	if _, e := f.call(t, approvalCaller, "mark_paid", withID(one, id)); e != nil {
+		t.Fatal(e)
+	}
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders WHERE id = 7 AND status = 'paid'"); n != 1 {
+		t.Fatalf("order 7 not paid: %d", n)
+	}
+}
+
+// TestApprovalSurvivesAFailedRun: an approved call that fails before its effect is compared
+// (here a constraint) hands its approval back; one approval runs one call at a time; a
+// credential's pending requests are bounded.
+func TestApprovalSurvivesAFailedRun(t *testing.T) {
+	f := newApprovalFixture(t, ApprovalRule{When: ApproveTable, Table: "customers"})
+	const ins = `{"table": "customers", "row": {"name": "dup", "email": "c1@example.com"}, "autocommit": true}`
+	f.b.db.Exec(t, "UPDATE customers SET email = 'moved@example.com' WHERE id = 1")
+	id, _ := f.pending(t, approvalCaller, "insert_data", ins)
+	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+		t.Fatal(e)
+	}
+	f.b.db.Exec(t, "UPDATE customers SET email = 'c1@example.com' WHERE id = 1")
+	if _, e := f.call(t, approvalCaller, "insert_data", withID(ins, id)); e == nil || e.Type != ErrConstraint {
+		t.Fatalf("want the constraint error: %v", e)
+	}
+	f.b.db.Exec(t, "UPDATE customers SET email = 'moved@example.com' WHERE id = 1")
+	if _, e := f.call(t, approvalCaller, "insert_data", withID(ins, id)); e != nil {
+		t.Fatalf("the approval was lost to a failed run: %v", e)
+	}
+	// Claimed twice at once: the second claim is refused while the first holds it.
+	const ins2 = `{"table": "customers", "row": {"name": "dup2"}, "autocommit": true}`
+	id, _ = f.pending(t, approvalCaller, "insert_data", ins2)
+	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+		t.Fatal(e)
+	}
+	m := map[string]any{"approval_id": id}
+	var args map[string]any
+	_ = json.Unmarshal([]byte(ins2), &args)
+	for k, v := range args {
+		m[k] = v
+	}
+	g1, e := newApprovalGate(f.store, approvalCaller, f.b.tdb, "insert_data", m)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if _, e := newApprovalGate(f.store, approvalCaller, f.b.tdb, "insert_data", m); e == nil || !strings.Contains(e.Message, "being used") {
+		t.Fatalf("one approval claimed twice: %v", e)
+	}
+	g1.release()
+	if _, e := newApprovalGate(f.store, approvalCaller, f.b.tdb, "insert_data", m); e != nil {
+		t.Fatalf("released approval: %v", e)
+	}
+	// The bound on pending requests.
+	small := NewApprovals(ApprovalOptions{MaxPending: 2})
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{f.b.tdb}, Approvals: small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.reg = reg
+	for i := range 3 {
+		_, e := f.call(t, approvalCaller, "insert_data", fmt.Sprintf(`{"table": "customers", "row": {"name": "n%d"}, "autocommit": true}`, i))
+		if want := map[bool]ErrorType{true: ErrApprovalRequired, false: ErrRateLimited}[i < 2]; e == nil || e.Type != want {
+			t.Fatalf("request %d: want %s, got %v", i, want, e)
+		}
+	}
+}

@@ -82,6 +82,17 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 		}
 		return nil, ClassifyError(ctx, err, req.db)
 	}
+	var tablesBefore []TableRows // the backend's counters as the batch began, when approval rules apply
+	if req.approval != nil {
+		if tablesBefore, err = readTableWrites(ctx, pc); err != nil {
+			_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
+			var te *Error
+			if errors.As(err, &te) {
+				return nil, te
+			}
+			return nil, ClassifyError(ctx, err, req.db)
+		}
+	}
 	phase(ctx, "begin", began)
 	results := make([]opResult, 0, len(stmts))
 	outs := make([]*writeOutcome, 0, len(stmts))
@@ -121,7 +132,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	}
 	if req.approval != nil {
 		// The whole batch's effect decides, measured before its COMMIT.
-		if err := settleApproval(ctx, pc, req.approval, nil, outs...); err != nil {
+		if err := settleApproval(ctx, pc, req.approval, tablesBefore, outs...); err != nil {
 			rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
 			reusable = rbErr == nil && ctx.Err() == nil
 			var te *Error

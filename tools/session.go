@@ -127,7 +127,6 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *
 			_ = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK TO SAVEPOINT pgtools_stmt; RELEASE SAVEPOINT pgtools_stmt; "+wire.SQLUnlockAll)
 			return nil, err
 		}
-		tablesBefore = append(tablesBefore, TableRows{}) // never nil: settleApproval subtracts it
 	}
 	out, keep, err := execChecked(ctx, pc, st, before)
 	if err == nil && keep && st.approval != nil {

@@ -79,12 +79,19 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	} else {
 		err = simpleExec(ctx, pc, begin)
 	}
+	var tablesBefore []TableRows // the backend's counters as the transaction began, when approval rules apply
+	if err == nil && st.approval != nil {
+		tablesBefore, err = readTableWrites(ctx, pc)
+	}
 	if err != nil {
+		if st.approval != nil && pc.TxStatus() != 'I' {
+			_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
+		}
 		return nil, err
 	}
 	out, keep, err := execChecked(ctx, pc, st, before)
 	if err == nil && keep && st.approval != nil {
-		err = settleApproval(ctx, pc, st.approval, nil, out)
+		err = settleApproval(ctx, pc, st.approval, tablesBefore, out)
 		keep = err == nil
 	}
 	if err != nil || !keep {
@@ -108,16 +115,17 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	return out, nil
 }
 
-// settleApproval measures what the open transaction wrote since before (nil: since it began)
-// and lets g decide whether it may commit: nil, or the error that rolls it back.
+// settleApproval measures what the open transaction wrote since the reading before and lets g
+// decide whether it may commit: nil, or the error that rolls it back. The counters it reads
+// are the backend's, not the transaction's: they still hold earlier transactions' rows until
+// the backend reports them (a pooled connection's last call, a rolled-back measuring run), so
+// only a difference within the transaction is its effect.
 func settleApproval(ctx context.Context, pc *pgconn.PgConn, g *approvalGate, before []TableRows, outs ...*writeOutcome) error {
 	tables, err := readTableWrites(ctx, pc)
 	if err != nil {
 		return err
 	}
-	if before != nil {
-		tables = subTables(tables, before)
-	}
+	tables = subTables(tables, before)
 	if e := g.settle(effectOf(tables, outs...)); e != nil {
 		return e
 	}
