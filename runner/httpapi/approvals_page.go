@@ -328,20 +328,17 @@ func (p *ApprovalsPage) formFromPage(w http.ResponseWriter, r *http.Request) boo
 	return true
 }
 
-// fromSameOrigin reports whether a POST comes from a page of this runner: Sec-Fetch-Site, when
-// the browser sends it, must say same-origin, and Origin, when sent, must name this host. A
-// request with neither is refused: every browser that can show the page sends one of them,
-// and other clients decide approvals through the JSON API.
+// fromSameOrigin reports whether a POST comes from a page of this runner. Sec-Fetch-Site, which
+// no page can set, decides when the browser sends it: same-origin only. Without it, Origin must
+// name this host. A request with neither is refused: every browser that can show the page
+// sends one of them, and other clients decide approvals through the JSON API. (Origin alone is
+// not enough: under the page's Referrer-Policy no-referrer, Chrome sends "Origin: null" with
+// the page's own forms.)
 func fromSameOrigin(r *http.Request) bool {
-	site := r.Header.Get("Sec-Fetch-Site")
-	if site != "" && site != "same-origin" {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
 		return site == "same-origin"
 	}
-	u, err := url.Parse(origin)
+	u, err := url.Parse(r.Header.Get("Origin"))
 	return err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
 }
 
