@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/auth/authtest"
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -497,4 +499,25 @@ func TestApprovalsPageDecides(t *testing.T) {
 
 func withApprovalID(args, id string) string {
 	return strings.TrimSuffix(strings.TrimSpace(args), "}") + `, "approval_id": "` + id + `"}`
+}
+
+// TestApprovalsPageJWT: a JWT bearer token signs in through the same check as on the API: a
+// valid one without the approve scope is refused for that reason, a stale one as not accepted.
+func TestApprovalsPageJWT(t *testing.T) {
+	t.Parallel()
+	iss := authtest.NewIssuer(t)
+	f := newJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
+	good := authtest.ValidClaims("alice", f.role)
+	c := newPageClient(t, f.srv.URL, nil)
+	status, body := c.signIn(authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, good))
+	if status != http.StatusForbidden || !strings.Contains(body, "alice") || !strings.Contains(body, "lacks the approve scope") || c.cookie("pgtools_approvals") != nil {
+		t.Errorf("a caller's JWT: %d\n%s", status, body)
+	}
+	stale := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(good, "exp", time.Now().Add(-2*time.Minute).Unix()))
+	if status, body = c.signIn(stale); status != http.StatusUnauthorized || !strings.Contains(body, "does not accept that token") {
+		t.Errorf("an expired JWT: %d\n%s", status, body)
+	}
+	if strings.Contains(f.log.String(), stale[:40]) {
+		t.Errorf("the log holds the JWT")
+	}
 }

@@ -83,6 +83,10 @@ try {
 	const box = await button.boundingBox();
 	const size = await page.evaluate(() => ({ inner: window.innerWidth, scroll: document.documentElement.scrollWidth }));
 	report.layout = { ...size, button: box, visible: await button.isVisible() };
+	if (process.env.PGTOOLS_APPROVALS_SCREENSHOT) {
+		// For a person to look at: PGTOOLS_APPROVALS_SCREENSHOT=/tmp/list.png go test -run InBrowser
+		await page.screenshot({ path: process.env.PGTOOLS_APPROVALS_SCREENSHOT, fullPage: true });
+	}
 	step('list read');
 
 	await button.click();
