@@ -394,14 +394,17 @@ func TestApprovalsPageSignIn(t *testing.T) {
 	}
 	pc.signIn(aprApproverToken)
 	_, list, _ := pc.get("/approvals")
-	if status, body, _ := pc.post("/approvals/signout", url.Values{"csrf": {pc.csrf(list)}}); status != http.StatusOK || strings.Contains(body, `id="approver"`) {
+	old := pc.cookie("pgtools_approvals")
+	if status, body, _ := pc.post("/approvals/signout", url.Values{"csrf": {pc.csrf(list)}}); status != http.StatusOK || strings.Contains(body, `id="approver"`) || pc.cookie("pgtools_approvals") != nil {
 		t.Errorf("sign-out: %d", status)
 	}
-	// The old id is gone from the server, not only from the browser.
-	req, _ := http.NewRequest(http.MethodGet, pageSrv.URL+"/approvals", nil)
-	req.AddCookie(&http.Cookie{Name: "pgtools_approvals", Value: "x"})
-	if status, body, _ := pc.do(req); status != http.StatusOK || strings.Contains(body, `id="approver"`) {
-		t.Errorf("a made-up sign-in id is signed in")
+	// The old id is gone from the server, not only from the browser; so is a made-up one.
+	for _, id := range []string{old.Value, "x"} {
+		req, _ := http.NewRequest(http.MethodGet, pageSrv.URL+"/approvals", nil)
+		req.AddCookie(&http.Cookie{Name: "pgtools_approvals", Value: id})
+		if status, body, _ := pc.do(req); status != http.StatusOK || strings.Contains(body, `id="approver"`) {
+			t.Errorf("sign-in id %q is signed in after sign-out", id)
+		}
 	}
 }
 
