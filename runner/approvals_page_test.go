@@ -352,6 +352,13 @@ func TestApprovalsPageSignIn(t *testing.T) {
 		t.Errorf("an empty token: %d\n%s", status, body)
 	}
 
+	// A runner without tokens has no approvers.
+	open := httptest.NewServer(httpapi.NewHandlerWith(f.reg, httpapi.HandlerOptions{Log: zerolog.Nop()}))
+	t.Cleanup(open.Close)
+	if status, body := newPageClient(t, open.URL, nil).signIn("anything"); status != http.StatusForbidden || !strings.Contains(body, "no tokens configured") {
+		t.Errorf("sign-in on a runner without tokens: %d\n%s", status, body)
+	}
+
 	// The cookie as the server sets it.
 	signIn := c.signInCookie(aprApproverToken, http.DefaultTransport)
 	if !signIn.HttpOnly || signIn.SameSite != http.SameSiteStrictMode || signIn.Path != "/approvals" || signIn.Secure ||

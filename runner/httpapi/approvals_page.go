@@ -219,7 +219,14 @@ func (p *ApprovalsPage) signIn(w http.ResponseWriter, r *http.Request) {
 		p.signInForm(w, r, http.StatusUnauthorized, "This runner does not accept that token. Paste an approver token configured on the runner.", true)
 		return
 	}
-	if p.auth.Open() || !pr.Can("approve") {
+	if p.auth.Open() {
+		// Without tokens every local caller is the same principal: nobody could tell an
+		// approver from the caller whose call waits.
+		p.signInForm(w, r, http.StatusForbidden, "This runner has no tokens configured, so nobody can sign in as an approver. "+
+			"Configure tokens, one of them with the approve scope for each approver.", true)
+		return
+	}
+	if !pr.Can("approve") {
 		p.o.Log.Info().Str("page", "approvals").Str("principal", pr.Name).Msg("approver sign-in refused: no approve scope")
 		p.signInForm(w, r, http.StatusForbidden, fmt.Sprintf("The token of %s cannot decide approval requests: it lacks the approve scope. "+
 			"Sign in with an approver's token (scope approve); a caller's token never approves its own calls.", pr.Name), true)
