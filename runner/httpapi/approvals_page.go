@@ -29,7 +29,7 @@ import (
 var approvalsAssets embed.FS
 
 var (
-	approvalsTmpl = template.Must(template.New("approvals.html").Funcs(template.FuncMap{"ago": roundDuration}).
+	approvalsTmpl = template.Must(template.New("approvals.html").Funcs(template.FuncMap{"dur": roundDuration, "ago": ago}).
 			ParseFS(approvalsAssets, "templates/approvals.html"))
 	approvalsCSS, _ = approvalsAssets.ReadFile("templates/approvals.css")
 )
@@ -481,6 +481,14 @@ func roundDuration(d time.Duration) string {
 		}
 	}
 	return b.String()
+}
+
+// ago is how long ago something happened d ago: "just now", "2m30s ago".
+func ago(d time.Duration) string {
+	if d < time.Second {
+		return "just now"
+	}
+	return roundDuration(d) + " ago"
 }
 
 // jwtExpiry reads the exp claim of token when it is a JWT. It is called only after the

@@ -41,3 +41,12 @@ func TestRoundDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestAgo(t *testing.T) {
+	if got := ago(300 * time.Millisecond); got != "just now" {
+		t.Errorf("ago(300ms) = %q", got)
+	}
+	if got := ago(90 * time.Second); got != "1m30s ago" {
+		t.Errorf("ago(90s) = %q", got)
+	}
+}
