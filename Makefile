@@ -13,7 +13,7 @@ deps: deps-test ## install what a fresh machine lacks for the demo and the tests
 deps-demo: ## install what make demo needs and a fresh machine lacks: PostgreSQL server binaries (and curl)
 	@bash .ci/install-deps.sh demo
 
-deps-test: ## install what make test needs: deps-demo's, plus PgBouncer, Node.js and npm
+deps-test: ## install what make test needs: deps-demo's, plus PgBouncer, NGINX, Chromium, Node.js and npm
 	@bash .ci/install-deps.sh test
 
 build: ## build bin/pgtools

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine may lack, for one purpose:
 #   install-deps.sh demo   PostgreSQL server binaries (initdb, postgres) and curl: what make demo needs
-#   install-deps.sh test   (the default) those, plus PgBouncer, NGINX and Node.js with npm, which tests need
+#   install-deps.sh test   (the default) those, plus PgBouncer, NGINX, Chromium and Node.js with npm, which tests need
 # Idempotent and quiet when everything is present.
 set -euo pipefail
 purpose=${1:-test}
@@ -33,6 +33,11 @@ fi
 # NGINX: the fleet test (runner/fleet) runs it as a child process on loopback, no service.
 if [ "$purpose" = test ]; then
   { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } || missing+=(nginx-light)
+fi
+# Chromium: the browser test of the approvals page (runner/approvals_browser_test.go) drives
+# Debian's chromium headless, and fails under CI without it.
+if [ "$purpose" = test ] && [ -z "${PGTOOLS_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then
+  missing+=(chromium)
 fi
 if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
   echo "install-deps: installing ${missing[*]}..."

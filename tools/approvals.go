@@ -98,6 +98,10 @@ func NewApprovals(o ApprovalOptions) *Approvals {
 // TTL is how long a request waits for a decision.
 func (a *Approvals) TTL() time.Duration { return a.o.TTL }
 
+// Now is the store's clock (ApprovalOptions.Now), which ages and expires requests: a page that
+// shows a request's age reads the same clock.
+func (a *Approvals) Now() time.Time { return a.o.Now() }
+
 // ApprovalCounts are the store's figures for metrics.
 type ApprovalCounts struct {
 	Pending int

@@ -105,6 +105,10 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /openapi.json", h.openapi)
 	h.auth.RegisterOAuth(mux)
 	mux.HandleFunc("/mcp", h.authed(mcpapi.NewHTTP(reg, h.inv, opts.Log, h.maxBody, h.bodyWait, opts.MCP).Serve))
+	// The approvers' HTML page, signed in with the same tokens (approvals_page.go).
+	approvalsPage := NewApprovalsPage(reg, h.auth, ApprovalsPageOptions{Log: opts.Log, Metrics: opts.Metrics})
+	mux.Handle("/approvals", approvalsPage)
+	mux.Handle("/approvals/", approvalsPage)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
 			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})
