@@ -22,9 +22,9 @@ func TestStatusForEveryCategory(t *testing.T) {
 	want := map[tools.ErrorType]int{
 		tools.ErrInvalidArguments: 400, tools.ErrSyntax: 400, tools.ErrInvalidTable: 400, tools.ErrInvalidColumn: 400,
 		tools.ErrWriteIntentRequired: 400, tools.ErrConfirmationRequired: 400,
-		tools.ErrPermissionDenied: 403, tools.ErrNotAllowed: 403, tools.ErrReadOnlyViolation: 403,
+		tools.ErrPermissionDenied: 403, tools.ErrNotAllowed: 403, tools.ErrReadOnlyViolation: 403, tools.ErrApprovalRequired: 403,
 		tools.ErrUnknownTool: 404, tools.ErrSessionNotFound: 404, tools.ErrSessionExpired: 404,
-		tools.ErrConstraint: 409, tools.ErrTooManyRows: 409, tools.ErrTooExpensive: 422,
+		tools.ErrConstraint: 409, tools.ErrTooManyRows: 409, tools.ErrApprovalMismatch: 409, tools.ErrTooExpensive: 422,
 		tools.ErrRateLimited: 429, tools.ErrSessionLimitReached: 429,
 		tools.ErrConnection: 503, tools.ErrAuthentication: 503, tools.ErrTimeout: 504,
 		tools.ErrCommitOutcomeUnknown: 500, tools.ErrInternal: 500,
