@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
@@ -371,5 +372,62 @@ func TestApprovalsSurviveReload(t *testing.T) {
 	}
 	if status, out := f.call(t, aprCallerToken, aprDelete); status != http.StatusOK || out["affectedRows"] != 120.0 {
 		t.Fatalf("the delete once the rule was reloaded away: %d %v", status, out)
+	}
+}
+
+// TestMCPApprovalWalk: the same walk over MCP, on both protocol generations (2025-11-25 with
+// a session, 2026-07-28 without): the delete through tools/call is an isError result carrying
+// errorType approval_required and the request's id, and nothing changes; the caller's own
+// token cannot approve it; once the approver approves it over HTTP, the tools/call with
+// approval_id commits the 120 rows, once.
+func TestMCPApprovalWalk(t *testing.T) {
+	t.Parallel()
+	f := newApprovalRunner(t)
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(v, func(t *testing.T) {
+			f.seed(t, 120)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+				apitest.MCPTransport(f.url, aprCallerToken), &mcp.ClientSessionOptions{ProtocolVersion: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cs.Close() })
+			if got := cs.InitializeResult().ProtocolVersion; got != v {
+				t.Fatalf("protocol %s, want %s", got, v)
+			}
+			call := func(args string) (bool, map[string]any) {
+				t.Helper()
+				var m map[string]any
+				if err := json.Unmarshal([]byte(args), &m); err != nil {
+					t.Fatal(err)
+				}
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "delete_data", Arguments: m})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out map[string]any
+				if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &out); err != nil {
+					t.Fatal(err)
+				}
+				return res.IsError, out
+			}
+			isErr, out := call(aprDelete)
+			ap, _ := out["approval"].(map[string]any)
+			if !isErr || out["errorType"] != "approval_required" || ap == nil || f.orders(t) != 170 {
+				t.Fatalf("the large delete over MCP: isError %v %v, %d orders", isErr, out, f.orders(t))
+			}
+			id := ap["id"].(string)
+			if status, out := f.api(t, http.MethodPost, "/"+id, aprCallerToken, `{"decision": "approve"}`); status != http.StatusForbidden {
+				t.Fatalf("the caller's own token approved: %d %v", status, out)
+			}
+			f.decide(t, id, "approve")
+			if isErr, out := call(aprWithID(aprDelete, id)); isErr || out["affectedRows"] != 120.0 || f.orders(t) != 50 {
+				t.Fatalf("the approved delete over MCP: isError %v %v, %d orders", isErr, out, f.orders(t))
+			}
+			f.seed(t, 120)
+			if isErr, out := call(aprWithID(aprDelete, id)); !isErr || out["errorType"] != "invalid_arguments" || f.orders(t) != 170 {
+				t.Fatalf("an approval used twice over MCP: %v %v", isErr, out)
+			}
+		})
 	}
 }
