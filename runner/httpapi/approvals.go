@@ -45,7 +45,10 @@ func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request, p tools.
 	for i := range list {
 		list[i] = inUTC(list[i])
 	}
-	writeApprovalJSON(w, map[string]any{"success": true, "approvals": list})
+	writeApprovalJSON(w, struct {
+		Success   bool             `json:"success"`
+		Approvals []tools.Approval `json:"approvals"`
+	}{true, list})
 }
 
 func (h *handler) getApproval(w http.ResponseWriter, r *http.Request, p tools.Principal) {
@@ -57,7 +60,13 @@ func (h *handler) getApproval(w http.ResponseWriter, r *http.Request, p tools.Pr
 		writeAPIError(w, r, e)
 		return
 	}
-	writeApprovalJSON(w, map[string]any{"success": true, "approval": inUTC(ap)})
+	writeApprovalJSON(w, approvalAnswer{true, inUTC(ap)})
+}
+
+// approvalAnswer is the answer of GET and POST /v1/approvals/{id}.
+type approvalAnswer struct {
+	Success  bool           `json:"success"`
+	Approval tools.Approval `json:"approval"`
 }
 
 // decisionBody is POST /v1/approvals/{id}'s body.
@@ -91,7 +100,7 @@ func (h *handler) decideApproval(w http.ResponseWriter, r *http.Request, p tools
 		writeAPIError(w, r, e)
 		return
 	}
-	writeApprovalJSON(w, map[string]any{"success": true, "approval": inUTC(ap)})
+	writeApprovalJSON(w, approvalAnswer{true, inUTC(ap)})
 }
 
 // writeAPIError answers e with its category's status and notes the category in the access log.
