@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
@@ -92,4 +93,35 @@ func approvableTools(custom []tools.CustomTool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ApprovalsNote warns when approval rules apply to a database that no configured token may
+// approve on: its requests could only expire. With a JWT issuer the approve scope may come in a
+// token's claims, so nothing is said. serve logs the note as a warning, check-config prints it;
+// "" when there is nothing to say.
+func (c *Config) ApprovalsNote() string {
+	if c.JWT != nil {
+		return ""
+	}
+	var orphan []string
+	for _, name := range slices.Sorted(maps.Keys(c.Databases)) {
+		ruled := len(c.Databases[name].Policy.RequireApproval) > 0
+		for _, t := range c.Tokens {
+			ruled = ruled || len(t.RequireApproval) > 0 && (len(t.Databases) == 0 || slices.Contains(t.Databases, name))
+		}
+		if !ruled {
+			continue
+		}
+		approvable := slices.ContainsFunc(c.Tokens, func(t auth.Token) bool {
+			return slices.Contains(t.Scopes, "approve") && (len(t.Databases) == 0 || slices.Contains(t.Databases, name))
+		})
+		if !approvable {
+			orphan = append(orphan, name)
+		}
+	}
+	if len(orphan) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("require_approval rules apply on databases %s, but no token with the approve scope may use them: their approval requests can only expire. "+
+		"Give an approver a token of their own with scopes [\"approve\"] (docs/approvals.md)", strings.Join(orphan, ", "))
 }

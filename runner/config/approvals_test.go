@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
@@ -121,5 +122,43 @@ func TestApproveScope(t *testing.T) {
 	}
 	if cfg.Approvals.TTL() != DefaultApprovalTTL || cfg.Approvals.MaxPending != DefaultApprovalMaxPending {
 		t.Fatalf("approvals defaults: %+v", cfg.Approvals)
+	}
+}
+
+// TestApprovalNotes: check-config and serve say nothing new about approvers and approval rules
+// unless something is wrong: an approve-only token shares no database role with the others
+// (it runs no statement), the approve scope does not tell two tokens' roles apart, and a
+// database whose rules no token may approve is named.
+func TestApprovalNotes(t *testing.T) {
+	t.Parallel()
+	load := func(doc string) *Config {
+		t.Helper()
+		cfg, err := LoadConfigFile(apitest.WriteFile(t, t.TempDir(), "pgtools.json", doc))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	cfg := load(approvalConfig(`[{"when": "rows_over", "rows": 100}]`, `[]`))
+	if notes := cfg.SharedRoleNotes(); len(notes) > 0 {
+		t.Errorf("an approver token is said to share the caller's role: %q", notes)
+	}
+	if note := cfg.ApprovalsNote(); note != "" {
+		t.Errorf("a note with an approver configured: %s", note)
+	}
+	const db = `"databases": {"default": {"url": "postgres://u@127.0.0.1/db", "policy": {"require_approval": [{"when": "ddl"}]}},
+	  "other": {"url": "postgres://u@127.0.0.1/other"}}`
+	cfg = load(`{` + db + `, "tokens": [{"name": "a", "token": "a-token-0123456789ab", "scopes": ["read", "write", "approve"]},
+	  {"name": "b", "token": "b-token-0123456789ab", "scopes": ["write", "read"]}]}`)
+	if notes := cfg.SharedRoleNotes(); len(notes) > 0 {
+		t.Errorf("the approve scope told two tokens' roles apart: %q", notes)
+	}
+	cfg = load(`{` + db + `, "tokens": [{"name": "a", "token": "a-token-0123456789ab", "scopes": ["read", "write"], "require_approval": [{"when": "ddl"}]},
+	  {"name": "boss", "token": "b-token-0123456789ab", "scopes": ["approve"], "databases": ["other"]}]}`)
+	if note := cfg.ApprovalsNote(); !strings.Contains(note, "on databases default, but") {
+		t.Errorf("rules nobody may approve on default (the approver may use other only): %q", note)
 	}
 }
