@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,5 +74,38 @@ func TestUnknownCategoryIsAnInternalError(t *testing.T) {
 	lines := jsonLines(t, logs, "level", "error")
 	if len(lines) != 1 || lines[0]["error_type"] != "made_up_category" || !strings.Contains(lines[0]["message"].(string), "without status") {
 		t.Errorf("error lines %v, want one naming the category", lines)
+	}
+}
+
+// TestDocsListEveryCategory walks every error category: the error tables users read (docs/tools.md
+// and docs/troubleshooting.md) each have a row for it, with its HTTP status, so a new category
+// cannot ship undocumented.
+func TestDocsListEveryCategory(t *testing.T) {
+	t.Parallel()
+	for _, page := range []string{"tools.md", "troubleshooting.md"} {
+		raw, err := os.ReadFile("../docs/" + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := map[tools.ErrorType]string{}
+		for _, line := range strings.Split(string(raw), "\n") {
+			cells := strings.Split(line, "|")
+			if len(cells) < 4 || !strings.HasPrefix(line, "| `") {
+				continue
+			}
+			for _, name := range strings.Split(cells[1], "/") {
+				rows[tools.ErrorType(strings.Trim(strings.TrimSpace(name), "`"))] = strings.TrimSpace(cells[2])
+			}
+		}
+		for _, et := range tools.AllErrorTypes() {
+			status, ok := rows[et]
+			if !ok {
+				t.Errorf("docs/%s: no row for errorType %s", page, et)
+				continue
+			}
+			if want := strconv.Itoa(httpx.StatusFor(et)); !strings.Contains(status, want) {
+				t.Errorf("docs/%s: %s is documented as HTTP %q, answered %s", page, et, status, want)
+			}
+		}
 	}
 }
