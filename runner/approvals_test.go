@@ -168,6 +168,15 @@ func TestHTTPApprovalWalk(t *testing.T) {
 	f.seed(t, 120)
 	id := f.request(t)
 
+	// The approver's OpenAPI document has the approvals API; a caller's has not.
+	for token, want := range map[string]bool{aprApproverToken: true, aprReaderToken: false} {
+		_, doc, _ := apitest.Call(t, http.MethodGet, f.url+"/openapi.json", token, "")
+		paths, _ := doc["paths"].(map[string]any)
+		if item, _ := paths["/v1/approvals/{id}"].(map[string]any); (item["post"] != nil) != want || (paths["/v1/approvals"] != nil) != want {
+			t.Errorf("/openapi.json of %.8s…: approvals API listed %v, want %v", token, item != nil, want)
+		}
+	}
+
 	// Nobody but the approver decides it.
 	if status, out := f.api(t, http.MethodPost, "/"+id, aprCallerToken, `{"decision": "approve"}`); status != http.StatusForbidden || out["errorType"] != "not_allowed" {
 		t.Fatalf("the caller's own token approved: %d %v", status, out)
