@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +161,30 @@ func TestApprovalNotes(t *testing.T) {
 	  {"name": "boss", "token": "b-token-0123456789ab", "scopes": ["approve"], "databases": ["other"]}]}`)
 	if note := cfg.ApprovalsNote(); !strings.Contains(note, "on databases default, but") {
 		t.Errorf("rules nobody may approve on default (the approver may use other only): %q", note)
+	}
+}
+
+// TestApprovalsDocConfig: the configuration docs/approvals.md shows is valid, rules included.
+func TestApprovalsDocConfig(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../docs/approvals.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(raw), "```json\n{\n  \"tokens\"")
+	block, _, _ = strings.Cut(block, "```")
+	if !ok {
+		t.Fatal("docs/approvals.md has no configuration example")
+	}
+	doc := []byte("{\n  \"tokens\"" + block)
+	if err := ValidateConfig(doc); err != nil {
+		t.Fatal(err)
+	}
+	var cfg Config
+	if err := json.Unmarshal(doc, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if problems := cfg.approvalProblems(); len(problems) > 0 || len(cfg.Databases["default"].Policy.RequireApproval) != 2 || cfg.ApprovalsNote() != "" {
+		t.Fatalf("the documented approvals config: %q", problems)
 	}
 }
