@@ -105,7 +105,11 @@ func TestPoolChangesCoverWhatThePoolCarries(t *testing.T) {
 		case reflect.String:
 			v.SetString("x")
 		case reflect.Slice:
-			v.Set(reflect.ValueOf([]string{"x"}))
+			if v.Type().Elem().Kind() == reflect.String {
+				v.Set(reflect.ValueOf([]string{"x"}))
+			} else {
+				v.Set(reflect.MakeSlice(v.Type(), 1, 1)) // one zero element: a list that is set
+			}
 		case reflect.Pointer:
 			v.Set(reflect.New(v.Type().Elem())) // a pointer to false: the opposite of the default
 		default:
