@@ -5,8 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 // TestCheckConfigApprovals: check-config prints nothing new for a configuration with approval
@@ -40,4 +44,23 @@ func TestCheckConfigApprovals(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, `databases.default.policy.require_approval[0]: tool "select_query" is no tool that writes`) {
 		t.Fatalf("a rule on a read tool: exit %d\n%s", code, errOut)
 	}
+}
+
+// TestMCPStdioWarnsOfApprovalRules: pgtools mcp serves no approvals API, so it says at start that
+// calls approval rules match can never be approved there.
+func TestMCPStdioWarnsOfApprovalRules(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	f := filepath.Join(t.TempDir(), "pgtools.json")
+	doc := `{"databases": {"default": {"url": "` + db.RoleDSN(t, "aprmcp") + `", "policy": {"require_approval": [{"when": "ddl"}]}}}}`
+	if err := os.WriteFile(f, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"mcp", "--config", f}, &stdout, &stderr, envOf(nil)) }()
+	waitFor(t, &stderr, regexp.MustCompile(`(require_approval rules apply, but pgtools mcp serves no approvals API)`))
+	stopRun(t, cancel, done, "mcp", &stderr, 15*time.Second)
 }

@@ -125,3 +125,13 @@ func (c *Config) ApprovalsNote() string {
 	return fmt.Sprintf("require_approval rules apply on databases %s, but no token with the approve scope may use them: their approval requests can only expire. "+
 		"Give an approver a token of their own with scopes [\"approve\"] (docs/approvals.md)", strings.Join(orphan, ", "))
 }
+
+// HasApprovalRules reports whether any database or token has approval rules.
+func (c *Config) HasApprovalRules() bool {
+	for _, d := range c.Databases {
+		if len(d.Policy.RequireApproval) > 0 {
+			return true
+		}
+	}
+	return slices.ContainsFunc(c.Tokens, func(t auth.Token) bool { return len(t.RequireApproval) > 0 })
+}
