@@ -29,6 +29,8 @@ const (
 	aprCallerToken   = "apr-caller-token-0123456789"
 	aprApproverToken = "apr-approver-token-0123456789"
 	aprReaderToken   = "apr-reader-token-0123456789"
+	// aprOtherToken approves on database "other" only.
+	aprOtherToken = "apr-other-approver-token-0123456789"
 	// aprMarker is a parameter value of the delete: it must never reach the audit log.
 	aprMarker = "marker-7f3a9c"
 )
@@ -58,8 +60,10 @@ func newApprovalRunner(t *testing.T) *approvalRunner {
 		return func() (*config.Config, error) {
 			doc := `{"tokens": [{"name": "agent", "token": "` + aprCallerToken + `", "scopes": ["read", "write", "approve"]},
 			  {"name": "boss", "token": "` + aprApproverToken + `", "scopes": ["approve"]},
-			  {"name": "reader", "token": "` + aprReaderToken + `", "scopes": ["read"]}],
-			  "databases": {"default": {"url": "` + dsn + `", "policy": {"require_approval": [{"when": "rows_over", "rows": 100}]}}},
+			  {"name": "reader", "token": "` + aprReaderToken + `", "scopes": ["read"]},
+			  {"name": "other-boss", "token": "` + aprOtherToken + `", "scopes": ["approve"], "databases": ["other"]}],
+			  "databases": {"default": {"url": "` + dsn + `", "policy": {"require_approval": [{"when": "rows_over", "rows": 100}]}},
+			    "other": {"url": "` + dsn + `"}},
 			  "approvals": {"ttl_seconds": 600}, "audit_log": "` + f.audit + `"` + extra + `}`
 			cfg, err := config.LoadConfigFile(apitest.WriteFile(t, t.TempDir(), "pgtools.json", doc))
 			if err != nil {
@@ -188,6 +192,17 @@ func TestHTTPApprovalWalk(t *testing.T) {
 		status, out := f.api(t, req[0], req[1], aprReaderToken, req[2])
 		if status != http.StatusForbidden || out["errorType"] != "not_allowed" || !strings.Contains(out["error"].(string), "approve scope") {
 			t.Fatalf("%s /v1/approvals%s without the approve scope: %d %v", req[0], req[1], status, out)
+		}
+	}
+	// An approver of another database neither sees it nor learns that it exists.
+	if status, out := f.api(t, http.MethodGet, "", aprOtherToken, ""); status != http.StatusOK || len(out["approvals"].([]any)) != 0 {
+		t.Fatalf("another database's approver lists it: %d %v", status, out)
+	}
+	for _, req := range [][3]string{{http.MethodGet, "/" + id, ""}, {http.MethodPost, "/" + id, `{"decision": "approve"}`}} {
+		_, unknown := f.api(t, req[0], "/apr_0123", aprOtherToken, req[2])
+		status, out := f.api(t, req[0], req[1], aprOtherToken, req[2])
+		if status != http.StatusBadRequest || out["errorType"] != "invalid_arguments" || strings.ReplaceAll(out["error"].(string), id, "apr_0123") != unknown["error"] {
+			t.Fatalf("%s /v1/approvals/%s by another database's approver: %d %v (an unknown id: %v)", req[0], id, status, out, unknown)
 		}
 	}
 	if status, out := f.api(t, http.MethodGet, "", "", ""); status != http.StatusUnauthorized {
