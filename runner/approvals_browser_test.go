@@ -78,13 +78,13 @@ func TestApprovalsPageInBrowser(t *testing.T) {
 
 	// The request to expire is 10 minutes older than the others: 6 more minutes end it (TTL 15
 	// minutes) and leave the approval of the first well within its time.
-	expire := f.request(t, aprCallerToken, "delete_data", deleteArgs(100, 250))
+	expire := f.request(t, pageCallerToken, "delete_data", deleteArgs(100, 250))
 	f.clock.Advance(10 * time.Minute)
 	approveArgs, denyArgs := deleteArgs(1, 120), deleteArgs(121, 240)
-	approve := f.request(t, aprCallerToken, "delete_data", approveArgs)
-	deny := f.request(t, aprCallerToken, "delete_data", denyArgs)
+	approve := f.request(t, pageCallerToken, "delete_data", approveArgs)
+	deny := f.request(t, pageCallerToken, "delete_data", denyArgs)
 
-	env, _ := json.Marshal(map[string]string{"chromium": chromiumPath(), "caller": aprCallerToken, "approver": aprApproverToken,
+	env, _ := json.Marshal(map[string]string{"chromium": chromiumPath(), "caller": pageCallerToken, "approver": pageApproverToken,
 		"approve": approve, "deny": deny, "expire": expire})
 	cmd := exec.CommandContext(ctx, "node", "check.mjs", srv.URL)
 	cmd.Dir = dir
@@ -174,15 +174,15 @@ func TestApprovalsPageInBrowser(t *testing.T) {
 	}
 
 	// What the decisions did, seen by the caller and in the database.
-	status, res, _ := apitest.Call(t, http.MethodPost, srv.URL+"/v1/tools/delete_data", aprCallerToken, withApprovalID(approveArgs, approve))
+	status, res, _ := apitest.Call(t, http.MethodPost, srv.URL+"/v1/tools/delete_data", pageCallerToken, withApprovalID(approveArgs, approve))
 	if status != http.StatusOK || res["affectedRows"] != float64(120) || f.orders(t) != 180 {
 		t.Fatalf("the approved re-call: %d %v, %d rows left", status, res, f.orders(t))
 	}
-	status, res, _ = apitest.Call(t, http.MethodPost, srv.URL+"/v1/tools/delete_data", aprCallerToken, withApprovalID(denyArgs, deny))
+	status, res, _ = apitest.Call(t, http.MethodPost, srv.URL+"/v1/tools/delete_data", pageCallerToken, withApprovalID(denyArgs, deny))
 	if status != http.StatusForbidden || res["errorType"] != "not_allowed" {
 		t.Errorf("the denied re-call: %d %v", status, res)
 	}
-	status, res, _ = apitest.Call(t, http.MethodPost, srv.URL+"/v1/tools/delete_data", aprCallerToken, withApprovalID(deleteArgs(100, 250), expire))
+	status, res, _ = apitest.Call(t, http.MethodPost, srv.URL+"/v1/tools/delete_data", pageCallerToken, withApprovalID(deleteArgs(100, 250), expire))
 	if status == http.StatusOK || !strings.Contains(res["error"].(string), "expired") {
 		t.Errorf("the expired re-call: %d %v", status, res)
 	}

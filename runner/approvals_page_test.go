@@ -28,8 +28,8 @@ import (
 )
 
 const (
-	aprCallerToken   = "apr-caller-token-0123456789abcdef"
-	aprApproverToken = "apr-approver-token-0123456789abcd"
+	pageCallerToken   = "apr-caller-token-0123456789abcdef"
+	pageApproverToken = "apr-approver-token-0123456789abcd"
 	// aprSelfToken may both write and approve: it must never see or decide its own requests.
 	aprSelfToken = "apr-self-token-0123456789abcdefgh"
 )
@@ -68,8 +68,8 @@ type approvalsFixture struct {
 
 func approvalsTokens() []auth.Token {
 	return []auth.Token{
-		{Secret: aprCallerToken, Name: "agent", Scopes: []string{"read", "write"}},
-		{Secret: aprApproverToken, Name: "boss", Scopes: []string{"approve"}},
+		{Secret: pageCallerToken, Name: "agent", Scopes: []string{"read", "write"}},
+		{Secret: pageApproverToken, Name: "boss", Scopes: []string{"approve"}},
 		{Secret: aprSelfToken, Name: "selfie", Scopes: []string{"read", "write", "approve"}},
 	}
 }
@@ -279,7 +279,7 @@ func TestApprovalsPageHeaders(t *testing.T) {
 func TestApprovalsPageCSRF(t *testing.T) {
 	t.Parallel()
 	f := newApprovalsFixture(t)
-	id := f.request(t, aprCallerToken, "delete_data", deleteArgs(1, 120))
+	id := f.request(t, pageCallerToken, "delete_data", deleteArgs(1, 120))
 	c := newPageClient(t, f.srv.URL, nil)
 	_, form, _ := c.get("/approvals")
 	token := c.csrf(form)
@@ -300,14 +300,14 @@ func TestApprovalsPageCSRF(t *testing.T) {
 	}
 	for _, a := range attempts(token) {
 		c.origin, c.site = a.origin, a.site
-		status, body, _ := c.post("/approvals/signin", url.Values{"token": {aprApproverToken}, "csrf": {a.csrf}})
+		status, body, _ := c.post("/approvals/signin", url.Values{"token": {pageApproverToken}, "csrf": {a.csrf}})
 		if status != http.StatusForbidden || strings.Contains(body, `id="approver"`) || c.cookie("pgtools_approvals") != nil {
 			t.Errorf("sign-in with %s: %d, signed in: %v", a.name, status, strings.Contains(body, `id="approver"`))
 		}
 	}
 	// What Chrome sends with the page's own forms under Referrer-Policy no-referrer.
 	c.origin, c.site = "null", "same-origin"
-	if status, body := c.signIn(aprApproverToken); status != http.StatusOK || !strings.Contains(body, id) {
+	if status, body := c.signIn(pageApproverToken); status != http.StatusOK || !strings.Contains(body, id) {
 		t.Fatalf("sign-in from the page: %d\n%s", status, body)
 	}
 	_, list, _ := c.get("/approvals")
@@ -340,7 +340,7 @@ func TestApprovalsPageSignIn(t *testing.T) {
 	t.Parallel()
 	f := newApprovalsFixture(t)
 	c := newPageClient(t, f.srv.URL, nil)
-	status, body := c.signIn(aprCallerToken)
+	status, body := c.signIn(pageCallerToken)
 	if status != http.StatusForbidden || !strings.Contains(body, "lacks the approve scope") || !strings.Contains(body, "agent") || c.cookie("pgtools_approvals") != nil {
 		t.Errorf("a caller's token: %d\n%s", status, body)
 	}
@@ -360,13 +360,13 @@ func TestApprovalsPageSignIn(t *testing.T) {
 	}
 
 	// The cookie as the server sets it.
-	signIn := c.signInCookie(aprApproverToken, http.DefaultTransport)
+	signIn := c.signInCookie(pageApproverToken, http.DefaultTransport)
 	if !signIn.HttpOnly || signIn.SameSite != http.SameSiteStrictMode || signIn.Path != "/approvals" || signIn.Secure ||
-		signIn.MaxAge != int(httpapi.DefaultSignInTTL/time.Second) || len(signIn.Value) != 43 || strings.Contains(signIn.Value, aprApproverToken) {
+		signIn.MaxAge != int(httpapi.DefaultSignInTTL/time.Second) || len(signIn.Value) != 43 || strings.Contains(signIn.Value, pageApproverToken) {
 		t.Errorf("sign-in cookie over plain HTTP: %+v", signIn)
 	}
 	logs := f.log.String()
-	for _, secret := range []string{aprApproverToken, aprCallerToken, "no-such-token"} {
+	for _, secret := range []string{pageApproverToken, pageCallerToken, "no-such-token"} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("the log holds a token:\n%s", logs)
 		}
@@ -376,12 +376,12 @@ func TestApprovalsPageSignIn(t *testing.T) {
 	tlsSrv := httptest.NewTLSServer(f.srv.Config.Handler)
 	t.Cleanup(tlsSrv.Close)
 	tc := newPageClient(t, tlsSrv.URL, &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}})
-	if ck := tc.signInCookie(aprApproverToken, tc.c.Transport); !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
+	if ck := tc.signInCookie(pageApproverToken, tc.c.Transport); !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode {
 		t.Errorf("over TLS the sign-in cookie is not Secure: %+v", ck)
 	}
 	// So it is behind a proxy that ends TLS and says so.
 	c.forwardedProto = "https"
-	if ck := c.signInCookie(aprApproverToken, http.DefaultTransport); !ck.Secure {
+	if ck := c.signInCookie(pageApproverToken, http.DefaultTransport); !ck.Secure {
 		t.Errorf("behind a TLS proxy the sign-in cookie is not Secure: %+v", ck)
 	}
 	c.forwardedProto = ""
@@ -392,14 +392,14 @@ func TestApprovalsPageSignIn(t *testing.T) {
 	pageSrv := httptest.NewServer(page)
 	t.Cleanup(pageSrv.Close)
 	pc := newPageClient(t, pageSrv.URL, nil)
-	if status, body := pc.signIn(aprApproverToken); status != http.StatusOK || !strings.Contains(body, `id="approver"`) {
+	if status, body := pc.signIn(pageApproverToken); status != http.StatusOK || !strings.Contains(body, `id="approver"`) {
 		t.Fatalf("sign-in: %d", status)
 	}
 	clock.Advance(time.Hour)
 	if _, body, _ := pc.get("/approvals"); strings.Contains(body, `id="approver"`) || !strings.Contains(body, `action="/approvals/signin"`) {
 		t.Errorf("still signed in after the sign-in's time")
 	}
-	pc.signIn(aprApproverToken)
+	pc.signIn(pageApproverToken)
 	_, list, _ := pc.get("/approvals")
 	old := pc.cookie("pgtools_approvals")
 	if status, body, _ := pc.post("/approvals/signout", url.Values{"csrf": {pc.csrf(list)}}); status != http.StatusOK || strings.Contains(body, `id="approver"`) || pc.cookie("pgtools_approvals") != nil {
@@ -425,8 +425,8 @@ func TestApprovalsPageDecides(t *testing.T) {
 	t.Parallel()
 	f := newApprovalsFixture(t)
 	const approveArgs = `{"table": "orders", "where": "total <= $1 /* <script>alert(1)</script> */", "params": [120], "autocommit": true}`
-	toApprove := f.request(t, aprCallerToken, "delete_data", approveArgs)
-	toDeny := f.request(t, aprCallerToken, "delete_data", deleteArgs(121, 240))
+	toApprove := f.request(t, pageCallerToken, "delete_data", approveArgs)
+	toDeny := f.request(t, pageCallerToken, "delete_data", deleteArgs(121, 240))
 	own := f.request(t, aprSelfToken, "delete_data", deleteArgs(100, 250))
 	if n := f.orders(t); n != 300 {
 		t.Fatalf("a request changed rows: %d left", n)
@@ -434,7 +434,7 @@ func TestApprovalsPageDecides(t *testing.T) {
 	f.clock.Advance(90 * time.Second)
 
 	c := newPageClient(t, f.srv.URL, nil)
-	status, list := c.signIn(aprApproverToken)
+	status, list := c.signIn(pageApproverToken)
 	if status != http.StatusOK {
 		t.Fatalf("sign-in: %d\n%s", status, list)
 	}
@@ -473,11 +473,11 @@ func TestApprovalsPageDecides(t *testing.T) {
 		t.Errorf("decision maybe: %d", status)
 	}
 
-	status, out, _ := apitest.Call(t, http.MethodPost, f.srv.URL+"/v1/tools/delete_data", aprCallerToken, withApprovalID(approveArgs, toApprove))
+	status, out, _ := apitest.Call(t, http.MethodPost, f.srv.URL+"/v1/tools/delete_data", pageCallerToken, withApprovalID(approveArgs, toApprove))
 	if status != http.StatusOK || out["affectedRows"] != float64(120) || f.orders(t) != 180 {
 		t.Fatalf("the approved re-call: %d %v, %d rows left", status, out, f.orders(t))
 	}
-	status, out, _ = apitest.Call(t, http.MethodPost, f.srv.URL+"/v1/tools/delete_data", aprCallerToken, withApprovalID(deleteArgs(121, 240), toDeny))
+	status, out, _ = apitest.Call(t, http.MethodPost, f.srv.URL+"/v1/tools/delete_data", pageCallerToken, withApprovalID(deleteArgs(121, 240), toDeny))
 	if status != http.StatusForbidden || out["errorType"] != "not_allowed" || f.orders(t) != 180 {
 		t.Fatalf("the denied re-call: %d %v, %d rows left", status, out, f.orders(t))
 	}

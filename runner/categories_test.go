@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,9 +24,9 @@ func TestStatusForEveryCategory(t *testing.T) {
 	want := map[tools.ErrorType]int{
 		tools.ErrInvalidArguments: 400, tools.ErrSyntax: 400, tools.ErrInvalidTable: 400, tools.ErrInvalidColumn: 400,
 		tools.ErrWriteIntentRequired: 400, tools.ErrConfirmationRequired: 400,
-		tools.ErrPermissionDenied: 403, tools.ErrNotAllowed: 403, tools.ErrReadOnlyViolation: 403,
+		tools.ErrPermissionDenied: 403, tools.ErrNotAllowed: 403, tools.ErrReadOnlyViolation: 403, tools.ErrApprovalRequired: 403,
 		tools.ErrUnknownTool: 404, tools.ErrSessionNotFound: 404, tools.ErrSessionExpired: 404,
-		tools.ErrConstraint: 409, tools.ErrTooManyRows: 409, tools.ErrTooExpensive: 422,
+		tools.ErrConstraint: 409, tools.ErrTooManyRows: 409, tools.ErrApprovalMismatch: 409, tools.ErrTooExpensive: 422,
 		tools.ErrRateLimited: 429, tools.ErrSessionLimitReached: 429,
 		tools.ErrConnection: 503, tools.ErrAuthentication: 503, tools.ErrTimeout: 504,
 		tools.ErrCommitOutcomeUnknown: 500, tools.ErrInternal: 500,
@@ -72,5 +74,38 @@ func TestUnknownCategoryIsAnInternalError(t *testing.T) {
 	lines := jsonLines(t, logs, "level", "error")
 	if len(lines) != 1 || lines[0]["error_type"] != "made_up_category" || !strings.Contains(lines[0]["message"].(string), "without status") {
 		t.Errorf("error lines %v, want one naming the category", lines)
+	}
+}
+
+// TestDocsListEveryCategory walks every error category: the error tables users read (docs/tools.md
+// and docs/troubleshooting.md) each have a row for it, with its HTTP status, so a new category
+// cannot ship undocumented.
+func TestDocsListEveryCategory(t *testing.T) {
+	t.Parallel()
+	for _, page := range []string{"tools.md", "troubleshooting.md"} {
+		raw, err := os.ReadFile("../docs/" + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := map[tools.ErrorType]string{}
+		for _, line := range strings.Split(string(raw), "\n") {
+			cells := strings.Split(line, "|")
+			if len(cells) < 4 || !strings.HasPrefix(line, "| `") {
+				continue
+			}
+			for _, name := range strings.Split(cells[1], "/") {
+				rows[tools.ErrorType(strings.Trim(strings.TrimSpace(name), "`"))] = strings.TrimSpace(cells[2])
+			}
+		}
+		for _, et := range tools.AllErrorTypes() {
+			status, ok := rows[et]
+			if !ok {
+				t.Errorf("docs/%s: no row for errorType %s", page, et)
+				continue
+			}
+			if want := strconv.Itoa(httpx.StatusFor(et)); !strings.Contains(status, want) {
+				t.Errorf("docs/%s: %s is documented as HTTP %q, answered %s", page, et, status, want)
+			}
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/mcpapi"
+	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
@@ -128,9 +129,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Errorf("tools/list hints as the TypeScript client sees them: %+v", h)
 	}
 	for _, tool := range report.Tools {
-		raw, ok := schemas.Tool(tool.Name)
-		var want map[string]any
-		if !ok || json.Unmarshal(raw, &want) != nil || !reflect.DeepEqual(tool.InputSchema, want) {
+		if want, ok := mcptest.ServedSchema(tool.Name); !ok || !reflect.DeepEqual(tool.InputSchema, want) {
 			t.Errorf("%s: the input schema the TypeScript client sees is not schemas/%s.json", tool.Name, tool.Name)
 		}
 		if tool.Name == "select_query" {

@@ -21,9 +21,12 @@ import (
 // content, openapi_public, each database's policy (but for the settings baked into its pool) and
 // custom tools. What needs a restart, and is logged as such and kept: the n8n brokers, database URLs, passwords,
 // max_conns and the timeouts and exec mode the pool's connections carry, the listen addresses,
-// the replica id, the audit log, session and pg_transaction limits and the session TTL, drain
-// and shutdown timings, the log level. Adding or removing a database is refused: the new
+// the replica id, the audit log, session and pg_transaction limits and the session TTL, the
+// approval store's ttl_seconds and max_pending, drain and shutdown timings, the log level. Adding or removing a database is refused: the new
 // generation could not serve it, and a removed one must not stay reachable.
+//
+// The approval store is shared too: requests made or approved before a reload keep their state,
+// and the new generation's require_approval rules decide which calls need one.
 //
 // The session manager is shared: an open pg_tx session keeps its connection, role and claims,
 // and its next calls pass the new generation's scopes and policy. A session whose token was
@@ -109,6 +112,7 @@ func processChanges(was, now *config.Config) []string {
 	add(was.LogLevel != now.LogLevel, "log_level")
 	add(was.ConnLimits() != now.ConnLimits(), "session and pg_transaction limits")
 	add(was.Sessions.TTLSeconds != now.Sessions.TTLSeconds, "sessions.ttl_seconds")
+	add(was.Approvals != now.Approvals, "approvals")
 	add(was.Shutdown.DrainDelay() != now.Shutdown.DrainDelay() || was.Shutdown.Grace() != now.Shutdown.Grace(), "shutdown")
 	wn, nn := was.N8N, now.N8N
 	add(!slices.Equal(wn.Brokers, nn.Brokers) || wn.Token != nn.Token || wn.Principal != nn.Principal || wn.Role != nn.Role || wn.ActAs != nn.ActAs, "n8n")

@@ -104,12 +104,12 @@ func TestPoolChangesCoverWhatThePoolCarries(t *testing.T) {
 			v.SetFloat(7.5)
 		case reflect.String:
 			v.SetString("x")
-		case reflect.Slice: // one element: "x", or the zero value of a list of rules
-			s := reflect.MakeSlice(v.Type(), 1, 1)
-			if s.Index(0).Kind() == reflect.String {
-				s.Index(0).SetString("x")
+		case reflect.Slice:
+			if v.Type().Elem().Kind() == reflect.String {
+				v.Set(reflect.ValueOf([]string{"x"}))
+			} else {
+				v.Set(reflect.MakeSlice(v.Type(), 1, 1)) // one zero element: a list that is set
 			}
-			v.Set(s)
 		case reflect.Pointer:
 			v.Set(reflect.New(v.Type().Elem())) // a pointer to false: the opposite of the default
 		default:

@@ -30,6 +30,9 @@ type BuildOptions struct {
 	// NoSessions leaves pg_tx sessions off (no session manager): for a runner that only
 	// measures stateless calls.
 	NoSessions bool
+	// ApprovalClock is the approval store's clock (tests move it to expire requests); nil:
+	// time.Now.
+	ApprovalClock func() time.Time
 }
 
 // Runtime is pgtools assembled from one Config: the database pools, the session manager and
@@ -42,6 +45,7 @@ type Runtime struct {
 	opts       BuildOptions
 	sessions   *session.Manager // nil with NoSessions
 	txLimit    *tools.TxLimiter
+	approvals  *tools.Approvals // one store for every generation: requests survive a reload
 	auditor    tools.Auditor
 	metrics    *invoke.Metrics
 	health     *httpapi.Health
@@ -112,7 +116,10 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 		}
 		stats = rt.sessions
 	}
+	rt.approvals = tools.NewApprovals(tools.ApprovalOptions{TTL: cfg.Approvals.TTL(), MaxPending: cfg.Approvals.MaxPending,
+		Auditor: rt.auditor, Now: opts.ApprovalClock})
 	rt.metrics = invoke.NewMetricsFor(dbs, stats)
+	rt.metrics.WatchApprovals(rt.approvals)
 	g, err := rt.newGeneration(ctx, cfg, dbs, 1)
 	if err != nil {
 		return rt, err
@@ -127,7 +134,7 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 // caller.
 func (rt *Runtime) newGeneration(ctx context.Context, cfg *config.Config, dbs []*tools.Database, n int64) (*generation, error) {
 	o := tools.Options{Databases: dbs, TxLimiter: rt.txLimit, Auditor: rt.auditor, Observer: rt.metrics,
-		CustomTools: cfg.CustomTools, Pages: tools.PageTokens{Key: cfg.PageTokens.Key, TTL: cfg.PageTokens.TTL()}}
+		Approvals: rt.approvals, CustomTools: cfg.CustomTools, Pages: tools.PageTokens{Key: cfg.PageTokens.Key, TTL: cfg.PageTokens.TTL()}}
 	if len(o.Pages.Key) == 0 {
 		o.Pages.Key = rt.pageKey
 	}
@@ -178,6 +185,9 @@ func (rt *Runtime) Generation() (n int64, loaded time.Time) {
 
 // Sessions is the session manager every generation shares (nil with NoSessions).
 func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
+
+// Approvals is the approval store every generation shares.
+func (rt *Runtime) Approvals() *tools.Approvals { return rt.approvals }
 
 // Metrics are the runtime's metrics, shared by every generation.
 func (rt *Runtime) Metrics() *invoke.Metrics { return rt.metrics }

@@ -94,6 +94,9 @@ Flags:
 	if note := cfg.CustomToolsNote(); note != "" {
 		fmt.Fprintf(stderr, "pgtools check-config: note: %s\n", note)
 	}
+	if note := cfg.ApprovalsNote(); note != "" {
+		fmt.Fprintf(stderr, "pgtools check-config: note: %s\n", note)
+	}
 	fmt.Fprintf(stdout, "%s\n", restore(string(out)))
 	return 0
 }

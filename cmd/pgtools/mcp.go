@@ -69,6 +69,10 @@ Flags:
 	// every session and pg_transaction slot.
 	cfg.Tokens, cfg.ExtraPrincipals = nil, 0
 	log := newLogger(stderr, cfg.LogLevel)
+	if cfg.HasApprovalRules() {
+		log.Warn().Msg("require_approval rules apply, but pgtools mcp serves no approvals API: calls they match answer approval_required and can never be approved here; " +
+			"serve them with pgtools serve, where an approver's token decides them (docs/approvals.md)")
+	}
 	// The client runs as the login role, so the table lists must hold for it.
 	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *config.Config, reg *tools.Registry) error {
 		return checkGrants(ctx, cfg, cfg.LoginRoleUses("the MCP client ("+stdioPrincipal+")"), reg, log)

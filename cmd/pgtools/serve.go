@@ -349,6 +349,9 @@ func serve(ctx context.Context, cfg *config.Config, brokers brokerConfig, log ze
 		if note := cfg.PageTokensNote(); note != "" {
 			log.Info().Msg(note)
 		}
+		if note := cfg.ApprovalsNote(); note != "" {
+			log.Warn().Msg(note)
+		}
 	}
 	prepare(cfg)
 	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *config.Config, reg *tools.Registry) error {

@@ -457,7 +457,7 @@ func scopesOf(claims jwt.MapClaims, def []string) []string {
 	}
 	out := []string{}
 	for _, n := range names {
-		if (n == "read" || n == "write" || n == "ddl") && !slices.Contains(out, n) {
+		if (n == "read" || n == "write" || n == "ddl" || n == "approve") && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}

@@ -97,6 +97,7 @@ func TestScopesOf(t *testing.T) {
 		{jwt.MapClaims{"scp": []any{"read", "ddl", "email"}}, "read,ddl"},
 		{jwt.MapClaims{"scp": "write"}, "write"},
 		{jwt.MapClaims{"scope": "openid"}, ""},
+		{jwt.MapClaims{"scope": "approve openid approve"}, "approve"},
 	} {
 		if got := strings.Join(scopesOf(c.claims, def), ","); got != c.want {
 			t.Errorf("%v: scopes %q, want %q", c.claims, got, c.want)

@@ -84,6 +84,8 @@ type Config struct {
 	Sessions Sessions `json:"sessions"`
 	// PageTokens signs select_query's next_page tokens.
 	PageTokens PageTokens `json:"page_tokens"`
+	// Approvals holds the approval requests of require_approval rules (approvals.go).
+	Approvals Approvals `json:"approvals"`
 	// Shutdown is how serve stops on SIGTERM.
 	Shutdown Shutdown `json:"shutdown"`
 	// AuditLog is the audit log path, "-" for stderr, "" for none.
@@ -369,7 +371,7 @@ func ParseTokens(specs []string, startIndex int) ([]auth.Token, error) {
 			}
 			scopes, bad, ok := parseScopes(scopeList)
 			if !ok {
-				return nil, fmt.Errorf("token #%d: unknown scope %q; scopes are read, write, ddl", n+1, bad)
+				return nil, fmt.Errorf("token #%d: unknown scope %q; scopes are read, write, ddl, approve", n+1, bad)
 			}
 			if role != "" && !validRoleName(role) {
 				return nil, fmt.Errorf("token #%d: role %q is not a plain PostgreSQL role name (letters, digits, _ and $, at most 63 bytes)", n+1, role)
@@ -401,7 +403,7 @@ func parseScopes(list string) (scopes []string, bad string, ok bool) {
 	for _, s := range strings.Split(list, ",") {
 		s = strings.TrimSpace(s)
 		switch s {
-		case "read", "write", "ddl":
+		case "read", "write", "ddl", "approve":
 			scopes = append(scopes, s)
 		default:
 			return nil, s, false
@@ -444,6 +446,7 @@ func (c Config) withDefaults() Config {
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
 	}
+	c.Approvals = c.Approvals.withDefaults()
 	c.N8N.Principal = cmp.Or(c.N8N.Principal, DefaultN8NPrincipal)
 	c.N8N.TaskTimeoutMS = cmp.Or(c.N8N.TaskTimeoutMS, DefaultN8NTaskTimeoutMS)
 	if c.ReplicaID == "" {
@@ -536,6 +539,7 @@ func (c *Config) Validate() error {
 	}
 	problems = append(problems, c.identityProblems()...)
 	problems = append(problems, c.customToolProblems()...)
+	problems = append(problems, c.approvalProblems()...)
 	problems = append(problems, tokenToolProblems(c.Tokens, c.CustomTools)...)
 	names := map[string]int{}
 	secrets := map[string]int{}

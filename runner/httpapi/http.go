@@ -73,7 +73,7 @@ func NewHandler(reg *tools.Registry, tokens []auth.Token, log zerolog.Logger, ma
 }
 
 // NewHandlerWith returns the HTTP API: /healthz, /readyz, /metrics, /v1/tools, POST
-// /v1/tools/{name}, /openapi.json, and MCP (Streamable HTTP) at /mcp behind the same tokens and
+// /v1/tools/{name}, /v1/approvals (approvals.go), /openapi.json, and MCP (Streamable HTTP) at /mcp behind the same tokens and
 // limits. Access logs go to opts.Log, one line per request, without query strings, headers or
 // bodies.
 func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
@@ -102,6 +102,7 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	}
 	mux.HandleFunc("GET /v1/tools", h.authed(h.listTools))
 	mux.HandleFunc("POST /v1/tools/{name}", h.authed(h.callTool))
+	h.mountApprovals(mux) // approvals.go
 	mux.HandleFunc("GET /openapi.json", h.openapi)
 	h.auth.RegisterOAuth(mux)
 	mux.HandleFunc("/mcp", h.authed(mcpapi.NewHTTP(reg, h.inv, opts.Log, h.maxBody, h.bodyWait, opts.MCP).Serve))

@@ -20,11 +20,11 @@ import (
 // at hand. A bad token is refused as on the API, public or not.
 func (h *handler) openapi(w http.ResponseWriter, r *http.Request) {
 	if h.openapiPublic && !h.auth.Open() && r.Header.Get("Authorization") == "" {
-		httpx.WriteJSON(w, http.StatusOK, openAPIDoc(h.publicCatalog()))
+		httpx.WriteJSON(w, http.StatusOK, openAPIDoc(h.publicCatalog(), false))
 		return
 	}
 	h.authed(func(w http.ResponseWriter, r *http.Request, p tools.Principal) {
-		httpx.WriteJSON(w, http.StatusOK, openAPIDoc(h.reg.ToolsFor(p)))
+		httpx.WriteJSON(w, http.StatusOK, openAPIDoc(h.reg.ToolsFor(p), p.Can("approve")))
 	})(w, r)
 }
 
@@ -42,8 +42,8 @@ func (h *handler) publicCatalog() []tools.ToolInfo {
 	return out
 }
 
-// openAPIDoc is the OpenAPI document listing list.
-func openAPIDoc(list []tools.ToolInfo) []byte {
+// openAPIDoc is the OpenAPI document listing list, and the approvals API for an approver.
+func openAPIDoc(list []tools.ToolInfo, approver bool) []byte {
 	errorSchema := map[string]any{"type": "object", "required": []string{"success", "error", "errorType", "suggestion"},
 		"properties": map[string]any{
 			"success": map[string]any{"const": false}, "operation": map[string]any{"type": "string"},
@@ -72,6 +72,9 @@ func openAPIDoc(list []tools.ToolInfo) []byte {
 			},
 		}}
 	}
+	if approver {
+		addApprovalPaths(paths, errRef)
+	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info":    map[string]any{"title": "pgtools", "version": version.Version, "description": "Safe PostgreSQL tools for AI agents."},
@@ -84,4 +87,24 @@ func openAPIDoc(list []tools.ToolInfo) []byte {
 	}
 	out, _ := json.Marshal(doc)
 	return out
+}
+
+// addApprovalPaths adds the approvals API (approvals.go) to paths.
+func addApprovalPaths(paths map[string]any, errRef map[string]any) {
+	answer := func(desc string) map[string]any {
+		return map[string]any{"200": map[string]any{"description": desc, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}},
+			"default": errRef}
+	}
+	id := []any{map[string]any{"name": "id", "in": "path", "required": true, "schema": map[string]any{"type": "string", "pattern": "^apr_[0-9a-f]+$"}}}
+	paths["/v1/approvals"] = map[string]any{"get": map[string]any{"operationId": "list_approvals",
+		"summary": "The pending approval requests this approver may decide, oldest first.", "responses": answer(`{"success": true, "approvals": [...]}`)}}
+	paths["/v1/approvals/{id}"] = map[string]any{
+		"get": map[string]any{"operationId": "get_approval", "summary": "One approval request.", "parameters": id,
+			"responses": answer(`{"success": true, "approval": {...}}`)},
+		"post": map[string]any{"operationId": "decide_approval", "summary": "Approve or deny a pending approval request.", "parameters": id,
+			"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{
+				"type": "object", "additionalProperties": false, "required": []string{"decision"},
+				"properties": map[string]any{"decision": map[string]any{"enum": []string{"approve", "deny"}}}}}}},
+			"responses": answer(`{"success": true, "approval": {...}}`)},
+	}
 }

@@ -11,7 +11,9 @@ import (
 )
 
 // AuditLog writes one JSON line per write attempt: time, principal, tool, database, table,
-// affected rows, session, outcome, error type and duration. Never values or SQL. It is safe for
+// affected rows, session, outcome, error type and duration, and for approvals (outcomes
+// approval_requested, approval_approved, …) the approval's id, digest and approver. Never values
+// or SQL. It is safe for
 // concurrent use.
 type AuditLog struct {
 	log zerolog.Logger
@@ -55,6 +57,17 @@ func (a *AuditLog) Audit(ev tools.AuditEvent) {
 	}
 	if ev.ErrorType != "" {
 		e = e.Str("error_type", string(ev.ErrorType))
+	}
+	// The approval's id, the digest of the arguments it binds and who decided: never the
+	// arguments themselves.
+	if ev.ApprovalID != "" {
+		e = e.Str("approval_id", ev.ApprovalID)
+	}
+	if ev.Digest != "" {
+		e = e.Str("digest", ev.Digest)
+	}
+	if ev.Approver != "" {
+		e = e.Str("approver", ev.Approver)
 	}
 	e.Send()
 }

@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/pgtools/pgtools/runner/internal/httpx"
+	"github.com/pgtools/pgtools/tools"
+)
+
+// The approvals API (docs/approvals.md): an approver, a bearer with the approve scope, lists the
+// pending requests it may decide, reads one, and approves or denies it. The store decides who
+// may see and decide what (tools.Approvals); these handlers only carry its answers, with the
+// status of their category, like every other answer of the API.
+
+// mountApprovals adds GET /v1/approvals, GET /v1/approvals/{id} and POST /v1/approvals/{id}.
+func (h *handler) mountApprovals(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/approvals", h.authed(h.listApprovals))
+	mux.HandleFunc("GET /v1/approvals/{id}", h.authed(h.getApproval))
+	mux.HandleFunc("POST /v1/approvals/{id}", h.authed(h.decideApproval))
+}
+
+// approverOnly refuses a bearer without the approve scope, before the store is asked: such a
+// token must learn neither which requests exist nor their arguments.
+func approverOnly(w http.ResponseWriter, r *http.Request, p tools.Principal) bool {
+	if p.Can("approve") {
+		return true
+	}
+	writeAPIError(w, r, &tools.Error{Type: tools.ErrNotAllowed,
+		Message:    "This token has no approve scope: only approvers list and decide approval requests",
+		Suggestion: "Use an approver's own token (its scopes include approve). A caller never decides its own requests: another person approves them."})
+	return false
+}
+
+func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	if !approverOnly(w, r, p) {
+		return
+	}
+	list := h.reg.Approvals().Pending(p)
+	if list == nil {
+		list = []tools.Approval{}
+	}
+	for i := range list {
+		list[i] = inUTC(list[i])
+	}
+	writeApprovalJSON(w, struct {
+		Success   bool             `json:"success"`
+		Approvals []tools.Approval `json:"approvals"`
+	}{true, list})
+}
+
+func (h *handler) getApproval(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	if !approverOnly(w, r, p) {
+		return
+	}
+	ap, e := h.reg.Approvals().Get(p, r.PathValue("id"))
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	writeApprovalJSON(w, approvalAnswer{true, inUTC(ap)})
+}
+
+// approvalAnswer is the answer of GET and POST /v1/approvals/{id}.
+type approvalAnswer struct {
+	Success  bool           `json:"success"`
+	Approval tools.Approval `json:"approval"`
+}
+
+// decisionBody is POST /v1/approvals/{id}'s body.
+type decisionBody struct {
+	Decision string `json:"decision"`
+}
+
+func (h *handler) decideApproval(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+	if !approverOnly(w, r, p) {
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		e := httpx.BodyReadError(w, err, h.maxBody, h.bodyWait)
+		if info := httpx.RequestLogOf(r.Context()); info != nil {
+			info.ErrorType = e.Type
+		}
+		return
+	}
+	var body decisionBody
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || dec.More() || (body.Decision != "approve" && body.Decision != "deny") {
+		writeAPIError(w, r, &tools.Error{Type: tools.ErrInvalidArguments,
+			Message:    `The body must be {"decision": "approve"} or {"decision": "deny"}`,
+			Suggestion: `Send {"decision": "approve"} to let the call commit once, or {"decision": "deny"} to refuse it.`})
+		return
+	}
+	ap, e := h.reg.Approvals().Decide(p, r.PathValue("id"), body.Decision == "approve")
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
+	writeApprovalJSON(w, approvalAnswer{true, inUTC(ap)})
+}
+
+// writeAPIError answers e with its category's status and notes the category in the access log.
+func writeAPIError(w http.ResponseWriter, r *http.Request, e *tools.Error) {
+	if info := httpx.RequestLogOf(r.Context()); info != nil {
+		info.ErrorType = e.Type
+	}
+	httpx.WriteError(w, e)
+}
+
+// writeApprovalJSON answers v with 200. HTML is not escaped: an approver reads the arguments
+// (where clauses with < and >) as the caller sent them.
+func writeApprovalJSON(w http.ResponseWriter, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		httpx.WriteError(w, &tools.Error{Type: tools.ErrInternal, Message: "The approval could not be encoded", Suggestion: "Report it to the operator."})
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
+
+// inUTC is ap with its times in UTC, as every answer of the API states times.
+func inUTC(ap tools.Approval) tools.Approval {
+	ap.Created, ap.Expires = ap.Created.UTC(), ap.Expires.UTC()
+	if ap.Decided != nil {
+		d := ap.Decided.UTC()
+		ap.Decided = &d
+	}
+	return ap
+}
