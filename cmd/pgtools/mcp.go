@@ -69,9 +69,9 @@ Flags:
 	// every session and pg_transaction slot.
 	cfg.Tokens, cfg.ExtraPrincipals = nil, 0
 	log := newLogger(stderr, cfg.LogLevel)
-	if cfg.HasApprovalRules() {
-		log.Warn().Msg("require_approval rules apply, but pgtools mcp serves no approvals API: calls they match answer approval_required and can never be approved here; " +
-			"serve them with pgtools serve, where an approver's token decides them (docs/approvals.md)")
+	if dbs := cfg.UnapprovableOnStdio(); len(dbs) > 0 {
+		log.Warn().Strs("databases", dbs).Msg("require_approval rules apply, but pgtools mcp serves no approvals API: calls they match answer approval_required and can never be approved here; " +
+			"serve them with pgtools serve, where an approver's token decides them, or set policy.approval_by_client so a client that can ask its user lets the user decide (docs/approvals.md)")
 	}
 	// The client runs as the login role, so the table lists must hold for it.
 	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *config.Config, reg *tools.Registry) error {

@@ -135,3 +135,17 @@ func (c *Config) HasApprovalRules() bool {
 	}
 	return slices.ContainsFunc(c.Tokens, func(t auth.Token) bool { return len(t.RequireApproval) > 0 })
 }
+
+// UnapprovableOnStdio names the databases whose approval rules no one can satisfy under pgtools
+// mcp (stdio serves no approvals API): those with rules and without policy.approval_by_client,
+// which lets the client's user decide. Sorted.
+func (c *Config) UnapprovableOnStdio() []string {
+	var out []string
+	for name, d := range c.Databases {
+		if len(d.Policy.RequireApproval) > 0 && !d.Policy.ApprovalByClient {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -164,6 +164,28 @@ func TestApprovalNotes(t *testing.T) {
 	}
 }
 
+// TestUnapprovableOnStdio: under pgtools mcp, rules no one can satisfy are those of databases
+// without approval_by_client; the setting loads from the config file.
+func TestUnapprovableOnStdio(t *testing.T) {
+	t.Parallel()
+	cfg, err := LoadConfigFile(apitest.WriteFile(t, t.TempDir(), "pgtools.json", `{"databases": {
+	  "a": {"url": "postgres://u@127.0.0.1/a", "policy": {"require_approval": [{"when": "ddl"}]}},
+	  "b": {"url": "postgres://u@127.0.0.1/b", "policy": {"require_approval": [{"when": "ddl"}], "approval_by_client": true}},
+	  "c": {"url": "postgres://u@127.0.0.1/c"}}}`))
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.UnapprovableOnStdio(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("UnapprovableOnStdio = %v, want [a]", got)
+	}
+	if !cfg.Databases["b"].Policy.ApprovalByClient {
+		t.Fatal("approval_by_client did not load")
+	}
+}
+
 // TestApprovalsDocConfig: the configuration docs/approvals.md shows is valid, rules included.
 func TestApprovalsDocConfig(t *testing.T) {
 	t.Parallel()
