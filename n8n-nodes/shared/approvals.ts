@@ -67,8 +67,8 @@ export const approvalProperties: INodeProperties[] = [
 
 /**
  * executeApproval runs the node: one request per input item. List Pending outputs one item per
- * pending request; the others output the request as the runner answers it (after a decision, its
- * new status). An error answer of the runner (a token without the approve scope, the caller's
+ * pending request; the others output the request the runner answers with (after a decision, with
+ * its new status), unwrapped from the answer's "approval". An error answer of the runner (a token without the approve scope, the caller's
  * own request, one already decided or expired) fails the node with the runner's words, or is the
  * item with "continue on fail", so a workflow can route it.
  */
@@ -158,8 +158,7 @@ async function approvalRequest(this: IExecuteFunctions, baseUrl: string, operati
 		Object.defineProperty(error, 'runnerAnswer', { value: body });
 		throw error;
 	}
-	const list = operation === 'listPending' ? approvalList(body) : undefined;
-	const items = list ?? (isApproval(body) ? [body] : undefined);
+	const items = operation === 'listPending' ? approvalList(body) : oneApproval(body);
 	if (response.statusCode >= 400 || items === undefined) {
 		throw new NodeApiError(node, { status: response.statusCode } as JsonObject, {
 			message: `The server at ${baseUrl} answered HTTP ${response.statusCode} without a pgtools approval`,
@@ -197,10 +196,17 @@ export function isApproval(value: unknown): value is IDataObject {
 	return isObject(value) && typeof value.id === 'string' && approvalIdPattern.test(value.id) && typeof value.status === 'string';
 }
 
-// approvalList reads GET /v1/approvals: {"approvals": [...]} (or a bare list); undefined when
-// the answer is neither, or holds anything but approvals.
+// approvalList reads GET /v1/approvals: {"success": true, "approvals": [...]} (or a bare list);
+// undefined when the answer is neither, or holds anything but approvals.
 function approvalList(value: unknown): IDataObject[] | undefined {
-	const list = Array.isArray(value) ? value : isObject(value) && Array.isArray(value.approvals) ? value.approvals : undefined;
+	const list = Array.isArray(value) ? value : isObject(value) && value.success === true && Array.isArray(value.approvals) ? value.approvals : undefined;
 	if (!list || !list.every(isApproval)) return undefined;
 	return list as IDataObject[];
+}
+
+// oneApproval reads GET and POST /v1/approvals/{id}: {"success": true, "approval": {...}} (or the
+// bare request), as the one item whose fields a workflow reads ($json.id, $json.status).
+function oneApproval(value: unknown): IDataObject[] | undefined {
+	const approval = isObject(value) && value.success === true ? value.approval : value;
+	return isApproval(approval) ? [approval] : undefined;
 }

@@ -194,7 +194,9 @@ describe('the Pgtools Approval node', () => {
 	for (const [operation, want] of Object.entries(requests)) {
 		test(`${operation}: ${want.method} ${want.url.replace('http://runner.test:8080', '')} with the credential`, async () => {
 			const decided = { approve: 'approved', deny: 'denied' }[operation];
-			const reply = operation === 'listPending' ? `{"approvals":[${approvalText}]}` : decided ? approvalText.replace('"pending"', `"${decided}"`) : approvalText;
+			// The runner's answers: {"success":true,"approvals":[…]} and {"success":true,"approval":{…}}.
+			const one = decided ? approvalText.replace('"pending"', `"${decided}"`) : approvalText;
+			const reply = operation === 'listPending' ? `{"success":true,"approvals":[${approvalText}]}` : `{"success":true,"approval":${one}}`;
 			const { ctx, items, thrown } = await runApproval({ operation, approvalId: `  ${approvalId} ` }, { request: async () => answer(200, reply) });
 			assert.equal(thrown, undefined);
 			assert.equal(ctx.calls.length, 1);
@@ -212,13 +214,18 @@ describe('the Pgtools Approval node', () => {
 	}
 
 	test('List Pending gives one item per request, none when none waits, and accepts a bare list', async () => {
-		const two = `{"approvals":[${approvalText},${approvalText.replace(approvalId, 'apr_99')}]}`;
+		const two = `{"success":true,"approvals":[${approvalText},${approvalText.replace(approvalId, 'apr_99')}]}`;
 		const many = await runApproval({ operation: 'listPending' }, { items: [{}, {}], request: async () => answer(200, two) });
 		assert.deepEqual(many.items.map((i) => [i.json.id, i.pairedItem.item]), [[approvalId, 0], ['apr_99', 0], [approvalId, 1], ['apr_99', 1]]);
-		const none = await runApproval({ operation: 'listPending' }, { request: async () => answer(200, '{"approvals":[]}') });
+		const none = await runApproval({ operation: 'listPending' }, { request: async () => answer(200, '{"success":true,"approvals":[]}') });
 		assert.deepEqual(none.items, []);
 		const bare = await runApproval({ operation: 'listPending' }, { request: async () => answer(200, `[${approvalText}]`) });
 		assert.equal(bare.items[0].json.id, approvalId);
+	});
+
+	test('Get and the decisions accept the bare request too', async () => {
+		const { items } = await runApproval({ operation: 'get', approvalId }, { request: async () => answer(200, approvalText) });
+		assert.deepEqual(items, [{ json: approval, pairedItem: { item: 0 } }]);
 	});
 
 	for (const bad of ['', 'apr_', '../tools/delete_data', `${approvalId}/../x`, 'apr_12?decision=approve', 'tok_123']) {
@@ -251,7 +258,9 @@ describe('the Pgtools Approval node', () => {
 	for (const [what, status, body] of [
 		['a runner without the approvals API (HTML 404)', 404, '<html>Not Found</html>'],
 		['an answer that is not an approval', 200, '{"success": true, "rows": []}'],
-		['a list holding something else', 200, '{"approvals": [{"id": "x"}]}'],
+		['a list holding something else', 200, '{"success": true, "approvals": [{"id": "x"}]}'],
+		['a list that is no success', 200, '{"success": false, "approvals": []}'],
+		['a request without an id', 200, '{"success": true, "approval": {"status": "pending"}}'],
 	]) {
 		test(`${what} fails the node`, async () => {
 			const { thrown } = await runApproval({ operation: what.includes('list') ? 'listPending' : 'get', approvalId }, { request: async () => answer(status, body) });
