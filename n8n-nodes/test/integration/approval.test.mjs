@@ -9,23 +9,16 @@
 // approvals.ttl_seconds, the approve scope). Until this checkout's runner has them, it is
 // skipped, visibly; PGTOOLS_BIN runs it against a runner built elsewhere.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { context, loadCredential, loadNode, root } from '../helpers.mjs';
-import { approvalTokens, buildRunner, startApprovalRunner, startDemo } from '../runner.mjs';
-
-const httpDir = join(root, 'runner', 'httpapi');
-const apiBuilt = readdirSync(httpDir).some((f) => f.endsWith('.go') && readFileSync(join(httpDir, f), 'utf8').includes('/v1/approvals'));
+import { context, loadCredential, loadNode } from '../helpers.mjs';
+import { approvalsUnavailable, approvalTokens, buildRunner, startApprovalRunner, startDemo } from '../runner.mjs';
 
 let demo;
 let runner;
-let skip = false;
-if (!apiBuilt && !process.env.PGTOOLS_BIN) {
-	skip = "this checkout's runner has no approvals API yet (GET/POST /v1/approvals)";
-} else {
+let skip = approvalsUnavailable();
+if (!skip) {
 	try {
 		const bin = buildRunner();
 		demo = await startDemo(bin);
