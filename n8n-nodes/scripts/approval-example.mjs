@@ -29,14 +29,15 @@ export const approvalSystem =
 
 // requestHtml shows one request on the review form. n8n evaluates the {{ }} in an HTML field
 // itself (the field takes no leading =) and strips scripts; every value the model chose (the
-// arguments) is escaped as well: a where clause must read as text, never as markup that could dress up
+// arguments, as the node's argumentsText: n8n's expressions may not read a field named arguments)
+// is escaped as well: a where clause must read as text, never as markup that could dress up
 // what the approver sees. Names (caller, tool, database, tables) come from the runner and PostgreSQL.
 const requestHtml =
 	'<h3>{{ $json.principal }} asks to run {{ $json.tool }} on database {{ $json.database }}</h3>\n' +
 	'<p>Measured in a rolled-back run, it would change <b>{{ $json.effect.total }}</b> rows: ' +
 	"{{ $json.effect.tables.map(t => t.schema + '.' + t.name + ' ' + t.rows).join(', ') }}.</p>\n" +
 	"<p>Held back by: {{ $json.rules.join('; ') }}. Requested {{ $json.createdAt }}; expires {{ $json.expiresAt }}.</p>\n" +
-	"<p>Arguments:</p>\n<pre>{{ JSON.stringify($json.arguments, null, 2).replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;') }}</pre>\n" +
+	"<p>Arguments:</p>\n<pre>{{ $json.argumentsText.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;') }}</pre>\n" +
 	'<p>Approving lets the caller run exactly this once, and only while it changes exactly these rows.</p>';
 
 function ifExists(seed, value) {
@@ -75,7 +76,8 @@ export function approvalWorkflow() {
 		});
 	const nodes = [
 		// The agent path.
-		n(1, 'When chat message received', '@n8n/n8n-nodes-langchain.chatTrigger', 1.5, [0, 0], { options: {} }),
+		// Trigger nodes carry a webhookId, the path of their URL (/form/<webhookId>), as n8n's own exports do.
+		n(1, 'When chat message received', '@n8n/n8n-nodes-langchain.chatTrigger', 1.5, [0, 0], { options: {} }, { webhookId: uuid(seed, 101) }),
 		n(2, 'AI Agent', '@n8n/n8n-nodes-langchain.agent', 3.1, [260, 0], { options: { systemMessage: approvalSystem } }),
 		n(3, 'OpenAI Chat Model', '@n8n/n8n-nodes-langchain.lmChatOpenAi', 1.3, [100, 260], {
 			model: { __rl: true, mode: 'list', value: 'gpt-4.1-mini' },
@@ -93,7 +95,7 @@ export function approvalWorkflow() {
 			formDescription: 'Shows the oldest request of an agent that waits for a person\'s decision, with what it would change.',
 			formFields: { values: [{ fieldType: 'html', elementName: 'intro', html: '<p>Only signed-in n8n users can open this form. Decisions are made with the approver credential of the next node, never with the agent\'s.</p>' }] },
 			options: { buttonLabel: 'Show the oldest request' },
-		}),
+		}, { webhookId: uuid(seed, 110) }),
 		n(11, 'Pending requests', 'n8n-nodes-pgtools.pgtoolsApproval', 1, [220, 520], { operation: 'listPending' }, { ...approverCred, alwaysOutputData: true }),
 		n(12, 'Any request?', 'n8n-nodes-base.if', 2.3, [440, 520], ifExists(seed, '={{ $json.id }}')),
 		n(13, 'Oldest request', 'n8n-nodes-base.limit', 1, [660, 440], { maxItems: 1 }),
@@ -115,7 +117,7 @@ export function approvalWorkflow() {
 			respondWith: 'text',
 			completionTitle: '={{ $json.status ? "Request " + $json.status : "Not decided" }}',
 			completionMessage:
-				'={{ $json.status ? "Request " + $json.id + " is " + $json.status + ". Tell the user; once approved, the agent may run it once before " + $json.expiresAt + "." : $json.error + " " + ($json.suggestion ?? "") }}',
+				'={{ $json.status === "approved" ? "Request " + $json.id + " is approved: the agent may run it once, and only with exactly this effect, before " + $json.expiresAt + ". Tell the user." : $json.status ? "Request " + $json.id + " is " + $json.status + ": a call with it is refused. Tell the user." : $json.error + " " + ($json.suggestion ?? "") }}',
 		}),
 		n(19, 'Nothing waits', 'n8n-nodes-base.form', 2.5, [660, 620], {
 			operation: 'completion',

@@ -168,7 +168,17 @@ async function approvalRequest(this: IExecuteFunctions, baseUrl: string, operati
 			itemIndex,
 		});
 	}
-	return items;
+	return items.map(withArgumentsText);
+}
+
+/**
+ * withArgumentsText adds argumentsText, the request's arguments as indented JSON text. n8n's
+ * expressions refuse to read a field named arguments ("Cannot access "arguments" due to security
+ * concerns"), so a form, a message or an If node that shows or checks the arguments reads this
+ * text instead. A number JavaScript cannot hold exactly is in it as a string of its digits.
+ */
+export function withArgumentsText(approval: IDataObject): IDataObject {
+	return { ...approval, argumentsText: JSON.stringify(approval.arguments ?? {}, null, 2) };
 }
 
 // readAnswer parses the runner's JSON text without rounding a number: the approver reads the

@@ -139,7 +139,10 @@ describe('the write tool nodes and approval_id', () => {
 
 // approval is one request as GET /v1/approvals/{id} answers it; its arguments hold a bigint.
 const approvalText = `{"id":"${approvalId}","status":"pending","principal":"agent","database":"default","tool":"delete_data","arguments":{"table":"orders","where":"id = $1","params":[9007199254740993],"autocommit":true},"effect":{"tables":[{"schema":"public","name":"orders","rows":120}],"total":120,"commands":["DELETE"]},"rules":["rows_over 100"],"createdAt":"2026-11-26T09:00:00Z","expiresAt":"2026-11-26T09:15:00Z"}`;
-const approval = JSON.parse(approvalText.replace('9007199254740993', '"9007199254740993"'));
+const parsed = JSON.parse(approvalText.replace('9007199254740993', '"9007199254740993"'));
+// approval is the item the node outputs: the request, with its arguments as text too (n8n's
+// expressions cannot read a field named arguments).
+const approval = { ...parsed, argumentsText: JSON.stringify(parsed.arguments, null, 2) };
 
 const notYours = {
 	success: false,
@@ -210,6 +213,7 @@ describe('the Pgtools Approval node', () => {
 			assert.equal(options.ignoreHttpStatusErrors, true);
 			assert.deepEqual(items, [{ json: decided ? { ...approval, status: decided } : approval, pairedItem: { item: 0 } }]);
 			assert.equal(items[0].json.arguments.params[0], '9007199254740993', 'the bigint the approver reads is exact');
+			assert.match(items[0].json.argumentsText, /^\{\n {2}"table": "orders",\n {2}"where": "id = \$1",\n {2}"params": \[\n {4}"9007199254740993"\n {2}\],/);
 		});
 	}
 

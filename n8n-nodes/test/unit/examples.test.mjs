@@ -127,6 +127,7 @@ describe('the approvals example (a chat agent and a review form)', () => {
 			createdAt: '2026-11-26T09:00:00Z',
 			expiresAt: '2026-11-26T09:15:00Z',
 		};
+		request.argumentsText = JSON.stringify(request.arguments, null, 2);
 		// n8n evaluates each {{ }} of an HTML field as an expression; $json is the request.
 		const html = field.html.replace(/\{\{([\s\S]+?)\}\}/g, (_, expr) => String(new Function('$json', `return (${expr});`)(request)));
 		assert.match(html, /agent asks to run delete_data on database default/);
@@ -134,5 +135,7 @@ describe('the approvals example (a chat agent and a review form)', () => {
 		assert.match(html, /&lt;b&gt;nothing&lt;\/b&gt;/);
 		assert.ok(!html.includes('<b>nothing'), 'the model\'s text is no markup');
 		assert.ok(!field.html.startsWith('='), 'an HTML field takes no expression marker');
+		// n8n's expression sandbox refuses any read of a field named arguments.
+		for (const node of wf.nodes) assert.ok(!/\.arguments\b|\[['"]arguments['"]\]/.test(JSON.stringify(node.parameters)), `${node.name} reads no field named arguments`);
 	});
 });
