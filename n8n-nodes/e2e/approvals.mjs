@@ -6,10 +6,16 @@
 // the rows are gone. Against `pgtools serve` on the demo's database with require_approval
 // rows_over 100 (test/runner.mjs startApprovalRunner). The other cases (approval_mismatch at 121
 // rows, single use, denial, expiry) run through the same nodes in test/integration/approval.test.mjs.
+// Then the review form of examples/n8n/pgtools-approval.json, published in `n8n start`, shows a
+// request as the approver reads it and denies it, driven the way its page's script drives it.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
+import { approvalCredentials, approvalExample } from '../scripts/approval-example.mjs';
 import { workflow } from '../scripts/examples.mjs';
+import { root } from '../test/helpers.mjs';
 import { approvalsUnavailable, approvalTokens, startApprovalRunner } from '../test/runner.mjs';
 
 const agentCredential = { id: 'pgtoolsApiApprAg', name: 'pgtools API (approvals: agent)' };
@@ -60,8 +66,47 @@ export async function startApprovals(bin, demo) {
 			{ ...agentCredential, type: 'pgToolsApi', data: { url: runner.url, token: approvalTokens.agent } },
 			{ ...approverCredential, type: 'pgToolsApi', data: { url: runner.url, token: approvalTokens.approver } },
 		],
-		workflows: [agent, reviewWorkflow(review.id, review.name, approverCredential), reviewWorkflow(selfReview.id, selfReview.name, agentCredential)],
+		workflows: [agent, reviewWorkflow(review.id, review.name, approverCredential), reviewWorkflow(selfReview.id, selfReview.name, agentCredential), exampleCopy()],
 	};
+}
+
+// exampleCopy is examples/n8n/pgtools-approval.json on this runner's credentials, its form open
+// to anyone: n8n User Auth signs in through n8n's OAuth2 flow, which a script cannot follow.
+function exampleCopy() {
+	const wf = JSON.parse(readFileSync(join(root, 'examples', 'n8n', approvalExample.file), 'utf8'));
+	for (const n of wf.nodes) {
+		if (n.credentials?.pgToolsApi?.id === approvalCredentials.agent.id) n.credentials.pgToolsApi = agentCredential;
+		if (n.credentials?.pgToolsApi?.id === approvalCredentials.approver.id) n.credentials.pgToolsApi = approverCredential;
+	}
+	const trigger = wf.nodes.find((n) => n.type === 'n8n-nodes-base.formTrigger');
+	assert.equal(trigger.parameters.authentication, 'n8nUserAuth', 'the example asks for n8n sign-in');
+	trigger.parameters.authentication = 'none';
+	return wf;
+}
+
+// formPage fetches a form page (GET) or submits one (POST fields), and for a submission waits
+// until n8n shows the next page, as the form page's script does (polling n8n-execution-status).
+async function formPage(url, fields) {
+	if (!fields) {
+		const r = await fetch(url);
+		return { status: r.status, html: await r.text() };
+	}
+	const body = new FormData();
+	for (const [k, v] of Object.entries(fields)) body.append(k, v);
+	const r = await fetch(url, { method: 'POST', body });
+	const answer = await r.text();
+	assert.equal(r.status, 200, answer);
+	const next = JSON.parse(answer).formWaitingUrl;
+	assert.ok(next, answer);
+	const status = new URL(next);
+	status.pathname += '/n8n-execution-status';
+	for (let i = 0; ; i++) {
+		const text = (await (await fetch(status)).text()).trim();
+		if (text === 'form-waiting') break;
+		assert.ok(i < 120, `the next page never came (status ${text})`);
+		await new Promise((resolve) => setTimeout(resolve, 500));
+	}
+	return { url: next, ...(await formPage(next)) };
 }
 
 /**
@@ -69,7 +114,7 @@ export async function startApprovals(bin, demo) {
  * run.mjs's before has run; execute runs an agent workflow with a model script (run.mjs's);
  * runData runs a workflow with n8n execute and returns its run data by node name.
  */
-export function approvalSpec({ state, execute, runData, turn, lastResult, toolCall }) {
+export function approvalSpec({ state, execute, runData, n8nRun, n8nStart, turn, lastResult, toolCall }) {
 	const skip = approvalsUnavailable();
 	describe('approvals (Delete Data waits, the Pgtools Approval node decides)', { skip }, () => {
 		after(async () => await state().approvals?.runner.stop());
@@ -106,6 +151,48 @@ export function approvalSpec({ state, execute, runData, turn, lastResult, toolCa
 			assert.equal(second.results[0].success, true, JSON.stringify(second.results[0]));
 			assert.equal(second.output, 'Deleted 120 rows.');
 			assert.equal(rows(), 0);
+		});
+
+		test('the example\'s review form shows a request, its effect and its arguments as text, and denies it', async () => {
+			const { runner } = state().approvals;
+			runner.sql('INSERT INTO approval_items (batch) SELECT 8 FROM generate_series(1, 110)');
+			const made = await fetch(`${runner.url}/v1/tools/delete_data`, {
+				method: 'POST',
+				headers: { authorization: `Bearer ${approvalTokens.agent}`, 'content-type': 'application/json' },
+				body: JSON.stringify({ table: 'approval_items', where: "batch = $1 or $2 = '<b>nothing</b>'", params: [8, 'x'], autocommit: true }),
+			}).then((r) => r.json());
+			assert.equal(made.errorType, 'approval_required', JSON.stringify(made));
+			const id = made.approval.id;
+			await n8nRun(['publish:workflow', `--id=${approvalExample.id}`]);
+			const server = await n8nStart();
+			try {
+				const hook = exampleCopy().nodes.find((n) => n.type === 'n8n-nodes-base.formTrigger').webhookId;
+				const start = `${server.base}/form/${hook}`;
+				// A published workflow's triggers come up a moment after n8n answers.
+				for (let i = 0; (await formPage(start)).status === 404; i++) {
+					assert.ok(i < 60, 'the review form never came up');
+					await new Promise((resolve) => setTimeout(resolve, 1000));
+				}
+				assert.match((await formPage(start)).html, /pgtools approvals/);
+				const decide = await formPage(start, {});
+				assert.equal(decide.status, 200, decide.html.slice(0, 500));
+				assert.ok(decide.html.includes(`Request ${id}`), 'the oldest pending request');
+				assert.ok(decide.html.includes('n8n-agent asks to run delete_data on database default'));
+				assert.ok(decide.html.includes('would change <b>110</b> rows: public.approval_items 110'));
+				assert.ok(decide.html.includes('&lt;b&gt;nothing&lt;/b&gt;'), 'the model\'s text is shown as text');
+				assert.ok(!decide.html.includes('<b>nothing'), 'and never as markup');
+				// field-1 is the Decision radio; the page's script sends a radio as a JSON list.
+				const done = await formPage(decide.url, { 'field-1': JSON.stringify(['Deny']) });
+				assert.match(done.html, new RegExp(`Request ${id} is denied: a call with it is refused`));
+			} finally {
+				await server.stop();
+			}
+			const [decided] = await fetch(`${runner.url}/v1/approvals/${id}`, { headers: { authorization: `Bearer ${approvalTokens.approver}` } })
+				.then((r) => r.json())
+				.then((a) => [a.approval]);
+			assert.equal(decided.status, 'denied');
+			assert.equal(decided.approver, 'alice', 'decided with the approver credential');
+			assert.equal(Number(runner.sql('SELECT count(*) FROM approval_items WHERE batch = 8')), 110);
 		});
 	});
 }

@@ -212,7 +212,7 @@ async function freePort() {
 
 // n8nRun runs one n8n CLI command, each with its own task-broker port.
 // n8nStart runs `n8n start` with an owner set up from the environment, waits until it
-// answers, logs in, and returns a REST client and a stop().
+// answers, logs in, and returns a REST client, its base URL and a stop().
 async function n8nStart() {
 	const password = `e2e-${randomBytes(8).toString('hex')}`;
 	const bcrypt = createRequire(join(n8n.dir, 'package.json'))('bcryptjs');
@@ -256,7 +256,7 @@ async function n8nStart() {
 			const r = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify(body) });
 			return await r.json();
 		};
-		return { post, stop };
+		return { post, base, stop };
 	} catch (error) {
 		await stop();
 		throw error;
@@ -971,4 +971,4 @@ describe('the Custom Tool example on examples/config/custom-tools.json', () => {
 	});
 });
 
-approvalSpec({ state: () => ({ approvals }), execute, runData, turn, lastResult, toolCall });
+approvalSpec({ state: () => ({ approvals }), execute, runData, n8nRun, n8nStart, turn, lastResult, toolCall });
