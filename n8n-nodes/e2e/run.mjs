@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { credentials as exampleCredentials, examples, mcpNodeName } from '../scripts/examples.mjs';
+import { approvalSpec, startApprovals } from './approvals.mjs';
 import { pack } from '../scripts/pack.mjs';
 import { hiddenInNodes, pkg, root, schemaOf, toolNames } from '../test/helpers.mjs';
 import { actAsTokens, buildRunner, call, startActAsRunner, startDemo, startServe } from '../test/runner.mjs';
@@ -50,6 +51,7 @@ const customCredential = { id: 'pgtoolsApiCustEx', name: 'pgtools API (custom to
 let bin;
 let runner;
 let customRunner; // pgtools serve with examples/config/custom-tools.json, for the Custom Tool example
+let approvals; // pgtools serve with require_approval, its credentials and workflows (approvals.mjs), if the runner has the approvals API
 let proxy;
 let llm;
 let work;
@@ -85,6 +87,7 @@ before(async () => {
 		})),
 		token: runner.token,
 	};
+	approvals = await startApprovals(bin, runner);
 	proxy = await startRecordingProxy(runner.url);
 	llm = await startFakeLLM();
 
@@ -120,6 +123,7 @@ before(async () => {
 			// A runner address nothing listens on.
 			{ id: 'pgtoolsApiDown01', name: 'pgtools API (down)', type: 'pgToolsApi', data: { url: `http://127.0.0.1:${await freePort()}`, token: runner.token } },
 			{ ...customCredential, type: 'pgToolsApi', data: { url: customRunner.url, token: customRunner.token } },
+			...(approvals?.credentials ?? []),
 		]),
 	);
 	const workflows = examples.map((e) => JSON.parse(readFileSync(join(root, 'examples', 'n8n', e.file), 'utf8')));
@@ -130,7 +134,7 @@ before(async () => {
 	const first = two.nodes.find((n) => n.name === 'select_query');
 	two.nodes.push({ ...structuredClone(first), id: '5b0e6a1c-2f7d-4c1e-9a51-7d4f3f0e2b11', name: 'select_customers', position: [300, 420], parameters: { table: 'customers' } });
 	two.connections.select_customers = structuredClone(two.connections.select_query);
-	workflows.push(down, two);
+	workflows.push(down, two, ...(approvals?.workflows ?? []));
 	// The Custom Tool example's credential: the runner with its custom tools.
 	for (const node of workflows[examples.indexOf(example['custom-tool'])].nodes) if (node.credentials?.pgToolsApi) node.credentials.pgToolsApi = customCredential;
 	// The MCP Client Tool's endpoint is a node parameter, not a credential: point it at this runner.
@@ -208,7 +212,7 @@ async function freePort() {
 
 // n8nRun runs one n8n CLI command, each with its own task-broker port.
 // n8nStart runs `n8n start` with an owner set up from the environment, waits until it
-// answers, logs in, and returns a REST client and a stop().
+// answers, logs in, and returns a REST client, its base URL and a stop().
 async function n8nStart() {
 	const password = `e2e-${randomBytes(8).toString('hex')}`;
 	const bcrypt = createRequire(join(n8n.dir, 'package.json'))('bcryptjs');
@@ -252,7 +256,7 @@ async function n8nStart() {
 			const r = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify(body) });
 			return await r.json();
 		};
-		return { post, stop };
+		return { post, base, stop };
 	} catch (error) {
 		await stop();
 		throw error;
@@ -305,13 +309,26 @@ async function execute(workflow, script, { env } = {}) {
 	return { output, run, requests, calls, seen, results: toolResults(messages), texts: toolTexts(messages) };
 }
 
-// agentOutput finds the AI Agent's answer in the run data `n8n execute --rawOutput` prints.
-function agentOutput(stdout) {
+// printedRun is the run `n8n execute --rawOutput` prints.
+function printedRun(stdout) {
 	const lines = stdout.split('\n');
 	const start = lines.indexOf('{');
 	const end = lines.lastIndexOf('}');
 	assert.ok(start >= 0 && end > start, `n8n printed run data:\n${stdout}`);
-	const run = JSON.parse(lines.slice(start, end + 1).join('\n'));
+	return JSON.parse(lines.slice(start, end + 1).join('\n'));
+}
+
+// runData runs a workflow without an agent and returns its run data by node name.
+async function runData(workflowId) {
+	const t = Date.now();
+	const { stdout } = await n8nRun(['execute', `--id=${workflowId}`, '--rawOutput'], { logLevel: 'info' });
+	log(`  n8n execute --id=${workflowId}: ${((Date.now() - t) / 1000).toFixed(1)}s`);
+	return printedRun(stdout).data.resultData.runData;
+}
+
+// agentOutput finds the AI Agent's answer in the run data `n8n execute --rawOutput` prints.
+function agentOutput(stdout) {
+	const run = printedRun(stdout);
 	const agent = run.data?.resultData?.runData?.['AI Agent'];
 	assert.ok(agent, `the AI Agent ran:\n${stdout.slice(0, 2000)}`);
 	assert.equal(agent[0].error, undefined, `the AI Agent did not fail: ${JSON.stringify(agent[0].error)}`);
@@ -953,3 +970,5 @@ describe('the Custom Tool example on examples/config/custom-tools.json', () => {
 		]);
 	});
 });
+
+approvalSpec({ state: () => ({ approvals }), execute, runData, n8nRun, n8nStart, turn, lastResult, toolCall });

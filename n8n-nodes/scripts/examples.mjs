@@ -3,12 +3,15 @@
 // and the pgtools tools: all nine tool nodes (over the runner's HTTP API with the pgtools API
 // credential, or through n8n's task runner with none), n8n's own MCP Client Tool on the
 // runner's /mcp, or Custom Tool nodes for the operator-defined tools of
-// examples/config/custom-tools.json. Edit the prompt and run. `node examples.mjs --check` fails when the files
+// examples/config/custom-tools.json. Edit the prompt and run. The approvals example (a chat agent
+// and a review form) is approval-example.mjs's. `node examples.mjs --check` fails when the files
 // differ from what this script writes (the unit tests run it).
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { approvalExample, approvalWorkflow } from './approval-example.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const out = join(root, 'examples', 'n8n');
@@ -267,9 +270,10 @@ function uuid(seed, n) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
 	const check = process.argv.includes('--check');
 	let stale = 0;
-	for (const example of examples) {
-		const file = join(out, example.file);
-		const text = `${JSON.stringify(workflow(example), null, '\t')}\n`;
+	const all = [...examples.map((example) => [example.file, workflow(example)]), [approvalExample.file, approvalWorkflow()]];
+	for (const [name, wf] of all) {
+		const file = join(out, name);
+		const text = `${JSON.stringify(wf, null, '\t')}\n`;
 		if (!check) writeFileSync(file, text);
 		else if (readFileSync(file, 'utf8') !== text) {
 			console.error(`${file} is out of date: run node n8n-nodes/scripts/examples.mjs`);

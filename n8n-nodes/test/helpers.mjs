@@ -21,8 +21,11 @@ export const nodeFiles = Object.fromEntries(
 	pkg.n8n.nodes.map((file) => [file.split('/').pop().replace('.node.js', ''), join(root, file)]),
 );
 
-/** builtInNodes are the classes of the built-in tools' nodes (usableAsTool, built from schemas/): all but the Custom Tool node. */
-export const builtInNodes = Object.keys(nodeFiles).filter((className) => className !== 'CustomTool');
+/** otherNodes are the classes of the nodes that are not built from schemas/: the Custom Tool node and the Pgtools Approval node. */
+export const otherNodes = ['CustomTool', 'PgtoolsApproval'];
+
+/** builtInNodes are the classes of the built-in tools' nodes (usableAsTool, built from schemas/): all but otherNodes. */
+export const builtInNodes = Object.keys(nodeFiles).filter((className) => !otherNodes.includes(className));
 
 /** loadNode instantiates a node class from dist/, as n8n does. */
 export function loadNode(className) {

@@ -2,7 +2,7 @@
 // PostgreSQL with the demo shop data, a least-privilege role, and the runner on a free loopback
 // port), built from this checkout.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -240,4 +240,51 @@ export async function startCustomToolsRunner(bin, demo) {
 		custom_tools: customTools,
 	});
 	return { ...runner, token: customToolsToken, sql: (text) => psql(demo, 'pgtools_demo', text) };
+}
+
+/**
+ * approvalsUnavailable says why the approval tests cannot run, or is false: they need a runner
+ * with the approvals API (GET/POST /v1/approvals, approvals.ttl_seconds, the approve scope), which
+ * this checkout's runner must serve, unless PGTOOLS_BIN names a runner built elsewhere.
+ */
+export function approvalsUnavailable() {
+	if (process.env.PGTOOLS_BIN) return false;
+	const dir = join(root, 'runner', 'httpapi');
+	const served = readdirSync(dir).some((f) => f.endsWith('.go') && readFileSync(join(dir, f), 'utf8').includes('/v1/approvals'));
+	return served ? false : "this checkout's runner has no approvals API yet (GET/POST /v1/approvals)";
+}
+
+/** approvalTokens are the approvals runner's tokens: the agent's (which holds approve too, and still cannot decide its own requests), a person's approver token, and a read token. */
+export const approvalTokens = {
+	agent: 'n8n-agent-approvals-0123456789',
+	approver: 'n8n-approver-alice-0123456789',
+	reader: 'n8n-reader-approvals-0123456789',
+};
+
+// approvalSetup is a table whose rows the approval tests delete in batches, in the demo database.
+const approvalSetup = `
+CREATE TABLE approval_items (id serial PRIMARY KEY, batch int NOT NULL);
+GRANT SELECT, INSERT, UPDATE, DELETE ON approval_items TO pgtools_demo;
+GRANT USAGE ON SEQUENCE approval_items_id_seq TO pgtools_demo;
+`;
+
+/**
+ * startApprovalRunner starts `pgtools serve` on the demo's database (as its least-privilege role)
+ * with policy.require_approval rows_over 100, approvals.ttl_seconds ttlSeconds and
+ * approvalTokens; it resolves to startServe's runner plus sql(text), which runs SQL in the demo
+ * database as the superuser. The first call creates the table approval_items.
+ */
+export async function startApprovalRunner(bin, demo, { ttlSeconds = 600 } = {}) {
+	const sql = (text) => psql(demo, 'pgtools_demo', text);
+	if (sql("SELECT to_regclass('public.approval_items') IS NULL") === 't') sql(approvalSetup);
+	const runner = await serveWithConfig(bin, 'approvals', {
+		tokens: [
+			{ name: 'n8n-agent', token: approvalTokens.agent, scopes: ['read', 'write', 'approve'] },
+			{ name: 'alice', token: approvalTokens.approver, scopes: ['approve'] },
+			{ name: 'reader', token: approvalTokens.reader, scopes: ['read'] },
+		],
+		databases: { default: { url: demo.databaseUrl, policy: { require_approval: [{ when: 'rows_over', rows: 100 }] } } },
+		approvals: { ttl_seconds: ttlSeconds },
+	});
+	return { ...runner, sql };
 }

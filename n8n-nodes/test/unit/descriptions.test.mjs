@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { fromAICall, hiddenInNodes, loadCredential, loadNode, modelArguments, nodeFiles, pkg, require, root, schemaOf, workflow } from '../helpers.mjs';
+import { fromAICall, hiddenInNodes, loadCredential, loadNode, modelArguments, nodeFiles, otherNodes, pkg, require, root, schemaOf, workflow } from '../helpers.mjs';
 
 const { z } = require(require.resolve('zod', { paths: [dirname(require.resolve('n8n-workflow'))] }));
 
@@ -23,8 +23,8 @@ const expected = {
 
 const connectionParams = ['connection', 'taskRunnerNotice'];
 
-test('package.json registers one node per tool and the credential, all built', () => {
-	assert.deepEqual(Object.keys(nodeFiles).sort(), [...Object.keys(expected), 'CustomTool'].sort());
+test('package.json registers one node per tool, the Custom Tool and Approval nodes and the credential, all built', () => {
+	assert.deepEqual(Object.keys(nodeFiles).sort(), [...Object.keys(expected), ...otherNodes].sort());
 	for (const file of [...pkg.n8n.nodes, ...pkg.n8n.credentials]) {
 		assert.ok(existsSync(join(root, file)), `${file} is built`);
 	}

@@ -4,8 +4,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 
+import { approvalCredentials, approvalExample } from '../../scripts/approval-example.mjs';
 import { examples, mcpNodeName } from '../../scripts/examples.mjs';
 import { builtInNodes, loadNode, root } from '../helpers.mjs';
 
@@ -75,4 +76,66 @@ test('every example uses Chat Completions', () => {
 		const model = wf.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi');
 		assert.equal(model.parameters.responsesApiEnabled, false, `${example.file}: Chat Completions, not the Responses API`);
 	}
+});
+
+describe('the approvals example (a chat agent and a review form)', () => {
+	const wf = JSON.parse(readFileSync(join(root, 'examples', 'n8n', approvalExample.file), 'utf8'));
+	const byName = Object.fromEntries(wf.nodes.map((n) => [n.name, n]));
+	const approvalType = `n8n-nodes-pgtools.${loadNode('PgtoolsApproval').description.name}`;
+
+	test('every connection joins nodes of the workflow', () => {
+		for (const [from, outputs] of Object.entries(wf.connections)) {
+			assert.ok(byName[from], from);
+			for (const targets of Object.values(outputs)) for (const t of targets.flat()) assert.ok(byName[t.node], `${from} → ${t.node}`);
+		}
+	});
+
+	test('the agent has Delete Data on the agent\'s credential, and no way to decide a request', () => {
+		const tools = Object.entries(wf.connections).filter(([, o]) => o.ai_tool).map(([name]) => byName[name]);
+		assert.ok(tools.some((n) => n.type === 'n8n-nodes-pgtools.deleteDataTool'));
+		for (const n of tools) {
+			assert.match(n.type, /^n8n-nodes-pgtools\.\w+Tool$/, n.name);
+			assert.deepEqual(n.credentials, { pgToolsApi: approvalCredentials.agent }, n.name);
+		}
+		const deciders = wf.nodes.filter((n) => n.type === approvalType);
+		assert.deepEqual(deciders.map((n) => n.parameters.operation).sort(), ['approve', 'deny', 'listPending']);
+		for (const n of deciders) {
+			assert.deepEqual(n.credentials, { pgToolsApi: approvalCredentials.approver }, `${n.name}: the approver's credential`);
+			assert.equal(wf.connections[n.name]?.ai_tool, undefined, `${n.name} is no tool`);
+		}
+		assert.notEqual(approvalCredentials.approver.id, approvalCredentials.agent.id);
+		assert.match(byName['AI Agent'].parameters.options.systemMessage, /approval_required[^.]*nothing has changed/);
+		assert.ok(wf.connections['Simple Memory'].ai_memory, 'the agent remembers the arguments for the re-call');
+	});
+
+	test('only a signed-in n8n user opens the review form, and it decides the request it showed', () => {
+		assert.equal(byName['Review requests'].parameters.authentication, 'n8nUserAuth');
+		for (const name of ['Approve', 'Deny']) assert.equal(byName[name].parameters.approvalId, "={{ $('Oldest request').first().json.id }}");
+		assert.deepEqual(wf.connections['Approve?'].main.map((t) => t[0].node), ['Approve', 'Deny']);
+	});
+
+	test('the review page shows the request with the model\'s arguments escaped', () => {
+		const field = byName.Decide.parameters.formFields.values.find((f) => f.fieldType === 'html');
+		const request = {
+			id: 'apr_01',
+			principal: 'agent',
+			tool: 'delete_data',
+			database: 'default',
+			arguments: { table: 'orders', where: "note = '<b>nothing</b>' or true", params: [], autocommit: true },
+			effect: { tables: [{ schema: 'public', name: 'orders', rows: 120 }], total: 120 },
+			rules: ['rows_over 100'],
+			createdAt: '2026-11-26T09:00:00Z',
+			expiresAt: '2026-11-26T09:15:00Z',
+		};
+		request.argumentsText = JSON.stringify(request.arguments, null, 2);
+		// n8n evaluates each {{ }} of an HTML field as an expression; $json is the request.
+		const html = field.html.replace(/\{\{([\s\S]+?)\}\}/g, (_, expr) => String(new Function('$json', `return (${expr});`)(request)));
+		assert.match(html, /agent asks to run delete_data on database default/);
+		assert.match(html, /<b>120<\/b> rows: public\.orders 120\./);
+		assert.match(html, /&lt;b&gt;nothing&lt;\/b&gt;/);
+		assert.ok(!html.includes('<b>nothing'), 'the model\'s text is no markup');
+		assert.ok(!field.html.startsWith('='), 'an HTML field takes no expression marker');
+		// n8n's expression sandbox refuses any read of a field named arguments.
+		for (const node of wf.nodes) assert.ok(!/\.arguments\b|\[['"]arguments['"]\]/.test(JSON.stringify(node.parameters)), `${node.name} reads no field named arguments`);
+	});
 });

@@ -132,7 +132,7 @@ test('pg_tx commit carries the session in the body and the header', async () => 
 
 test('pg_transaction sends operations as JSON and has no action parameter', async () => {
 	const node = loadNode('AtomicTransaction');
-	assert.deepEqual(toolParameters(node.description).map((p) => p.name), ['database', 'operations']);
+	assert.deepEqual(toolParameters(node.description).map((p) => p.name), ['database', 'operations', 'approvalId']);
 	const { calls } = await run('AtomicTransaction', {
 		args: [{ operations: [{ sql: 'update t set x = $1', params: [1] }, { sql: 'select 1' }] }],
 	});
