@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -468,42 +469,117 @@ func callerView(ap *Approval, measured *Effect) json.RawMessage {
 	return b
 }
 
-// tableWritesSQL reads the rows each table got inserted, updated or deleted in the open
-// transaction (a partition's rows count for its root), and whether the role holds a privilege on
-// it, after SHOW track_counts: without track_counts the counters stay zero, and the effect
-// cannot be measured.
-const tableWritesSQL = `SHOW track_counts; SELECT n.nspname::text, r.relname::text,
-  sum(pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid) + pg_catalog.pg_stat_get_xact_tuples_updated(c.oid) + pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid))::int8,
+// tableWritesSQL reads the rows each table got inserted, updated or deleted as the backend counts
+// them (a partition's rows count for its root), and whether the role holds a privilege on it.
+// The counters are read for every table first and the rest only for those with rows, so it
+// costs little more than one scan of pg_class. Its first row is a marker carrying track_counts:
+// without it the counters stay zero and the effect cannot be measured. One statement, so it
+// joins a pipeline or a simple-protocol string as one result.
+const tableWritesSQL = `SELECT '', '', 0::int8, pg_catalog.current_setting('track_counts')::bool
+ UNION ALL (SELECT n.nspname::text, r.relname::text, sum(w.n)::int8,
   pg_catalog.has_table_privilege(r.oid, 'SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
- FROM pg_catalog.pg_class c
- JOIN pg_catalog.pg_class r ON r.oid = coalesce(pg_catalog.pg_partition_root(c.oid), c.oid)
+ FROM (SELECT c.oid, pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid) + pg_catalog.pg_stat_get_xact_tuples_updated(c.oid)
+    + pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid) AS n
+   FROM pg_catalog.pg_class c WHERE c.relkind IN ('r', 'm') AND c.relnamespace <> 'pg_catalog'::pg_catalog.regnamespace
+    AND c.relnamespace IS DISTINCT FROM pg_catalog.to_regnamespace('information_schema')) w
+ JOIN pg_catalog.pg_class r ON r.oid = coalesce(pg_catalog.pg_partition_root(w.oid), w.oid)
  JOIN pg_catalog.pg_namespace n ON n.oid = r.relnamespace
- WHERE c.relkind IN ('r', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_toast%'
- GROUP BY 1, 2, r.oid
- HAVING sum(pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid) + pg_catalog.pg_stat_get_xact_tuples_updated(c.oid) + pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid)) > 0
- ORDER BY 1, 2`
+ WHERE w.n > 0
+ GROUP BY 1, 2, r.oid ORDER BY 1, 2)`
 
-// readTableWrites reads tableWritesSQL on pc, inside the open transaction.
-func readTableWrites(ctx context.Context, pc *pgconn.PgConn) ([]TableRows, error) {
-	res, err := pc.Exec(ctx, tableWritesSQL).ReadAll()
+// tableWritesStmtName names tableWritesSQL prepared on a connection (once: it is planned like
+// a small statement, and reading it on every write under rules should not pay for that).
+const tableWritesStmtName = "pgtools_table_writes"
+
+// tableWritesText is what reads tableWritesSQL in a simple-protocol string on pc: an EXECUTE of
+// the statement prepared once per connection where named statements are allowed
+// (Policy.PreparesStatements; the reset never deallocates it and agents cannot), else the SQL.
+// Called outside a transaction or before its first statement fails it.
+func tableWritesText(ctx context.Context, pc *pgconn.PgConn, named bool) string {
+	if !named {
+		return tableWritesSQL
+	}
+	data := pc.CustomData()
+	if data[tableWritesStmtName] != true {
+		if _, err := pc.Prepare(ctx, tableWritesStmtName, tableWritesSQL, nil); err != nil {
+			return tableWritesSQL
+		}
+		data[tableWritesStmtName] = true
+	}
+	return "EXECUTE " + tableWritesStmtName
+}
+
+// execReadings runs pgtools' own fixed SQL followed, in the same round trip, by the table
+// writes reading tw (when not "") and the effects reading (when withEffects), and returns them.
+func execReadings(ctx context.Context, pc *pgconn.PgConn, sql, tw string, withEffects bool) (before effects, tables []TableRows, err error) {
+	if tw != "" {
+		sql += "; " + tw
+	}
+	if withEffects {
+		sql += "; " + effectsSQL
+	}
+	results, err := pc.Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return effects{}, nil, err
+	}
+	i := len(results)
+	if withEffects {
+		if i--; i < 0 {
+			return effects{}, nil, fmt.Errorf("reading the transaction's effects: no result")
+		}
+		if before, err = effectsOf(results[i].Rows); err != nil {
+			return effects{}, nil, err
+		}
+	}
+	if tw != "" {
+		if i--; i < 0 {
+			return effects{}, nil, fmt.Errorf("the table writes reading answered no result")
+		}
+		if tables, err = tableWritesOf(results[i].Rows); err != nil {
+			return effects{}, nil, err
+		}
+	}
+	return before, tables, nil
+}
+
+// readTableWrites reads the table writes on pc, inside the open transaction, with tw
+// (tableWritesText).
+func readTableWrites(ctx context.Context, pc *pgconn.PgConn, tw string) ([]TableRows, error) {
+	res, err := pc.Exec(ctx, tw).ReadAll()
 	if err != nil {
 		return nil, err
 	}
-	if len(res) != 2 || len(res[0].Rows) != 1 {
+	if len(res) != 1 {
 		return nil, fmt.Errorf("the table writes reading answered %d results", len(res))
 	}
-	if string(res[0].Rows[0][0]) != "on" {
-		return nil, &Error{Type: ErrNotAllowed,
-			Message:    "Approval rules apply to this call, but track_counts is off on the server, so its effect cannot be measured; nothing was changed",
-			Suggestion: "Ask the operator to turn track_counts on (the default): approval rules count rows with it."}
-	}
-	out := make([]TableRows, 0, len(res[1].Rows))
-	for _, row := range res[1].Rows {
-		var n int64
-		if _, err := fmt.Sscan(string(row[2]), &n); err != nil {
+	return tableWritesOf(res[0].Rows)
+}
+
+// tableWritesOf decodes the rows of tableWritesSQL.
+func tableWritesOf(rows [][][]byte) ([]TableRows, error) {
+	marked, counting := false, false
+	out := make([]TableRows, 0, len(rows))
+	for _, row := range rows {
+		if len(row) != 4 {
+			return nil, fmt.Errorf("the table writes reading has %d columns", len(row))
+		}
+		if len(row[0]) == 0 && len(row[1]) == 0 { // the marker: no table has an empty name
+			marked, counting = true, string(row[3]) == "t"
+			continue
+		}
+		n, err := strconv.ParseInt(string(row[2]), 10, 64)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, TableRows{Schema: string(row[0]), Name: string(row[1]), Rows: n, hidden: string(row[3]) != "t"})
+	}
+	if !marked {
+		return nil, fmt.Errorf("the table writes reading has no marker row")
+	}
+	if !counting {
+		return nil, &Error{Type: ErrNotAllowed,
+			Message:    "Approval rules apply to this call, but track_counts is off on the server, so its effect cannot be measured; nothing was changed",
+			Suggestion: "Ask the operator to turn track_counts on (the default): approval rules count rows with it."}
 	}
 	return out, nil
 }

@@ -71,9 +71,14 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	// still see which backends run a batch (pg_stat_activity) while the pooled connection keeps
 	// its own name.
 	begin := "BEGIN; SET LOCAL application_name = '" + txAppName + "'" + bound.serverSQL(pc) + "; " +
-		who.prefix(false) + timeoutsSQL(pol) + "; " + effectsSQL
+		who.prefix(false) + timeoutsSQL(pol)
+	var tw string // how to read the table writes, when approval rules apply: prepared before BEGIN
+	if req.approval != nil {
+		tw = tableWritesText(ctx, pc, req.db.Policy.PreparesStatements())
+	}
 	began := time.Now()
-	before, err := execReading(ctx, pc, begin)
+	// tablesBefore: the backend's counters as the batch began (approval rules only)
+	before, tablesBefore, err := execReadings(ctx, pc, begin, tw, true)
 	if err != nil {
 		_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
 		var te *Error
@@ -81,17 +86,6 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			return nil, te // track_counts is off
 		}
 		return nil, ClassifyError(ctx, err, req.db)
-	}
-	var tablesBefore []TableRows // the backend's counters as the batch began, when approval rules apply
-	if req.approval != nil {
-		if tablesBefore, err = readTableWrites(ctx, pc); err != nil {
-			_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
-			var te *Error
-			if errors.As(err, &te) {
-				return nil, te
-			}
-			return nil, ClassifyError(ctx, err, req.db)
-		}
 	}
 	phase(ctx, "begin", began)
 	results := make([]opResult, 0, len(stmts))
@@ -132,7 +126,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	}
 	if req.approval != nil {
 		// The whole batch's effect decides, measured before its COMMIT.
-		if err := settleApproval(ctx, pc, req.approval, tablesBefore, outs...); err != nil {
+		if err := settleApproval(ctx, pc, req.approval, tw, tablesBefore, outs...); err != nil {
 			rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
 			reusable = rbErr == nil && ctx.Err() == nil
 			var te *Error

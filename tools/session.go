@@ -113,24 +113,27 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *
 	st.who = sessionIdentity(s) // checked after the statement (execStmt), as asserted before it
 	pre := wire.SQLSavepoint + "; " + st.who.prefix(true) + timeoutsSQL(pol)
 	var before effects
-	if st.free {
-		before, err = execReading(ctx, pc, pre+"; "+effectsSQL)
+	var tw string                // how to read the table writes, when approval rules apply
+	var tablesBefore []TableRows // what the session wrote before
+	if st.approval != nil {
+		// Prepared (once per connection) after the savepoint, inside the session's transaction:
+		// a failed PREPARE would abort it, so only the plain text is used there.
+		tw = tableWritesSQL
+	}
+	if st.free || tw != "" {
+		before, tablesBefore, err = execReadings(ctx, pc, pre, tw, st.free)
 	} else {
 		err = simpleExec(ctx, pc, pre)
 	}
 	if err != nil {
-		return nil, err
-	}
-	var tablesBefore []TableRows // what the session wrote before, when approval rules apply
-	if st.approval != nil {
-		if tablesBefore, err = readTableWrites(ctx, pc); err != nil {
+		if tw != "" {
 			_ = simpleExec(context.WithoutCancel(ctx), pc, "ROLLBACK TO SAVEPOINT pgtools_stmt; RELEASE SAVEPOINT pgtools_stmt; "+wire.SQLUnlockAll)
-			return nil, err
 		}
+		return nil, err
 	}
 	out, keep, err := execChecked(ctx, pc, st, before)
 	if err == nil && keep && st.approval != nil {
-		err = settleApproval(ctx, pc, st.approval, tablesBefore, out)
+		err = settleApproval(ctx, pc, st.approval, tw, tablesBefore, out)
 		keep = err == nil
 	}
 	end := "RELEASE SAVEPOINT pgtools_stmt; " + wire.SQLUnlockAll

@@ -74,14 +74,15 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	if s := st.who.sql(false); s != "" {
 		begin += "; " + s
 	}
-	if st.free {
-		before, err = execReading(ctx, pc, begin+"; "+effectsSQL)
+	var tw string                // how to read the table writes, when approval rules apply
+	var tablesBefore []TableRows // the backend's counters as the transaction began
+	if st.approval != nil {
+		tw = tableWritesText(ctx, pc, db.Policy.PreparesStatements())
+	}
+	if st.free || tw != "" {
+		before, tablesBefore, err = execReadings(ctx, pc, begin, tw, st.free)
 	} else {
 		err = simpleExec(ctx, pc, begin)
-	}
-	var tablesBefore []TableRows // the backend's counters as the transaction began, when approval rules apply
-	if err == nil && st.approval != nil {
-		tablesBefore, err = readTableWrites(ctx, pc)
 	}
 	if err != nil {
 		if st.approval != nil && pc.TxStatus() != 'I' {
@@ -91,7 +92,7 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	}
 	out, keep, err := execChecked(ctx, pc, st, before)
 	if err == nil && keep && st.approval != nil {
-		err = settleApproval(ctx, pc, st.approval, tablesBefore, out)
+		err = settleApproval(ctx, pc, st.approval, tw, tablesBefore, out)
 		keep = err == nil
 	}
 	if err != nil || !keep {
@@ -120,8 +121,8 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 // are the backend's, not the transaction's: they still hold earlier transactions' rows until
 // the backend reports them (a pooled connection's last call, a rolled-back measuring run), so
 // only a difference within the transaction is its effect.
-func settleApproval(ctx context.Context, pc *pgconn.PgConn, g *approvalGate, before []TableRows, outs ...*writeOutcome) error {
-	tables, err := readTableWrites(ctx, pc)
+func settleApproval(ctx context.Context, pc *pgconn.PgConn, g *approvalGate, tw string, before []TableRows, outs ...*writeOutcome) error {
+	tables, err := readTableWrites(ctx, pc, tw)
 	if err != nil {
 		return err
 	}
