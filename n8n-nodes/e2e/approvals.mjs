@@ -16,7 +16,7 @@ import { after, describe, test } from 'node:test';
 import { approvalCredentials, approvalExample } from '../scripts/approval-example.mjs';
 import { workflow } from '../scripts/examples.mjs';
 import { root } from '../test/helpers.mjs';
-import { approvalsUnavailable, approvalTokens, startApprovalRunner } from '../test/runner.mjs';
+import { approvalTokens, startApprovalRunner } from '../test/runner.mjs';
 
 const agentCredential = { id: 'pgtoolsApiApprAg', name: 'pgtools API (approvals: agent)' };
 const approverCredential = { id: 'pgtoolsApiApprOk', name: 'pgtools API (approvals: approver)' };
@@ -56,7 +56,6 @@ const selfReview = { id: 'pgtoolsE2eApprSf', name: 'pgtools e2e: the agent appro
  * credentials and workflows to import, or undefined when the runner has no approvals API.
  */
 export async function startApprovals(bin, demo) {
-	if (approvalsUnavailable()) return undefined;
 	const runner = await startApprovalRunner(bin, demo);
 	const agent = workflow(agentExample);
 	for (const n of agent.nodes) if (n.credentials?.pgToolsApi) n.credentials.pgToolsApi = agentCredential;
@@ -115,8 +114,7 @@ async function formPage(url, fields) {
  * runData runs a workflow with n8n execute and returns its run data by node name.
  */
 export function approvalSpec({ state, execute, runData, n8nRun, n8nStart, turn, lastResult, toolCall }) {
-	const skip = approvalsUnavailable();
-	describe('approvals (Delete Data waits, the Pgtools Approval node decides)', { skip }, () => {
+	describe('approvals (Delete Data waits, the Pgtools Approval node decides)', () => {
 		after(async () => await state().approvals?.runner.stop());
 		const rows = () => Number(state().approvals.runner.sql('SELECT count(*) FROM approval_items WHERE batch = 7'));
 		const del = { table: 'approval_items', where: 'batch = $1', params: '[7]', autocommit: true };

@@ -51,7 +51,7 @@ const customCredential = { id: 'pgtoolsApiCustEx', name: 'pgtools API (custom to
 let bin;
 let runner;
 let customRunner; // pgtools serve with examples/config/custom-tools.json, for the Custom Tool example
-let approvals; // pgtools serve with require_approval, its credentials and workflows (approvals.mjs), if the runner has the approvals API
+let approvals; // pgtools serve with require_approval, its credentials and workflows (approvals.mjs)
 let proxy;
 let llm;
 let work;

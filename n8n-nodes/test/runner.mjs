@@ -2,7 +2,7 @@
 // PostgreSQL with the demo shop data, a least-privilege role, and the runner on a free loopback
 // port), built from this checkout.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -240,18 +240,6 @@ export async function startCustomToolsRunner(bin, demo) {
 		custom_tools: customTools,
 	});
 	return { ...runner, token: customToolsToken, sql: (text) => psql(demo, 'pgtools_demo', text) };
-}
-
-/**
- * approvalsUnavailable says why the approval tests cannot run, or is false: they need a runner
- * with the approvals API (GET/POST /v1/approvals, approvals.ttl_seconds, the approve scope), which
- * this checkout's runner must serve, unless PGTOOLS_BIN names a runner built elsewhere.
- */
-export function approvalsUnavailable() {
-	if (process.env.PGTOOLS_BIN) return false;
-	const dir = join(root, 'runner', 'httpapi');
-	const served = readdirSync(dir).some((f) => f.endsWith('.go') && readFileSync(join(dir, f), 'utf8').includes('/v1/approvals'));
-	return served ? false : "this checkout's runner has no approvals API yet (GET/POST /v1/approvals)";
 }
 
 /** approvalTokens are the approvals runner's tokens: the agent's (which holds approve too, and still cannot decide its own requests), a person's approver token, and a read token. */
