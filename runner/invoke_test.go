@@ -118,7 +118,11 @@ func mcpStillServes(t *testing.T, cs *mcp.ClientSession) {
 
 func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 	t.Parallel()
-	describe := &mcp.CallToolParams{Name: "describe_schema", Arguments: map[string]any{}}
+	// A new params value for every call: the SDK's client writes its _meta into the one it is
+	// given, so the parallel subtests must not share one.
+	describe := func() *mcp.CallToolParams {
+		return &mcp.CallToolParams{Name: "describe_schema", Arguments: map[string]any{}}
+	}
 
 	t.Run("streamable HTTP", func(t *testing.T) {
 		t.Parallel()
@@ -130,7 +134,7 @@ func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 {
-			res, err := cs.CallTool(t.Context(), describe)
+			res, err := cs.CallTool(t.Context(), describe())
 			mcpInternalError(t, res, err)
 			mcpStillServes(t, cs)
 		}
@@ -152,7 +156,7 @@ func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = cs.Close() })
 		for range 2 {
-			res, err := cs.CallTool(t.Context(), describe)
+			res, err := cs.CallTool(t.Context(), describe())
 			mcpInternalError(t, res, err)
 			mcpStillServes(t, cs)
 		}
