@@ -257,9 +257,11 @@ func (sp *spares) fill(database string, s *spareSet) {
 			s.backoff = min(max(2*s.backoff, time.Second), spareRetryMax)
 			s.retryAt = time.Now().Add(s.backoff)
 			s.filling = false
+			// Read under mu: once filling is cleared, the next fill may change it.
+			backoff := s.backoff
 			sp.mu.Unlock()
 			// pgconn names host, user and database in its connect errors, never the password.
-			sp.log.Warn().Err(failed).Str("database", database).Dur("retry_in", s.backoff).Msg("cannot open a spare session connection")
+			sp.log.Warn().Err(failed).Str("database", database).Dur("retry_in", backoff).Msg("cannot open a spare session connection")
 			return
 		}
 		s.backoff, s.retryAt = 0, time.Time{}
