@@ -246,8 +246,9 @@ func approvalNotFound(id string) *Error {
 		Suggestion: "Call again without approval_id: the call is measured again and a new request made."}
 }
 
-// request records a pending request for a call g stopped.
-func (a *Approvals) request(g *approvalGate, eff Effect, rules []string) (*Approval, *Error) {
+// request records a pending request for a call g stopped, and returns it as it was made (a copy:
+// an approver may decide it as soon as mu is released).
+func (a *Approvals) request(g *approvalGate, eff Effect, rules []string) (Approval, *Error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sweep()
@@ -259,7 +260,7 @@ func (a *Approvals) request(g *approvalGate, eff Effect, rules []string) (*Appro
 		}
 	}
 	if n >= a.o.MaxPending {
-		return nil, &Error{Type: ErrRateLimited,
+		return Approval{}, &Error{Type: ErrRateLimited,
 			Message:    fmt.Sprintf("%d approval requests of this credential are already waiting; no new one was made and nothing changed", n),
 			Suggestion: "Wait for an approver to decide the pending requests (or for them to expire), then call again."}
 	}
@@ -270,7 +271,7 @@ func (a *Approvals) request(g *approvalGate, eff Effect, rules []string) (*Appro
 		Digest: g.digest, Arguments: g.args, Effect: eff, Rules: rules, Created: now, Expires: now.Add(a.o.TTL), credential: cred}
 	a.byID[ap.ID] = ap
 	a.event("requested", ap, nil)
-	return ap, nil
+	return *ap, nil
 }
 
 // claim takes approval id for one call of g: it must be approved, unexpired, not in use, and
@@ -401,7 +402,7 @@ func (g *approvalGate) settle(eff Effect) *Error {
 		if e != nil {
 			return e
 		}
-		return approvalRequired(ap, "was made; the call ran in a transaction that was rolled back, and nothing changed")
+		return approvalRequired(&ap, "was made; the call ran in a transaction that was rolled back, and nothing changed")
 	}
 	if !g.claimed.Effect.same(eff) {
 		g.done = true
@@ -433,6 +434,22 @@ func (g *approvalGate) release() {
 	}
 	g.done = true
 	g.store.finish(g.claimed, ApprovalApproved, nil)
+}
+
+// ApprovalOf reads the approval request a failed call's error carries (approval_required,
+// approval_mismatch): its id and digest; ok false when it carries none.
+func ApprovalOf(e *Error) (id, digest string, ok bool) {
+	if e == nil || len(e.Approval) == 0 {
+		return "", "", false
+	}
+	var ap struct {
+		ID     string `json:"id"`
+		Digest string `json:"digest"`
+	}
+	if json.Unmarshal(e.Approval, &ap) != nil || ap.ID == "" {
+		return "", "", false
+	}
+	return ap.ID, ap.Digest, true
 }
 
 // approvalRequired is the answer of a call that waits for approval of ap.

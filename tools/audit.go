@@ -2,7 +2,6 @@ package tools
 
 import (
 	"cmp"
-	"encoding/json"
 	"time"
 )
 
@@ -52,14 +51,8 @@ func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Out
 		ev.SessionID = strArg(args, "session_id")
 	}
 	ev.ApprovalID = strArg(args, "approval_id")
-	if err != nil && len(err.Approval) > 0 {
-		var ap struct {
-			ID     string `json:"id"`
-			Digest string `json:"digest"`
-		}
-		if json.Unmarshal(err.Approval, &ap) == nil {
-			ev.ApprovalID, ev.Digest = ap.ID, ap.Digest
-		}
+	if id, digest, ok := ApprovalOf(err); ok {
+		ev.ApprovalID, ev.Digest = id, digest
 	}
 	switch {
 	case err != nil:

@@ -147,17 +147,22 @@ const approvalStatePrefix = "pgtools-approve-v1:"
 // askApproval turns an approval_required answer into a question for the client's user, where
 // the request's database lets clients approve; nil otherwise (the answer stands).
 func askApproval(inv *invoke.Invoker, call invoke.Call, ans invoke.Answer) *mcp.CallToolResult {
-	if ans.Err == nil || ans.Err.Type != tools.ErrApprovalRequired {
-		return nil
-	}
-	var ap struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(ans.Err.Approval, &ap) != nil || ap.ID == "" || !inv.ClientMayApprove(call.Principal, ap.ID) {
+	id, ok := clientApprovable(inv, call, ans)
+	if !ok {
 		return nil
 	}
 	msg := ans.Err.Message + " Approve this change? (Accept runs it once, as measured; decline denies it.)"
-	return askConfirm(msg, approvalStatePrefix+ap.ID+":"+confirmState(call))
+	return askConfirm(msg, approvalStatePrefix+id+":"+confirmState(call))
+}
+
+// clientApprovable is the id of the request an approval_required answer of call carries, when
+// the user of call's client may decide it (policy.approval_by_client).
+func clientApprovable(inv *invoke.Invoker, call invoke.Call, ans invoke.Answer) (string, bool) {
+	if ans.Err == nil || ans.Err.Type != tools.ErrApprovalRequired {
+		return "", false
+	}
+	id, _, ok := tools.ApprovalOf(ans.Err)
+	return id, ok && inv.ClientMayApprove(call.Principal, id)
 }
 
 // approvalAsked reads the approval request id from state, when state asked about approving
@@ -202,14 +207,8 @@ func decidedByClient(ctx context.Context, inv *invoke.Invoker, call invoke.Call,
 // user was just shown what the call changes, and is not asked twice.
 func confirmedRun(ctx context.Context, inv *invoke.Invoker, call invoke.Call) invoke.Answer {
 	ans := inv.Invoke(ctx, call)
-	if ans.Err == nil || ans.Err.Type != tools.ErrApprovalRequired {
-		return ans
+	if id, ok := clientApprovable(inv, call, ans); ok {
+		return decidedByClient(ctx, inv, call, id, true)
 	}
-	var ap struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(ans.Err.Approval, &ap) != nil || !inv.ClientMayApprove(call.Principal, ap.ID) {
-		return ans
-	}
-	return decidedByClient(ctx, inv, call, ap.ID, true)
+	return ans
 }
