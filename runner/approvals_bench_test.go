@@ -1,18 +1,13 @@
 package runner
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/pgtools/pgtools/runner/apitest"
-	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -29,21 +24,7 @@ func BenchmarkApprovalsHTTP(b *testing.B) {
 		doc := `{"tokens": [{"name": "agent", "token": "` + aprCallerToken + `", "scopes": ["read", "write"]},
 		  {"name": "boss", "token": "` + aprApproverToken + `", "scopes": ["approve"]}],
 		  "databases": {"default": {"url": "` + dsn + `", "max_conns": 2, "policy": {"require_approval": ` + rules + `}}}}`
-		cfg, err := config.LoadConfigFile(apitest.WriteFile(b, b.TempDir(), "pgtools.json", doc))
-		if err == nil {
-			err = cfg.Validate()
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		rt, err := Build(context.Background(), cfg, zerolog.Nop(), BuildOptions{NoSessions: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(rt.Close)
-		srv := httptest.NewServer(rt.Handler())
-		b.Cleanup(srv.Close)
-		return srv.URL
+		return newServerFixture(b, configDoc(b, doc)).http.URL
 	}
 	post := func(b *testing.B, url, token, path, body string) {
 		resp, err := http.DefaultClient.Do(apitest.Request(http.MethodPost, url+path, token, body))

@@ -2,16 +2,11 @@ package runner
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
-	"github.com/pgtools/pgtools/runner/apitest"
-	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/demodata"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -31,20 +26,7 @@ func TestApprovalsExampleScript(t *testing.T) {
 	doc := `{"tokens": [{"name": "agent", "token": "` + caller + `", "scopes": ["read", "write"]},
 	    {"name": "ops-lead", "token": "` + approver + `", "scopes": ["approve"]}],
 	  "databases": {"default": {"url": "` + dsn + `", "policy": {"require_approval": [{"when": "rows_over", "rows": 100}]}}}}`
-	cfg, err := config.LoadConfigFile(apitest.WriteFile(t, t.TempDir(), "pgtools.json", doc))
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := Build(context.Background(), cfg, zerolog.Nop(), BuildOptions{NoSessions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rt.Close)
-	srv := httptest.NewServer(rt.Handler())
-	t.Cleanup(srv.Close)
+	srv := newServerFixture(t, configDoc(t, doc)).http
 	for run := 1; run <= 2; run++ {
 		script := exec.Command("bash", "../examples/curl/approvals.sh")
 		script.Env = append(os.Environ(), "PGTOOLS_URL="+srv.URL, "PGTOOLS_TOKEN="+caller, "PGTOOLS_APPROVER_TOKEN="+approver)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -20,14 +19,10 @@ func TestTokenMaxResponseBytesCutsReads(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text); INSERT INTO notes SELECT i, repeat('x', 200) FROM generate_series(1, 100) i`)
 	const small, big = "small-cap-token-0123456789", "no-cap-token-0123456789ab"
-	cfg, err := config.LoadConfigFile(apitest.WriteFile(t, t.TempDir(), "pgtools.json", fmt.Sprintf(`{"tokens": [
+	f := newServerFixture(t, configDoc(t, fmt.Sprintf(`{"tokens": [
 	    {"name": "small", "token": %q, "scopes": ["read"], "max_response_bytes": 4096},
 	    {"name": "big", "token": %q, "scopes": ["read"]}],
 	  "databases": {"default": {"url": %q}}}`, small, big, db.RoleDSN(t, "cap"))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newServerFixture(t, cfg)
 	status, body, _ := f.call(t, small, "select_query", `{"table":"notes","order_by":"id"}`)
 	n, _ := body["rowCount"].(float64)
 	if status != 200 || body["truncated"] != true || n < 1 || n >= 100 || !strings.Contains(fmt.Sprint(body["hint"]), "byte") {

@@ -36,7 +36,7 @@ type serverFixture struct {
 	log      *syncBuffer
 }
 
-func newServerFixture(t *testing.T, cfg *config.Config) *serverFixture {
+func newServerFixture(t testing.TB, cfg *config.Config) *serverFixture {
 	t.Helper()
 	s, sessions, logs, closeAll := buildServer(t, cfg)
 	hs := httptest.NewServer(s.Handler())
@@ -47,9 +47,20 @@ func newServerFixture(t *testing.T, cfg *config.Config) *serverFixture {
 	return &serverFixture{srv: s, http: hs, sessions: sessions, log: logs}
 }
 
+// configDoc is the configuration a pgtools.json holding doc loads, as pgtools serve reads it
+// (buildServer validates it).
+func configDoc(t testing.TB, doc string) *config.Config {
+	t.Helper()
+	cfg, err := config.LoadConfigFile(apitest.WriteFile(t, t.TempDir(), "pgtools.json", doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // buildServer builds cfg's Server as pgtools serve does: validated config, pools, registry and
 // session manager, logging into a buffer. closeAll rolls back the sessions and closes the pools.
-func buildServer(t *testing.T, cfg *config.Config) (s *Server, sessions *session.Manager, logs *syncBuffer, closeAll func()) {
+func buildServer(t testing.TB, cfg *config.Config) (s *Server, sessions *session.Manager, logs *syncBuffer, closeAll func()) {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
