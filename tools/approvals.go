@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // ApprovalStatus is where an approval request stands.
@@ -357,13 +357,10 @@ func newApprovalGate(store *Approvals, p Principal, db *Database, tool string, m
 		}
 	}
 	// Map keys sorted, no HTML escapes: one text per set of arguments, as the approver reads it.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(args); err != nil {
+	raw, err := wire.Marshal(args)
+	if err != nil {
 		return nil, errorf(ErrInvalidArguments, "Send plain JSON arguments.", "The arguments cannot be encoded: %v", err)
 	}
-	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	h := sha256.New()
 	for _, part := range [][]byte{[]byte(tool), []byte(db.Name), raw} {
 		h.Write(part)
@@ -482,7 +479,7 @@ func callerView(ap *Approval, measured *Effect) json.RawMessage {
 		m := measured.forCaller()
 		v.Measured = &m
 	}
-	b, _ := json.Marshal(v)
+	b, _ := wire.Marshal(v) // as the rest of the error: <, > and & stay readable for a model
 	return b
 }
 
