@@ -116,8 +116,8 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *
 	var tw string                // how to read the table writes, when approval rules apply
 	var tablesBefore []TableRows // what the session wrote before
 	if st.approval != nil {
-		// Prepared (once per connection) after the savepoint, inside the session's transaction:
-		// a failed PREPARE would abort it, so only the plain text is used there.
+		// The plain text, never prepared here: inside the session's open transaction a failed
+		// PREPARE would abort it.
 		tw = tableWritesSQL
 	}
 	if st.free || tw != "" {

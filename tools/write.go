@@ -85,7 +85,7 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 		err = simpleExec(ctx, pc, begin)
 	}
 	if err != nil {
-		if st.approval != nil && pc.TxStatus() != 'I' {
+		if tw != "" && pc.TxStatus() != 'I' {
 			_ = wire.RollbackClean(context.WithoutCancel(ctx), pc)
 		}
 		return nil, err
