@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -228,8 +229,14 @@ func (sp *spares) fill(database string, s *spareSet) {
 			sp.mu.Unlock()
 			return
 		}
-		extra := s.warm
 		sp.mu.Unlock()
+		// Each spare warms for the warm-up the set has when it is ready, not when the fill
+		// began: a begin that records a new table may come while the connections open.
+		latest := func() []string {
+			sp.mu.Lock()
+			defer sp.mu.Unlock()
+			return s.warm
+		}
 		conns := make([]*pgx.Conn, need)
 		errs := make([]error, need)
 		var wg sync.WaitGroup
@@ -237,7 +244,7 @@ func (sp *spares) fill(database string, s *spareSet) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				conns[i], errs[i] = openSpare(s.cfg, extra)
+				conns[i], errs[i] = openSpare(s.cfg, latest)
 			}()
 		}
 		wg.Wait()
@@ -269,17 +276,27 @@ func (sp *spares) fill(database string, s *spareSet) {
 	}
 }
 
-// openSpare connects with cfg and warms the connection up.
-func openSpare(cfg *pgx.ConnConfig, extra []string) (*pgx.Conn, error) {
+// openSpare connects with cfg and warms the connection up for the set's warm-up, read with warm
+// once connected; if it changed while the warm-up ran, the spare warms for the new one too (a
+// few times at most: each part is only planned).
+func openSpare(cfg *pgx.ConnConfig, warm func() []string) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := warmUp(ctx, conn, extra); err != nil {
-		closeConn(conn)
-		return nil, err
+	extra := warm()
+	for range 3 {
+		if err := warmUp(ctx, conn, extra); err != nil {
+			closeConn(conn)
+			return nil, err
+		}
+		now := warm()
+		if slices.Equal(now, extra) {
+			break
+		}
+		extra = now
 	}
 	return conn, nil
 }
