@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // ApprovalStatus is where an approval request stands.
@@ -242,7 +243,7 @@ func (a *Approvals) decideLocked(ap *Approval, approver Principal, approve bool)
 
 func approvalNotFound(id string) *Error {
 	return &Error{Type: ErrInvalidArguments,
-		Message:    fmt.Sprintf("No approval request %s on this runner (it ended and was forgotten, or another runner holds it)", quoteForMessage(id)),
+		Message:    fmt.Sprintf("No approval request %s on this runner (it ended and was forgotten, or another runner holds it)", words.Quote(id)),
 		Suggestion: "Call again without approval_id: the call is measured again and a new request made."}
 }
 
@@ -652,7 +653,7 @@ func (r *Registry) ClientMayApprove(p Principal, id string) bool {
 func (r *Registry) DecideByClient(p Principal, id string, approve bool) (Approval, *Error) {
 	if !r.ClientMayApprove(p, id) {
 		return Approval{}, &Error{Type: ErrNotAllowed,
-			Message:    fmt.Sprintf("Approval request %s cannot be decided by this client: it is not pending, or its database does not let clients approve", quoteForMessage(id)),
+			Message:    fmt.Sprintf("Approval request %s cannot be decided by this client: it is not pending, or its database does not let clients approve", words.Quote(id)),
 			Suggestion: "An approver must decide it: another person's token with the approve scope, on the runner's /approvals page or POST /v1/approvals/{id}."}
 	}
 	return r.approvals.decide(id, Principal{Name: "client-user:" + p.Name}, approve)

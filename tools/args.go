@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/pgtools/pgtools/tools/words"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -21,9 +21,6 @@ import (
 // paths, and says in plain words what to send instead of quoting the schema's regular
 // expressions.
 const (
-	// maxEchoRunes is how many characters of an agent-supplied value or name a message repeats
-	// before "…" and the value's length.
-	maxEchoRunes = 48
 	// maxListedPaths bounds the failing argument paths one invalid_arguments message lists.
 	maxListedPaths = 10
 	// maxListedNames bounds the unknown property names one message lists.
@@ -32,41 +29,6 @@ const (
 	// future schema keyword's message repeats the value (format and const messages do).
 	maxKindRunes = 160
 )
-
-// clipRunes returns s cut to at most n characters, and whether it was cut. It never splits a
-// UTF-8 sequence.
-func clipRunes(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	count := 0
-	for i := range s {
-		if count == n {
-			return s[:i], true
-		}
-		count++
-	}
-	return s, false
-}
-
-// clipEcho cuts an agent-supplied s to what a message may repeat: its first maxEchoRunes
-// characters. n is the length of s in characters when it was cut.
-func clipEcho(s string) (prefix string, n int, cut bool) {
-	prefix, cut = clipRunes(s, maxEchoRunes)
-	if cut {
-		n = utf8.RuneCountInString(s)
-	}
-	return prefix, n, cut
-}
-
-// clipForMessage is s for a message: whole when short, else its prefix, "…" and its length.
-// Unlike quoteForMessage it adds no quotes, for path segments.
-func clipForMessage(s string) string {
-	if prefix, n, cut := clipEcho(s); cut {
-		return fmt.Sprintf("%s… (%d characters)", prefix, n)
-	}
-	return s
-}
 
 // Patterns of schemas/*.json, each with the advice a model reads instead of the expression.
 const (
@@ -112,7 +74,7 @@ func kindMessage(k jsonschema.ErrorKind, p *message.Printer) (msg string, typeOn
 		}
 		return word + quotedNames(k.Properties), false
 	}
-	short, cut := clipRunes(k.LocalizedString(p), maxKindRunes)
+	short, cut := words.Clip(k.LocalizedString(p), maxKindRunes)
 	if cut {
 		short += "…"
 	}
@@ -124,7 +86,7 @@ func kindMessage(k jsonschema.ErrorKind, p *message.Printer) (msg string, typeOn
 func quotedNames(names []string) string {
 	quoted := make([]string, 0, min(len(names), maxListedNames))
 	for _, n := range names[:min(len(names), maxListedNames)] {
-		quoted = append(quoted, quoteForMessage(n))
+		quoted = append(quoted, words.Quote(n))
 	}
 	list := strings.Join(quoted, ", ")
 	if more := len(names) - len(quoted); more > 0 {
@@ -141,7 +103,7 @@ func argPath(loc []string) string {
 	}
 	segs := make([]string, len(loc))
 	for i, s := range loc {
-		segs[i] = clipForMessage(s)
+		segs[i] = words.Unquoted(s)
 	}
 	return strings.Join(segs, "/")
 }
@@ -271,11 +233,11 @@ func nulError(v any, base string) *Error {
 						if where == "" {
 							where = "(arguments)"
 						}
-						paths = append(paths, "the property name "+quoteForMessage(k)+" in "+where)
+						paths = append(paths, "the property name "+words.Quote(k)+" in "+where)
 					}
 					continue
 				}
-				walk(x[k], joinPath(path, clipForMessage(k)))
+				walk(x[k], joinPath(path, words.Unquoted(k)))
 			}
 		}
 	}
@@ -304,9 +266,6 @@ func joinPath(base, seg string) string {
 
 // Bounds of the backstop every failed call passes through (clipEchoes).
 const (
-	// maxQuotedRunes is the longest quoted span a message keeps whole: longer than any
-	// PostgreSQL name (63 bytes), so real table and column names are never cut.
-	maxQuotedRunes = 64
 	// maxMessageRunes and maxSuggestionRunes cap an error's two texts. A suggestion may list 60
 	// column names of up to 63 bytes.
 	maxMessageRunes    = 2000
@@ -315,51 +274,8 @@ const (
 
 // clipEchoes is the last step of every failed call, after values were masked: whatever built the
 // error — PostgreSQL's `syntax error at or near "<a 1 MB token>"` included — a quoted span keeps
-// at most maxEchoRunes characters once it is longer than any real name, and each text is capped.
+// at most words.MaxEchoRunes characters once it is longer than any real name, and each text is capped.
 func clipEchoes(e *Error) {
-	e.Message = capRunes(clipQuoted(e.Message), maxMessageRunes)
-	e.Suggestion = capRunes(clipQuoted(e.Suggestion), maxSuggestionRunes)
-}
-
-// clipQuoted cuts every "…"-quoted span of s longer than maxQuotedRunes characters to its first
-// maxEchoRunes, then "…" and its length.
-func clipQuoted(s string) string {
-	if len(s) <= maxQuotedRunes {
-		return s
-	}
-	var b strings.Builder
-	for {
-		open := strings.IndexByte(s, '"')
-		if open < 0 {
-			break
-		}
-		end := strings.IndexByte(s[open+1:], '"')
-		if end < 0 {
-			break
-		}
-		end += open + 1
-		b.WriteString(s[:open+1])
-		inner := s[open+1 : end]
-		if _, long := clipRunes(inner, maxQuotedRunes); long {
-			prefix, n, _ := clipEcho(inner)
-			fmt.Fprintf(&b, "%s…\" (%d characters)", prefix, n)
-		} else {
-			b.WriteString(inner)
-			b.WriteByte('"')
-		}
-		s = s[end+1:]
-	}
-	if b.Len() == 0 {
-		return s
-	}
-	b.WriteString(s)
-	return b.String()
-}
-
-// capRunes cuts s to n characters, marking the cut with "…".
-func capRunes(s string, n int) string {
-	if short, cut := clipRunes(s, n); cut {
-		return short + "…"
-	}
-	return s
+	e.Message = words.Cap(words.ClipQuoted(e.Message), maxMessageRunes)
+	e.Suggestion = words.Cap(words.ClipQuoted(e.Suggestion), maxSuggestionRunes)
 }

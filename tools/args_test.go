@@ -6,18 +6,20 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // hugeValue is a 1 MiB argument value, as the tester of issue 12 sent.
 var hugeValue = strings.Repeat("x", 1<<20)
 
-// assertNoEcho fails when an error repeats more of a value than a message may (maxEchoRunes
+// assertNoEcho fails when an error repeats more of a value than a message may (words.MaxEchoRunes
 // characters) or is long at all.
 func assertNoEcho(t testing.TB, e *Error) {
 	t.Helper()
 	text := e.Message + " " + e.Suggestion
-	if strings.Contains(text, strings.Repeat("x", maxEchoRunes+1)) {
-		t.Fatalf("error repeats more than %d characters of the value: %.300s…", maxEchoRunes, text)
+	if strings.Contains(text, strings.Repeat("x", words.MaxEchoRunes+1)) {
+		t.Fatalf("error repeats more than %d characters of the value: %.300s…", words.MaxEchoRunes, text)
 	}
 	if len(text) > 1500 {
 		t.Fatalf("error is %d bytes: %.300s…", len(text), text)
@@ -56,8 +58,8 @@ func TestHugeArgumentsAreNotEchoed(t *testing.T) {
 		})
 	}
 	t.Run("unicode is cut between characters", func(t *testing.T) {
-		got := quoteForMessage(strings.Repeat("é", 100))
-		if want := `"` + strings.Repeat("é", maxEchoRunes) + `…" (100 characters)`; got != want {
+		got := words.Quote(strings.Repeat("é", 100))
+		if want := `"` + strings.Repeat("é", words.MaxEchoRunes) + `…" (100 characters)`; got != want {
 			t.Fatalf("got %s, want %s", got, want)
 		}
 	})
@@ -226,7 +228,7 @@ func TestPostgresEchoesAreClipped(t *testing.T) {
 	name := strings.Repeat("n", 63)
 	b.db.Exec(t, `CREATE TABLE `+name+` (id int); GRANT SELECT ON `+name+` TO `+quoteIdent(b.db.RoleName("agent")))
 	e := b.mustFail(t, ErrInvalidColumn, "execute_sql", `{"sql":"select nope from `+name+`"}`)
-	if got := clipQuoted(`Table "` + name + `"`); got != `Table "`+name+`"` || strings.Contains(e.Message+e.Suggestion, "characters)") {
+	if got := words.ClipQuoted(`Table "` + name + `"`); got != `Table "`+name+`"` || strings.Contains(e.Message+e.Suggestion, "characters)") {
 		t.Fatalf("a 63-byte name was cut: %q / %s", got, e.Message)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // gate is what a tool's call needs before anything runs, beside the tool's schema and scope: the
@@ -133,7 +135,7 @@ func (r *Registry) route(ctx context.Context, p Principal, t *toolEntry, args ma
 			if dbName != "" && dbName != s.Database {
 				r.sessions.Release(s)
 				return nil, nil, errorf(ErrInvalidArguments, "Omit database, or give the session's database.",
-					"Invalid arguments: session %s belongs to database %s, not %s", s.ID, quoteForMessage(s.Database), quoteForMessage(dbName))
+					"Invalid arguments: session %s belongs to database %s, not %s", s.ID, words.Quote(s.Database), words.Quote(dbName))
 			}
 			db, ok := r.dbs[s.Database]
 			if !ok { // a session begun through another registry sharing the manager
@@ -183,8 +185,8 @@ func (r *Registry) databaseUnavailable(p Principal, name string) *Error {
 			allowed = append(allowed, n)
 		}
 	}
-	return errorf(ErrNotAllowed, "Use one of the databases available to you: "+describeList(allowed)+" (omit database for \"default\").",
-		"Database %s is not available", quoteForMessage(name))
+	return errorf(ErrNotAllowed, "Use one of the databases available to you: "+words.List(allowed)+" (omit database for \"default\").",
+		"Database %s is not available", words.Quote(name))
 }
 
 // authorize applies every gate of tool to a call on db (already resolved by route): database
@@ -193,7 +195,7 @@ func (r *Registry) databaseUnavailable(p Principal, name string) *Error {
 func (r *Registry) authorize(req *request, t *toolEntry) *Error {
 	db, p, g, tool := req.db, req.principal, t.gate, t.info.Name
 	if !p.allows(tool) {
-		return errorf(ErrNotAllowed, "Use one of the tools available to you: "+describeList(p.Tools)+".",
+		return errorf(ErrNotAllowed, "Use one of the tools available to you: "+words.List(p.Tools)+".",
 			"Tool %s is not available to your token", tool)
 	}
 	if !p.mayUse(db.Name) {

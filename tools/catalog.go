@@ -9,9 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // relation is a table, view, materialized view, foreign or partitioned table as the catalog has it.
@@ -223,7 +223,7 @@ func (db *Database) resolveTable(ctx context.Context, role, name string) (*relat
 				suggestion = "Name a table as name or schema.name, e.g. orders or public.orders. " + tableSuggestion(snap, view, name, "")
 			}
 		}
-		return nil, errorf(ErrInvalidTable, suggestion, "Table name %s is not a valid name", quoteForMessage(name))
+		return nil, errorf(ErrInvalidTable, suggestion, "Table name %s is not a valid name", words.Quote(name))
 	}
 	// A name PostgreSQL could not read cannot appear by reloading the catalog: answer at once.
 	plain := allPlain(parts)
@@ -260,27 +260,17 @@ func (db *Database) resolveTable(ctx context.Context, role, name string) (*relat
 		if r := snap.lookup(parts); r != nil && view.usableRel(r) {
 			if r.denied {
 				return nil, errorf(ErrNotAllowed, "Use another table; describe_schema lists the tables you may use.",
-					"Table %s is not available under this database's policy", quoteForMessage(name))
+					"Table %s is not available under this database's policy", words.Quote(name))
 			}
 			return view.rel(r), nil
 		}
 		if refresh || !plain {
 			return nil, &Error{Type: ErrInvalidTable, SQLState: "42P01",
-				Message:    fmt.Sprintf("Table %s does not exist or is not available", quoteForMessage(name)),
+				Message:    fmt.Sprintf("Table %s does not exist or is not available", words.Quote(name)),
 				Suggestion: tableSuggestion(snap, view, partNames(parts), note)}
 		}
 	}
 	panic("unreachable")
-}
-
-// quoteForMessage quotes an agent-supplied name for a message. A long name is cut to its first
-// maxEchoRunes characters, then "…" and its length: the caller chose every byte of it, and a
-// message must not carry it back whole.
-func quoteForMessage(s string) string {
-	if prefix, n, cut := clipEcho(s); cut {
-		return fmt.Sprintf("%q (%d characters)", prefix+"…", n)
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 // partNames joins the parts' names as written inside any quotes, for comparing with catalog
@@ -332,22 +322,14 @@ func suggestNames(name string, names []string, spelled map[string]string, n, max
 		shown[i] = spelled[s]
 	}
 	list := "Available " + what + ": " + listSome(shown, max)
-	close := closest(name, names, n)
+	close := words.Closest(name, names, n)
 	if len(close) == 0 {
 		return note + list
 	}
 	for i, c := range close {
 		close[i] = spelled[c]
 	}
-	return fmt.Sprintf("Did you mean %s? %s%s", strings.Join(quoteAll(close), " or "), note, list)
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = fmt.Sprintf("%q", s)
-	}
-	return out
+	return fmt.Sprintf("Did you mean %s? %s%s", strings.Join(words.QuoteAll(close), " or "), note, list)
 }
 
 func listSome(names []string, max int) string {
@@ -355,67 +337,6 @@ func listSome(names []string, max int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:max], ", ") + fmt.Sprintf(" … (%d more; describe_schema lists all)", len(names)-max)
-}
-
-// closest returns up to n names within a small edit distance of s, best first. Distances fold
-// ASCII case only, as PostgreSQL does, so a look-alike such as the Kelvin sign counts as the
-// different character it is; ties go to the name closer in case too.
-func closest(s string, names []string, n int) []string {
-	type scored struct {
-		name  string
-		d, cd int
-	}
-	ls := asciiLower(s)
-	nls := utf8.RuneCountInString(ls)
-	limit := max(2, nls/3)
-	var out []scored
-	for _, name := range names {
-		ln := asciiLower(name)
-		contains := len(ls) >= 3 && (strings.Contains(ln, ls) || strings.Contains(ls, ln))
-		if diff := nls - utf8.RuneCountInString(ln); !contains && (diff > limit || -diff > limit) {
-			continue // the length difference alone exceeds the limit: skip the quadratic distance
-		}
-		if d := EditDistance(ls, ln); d <= limit || contains {
-			out = append(out, scored{name, d, EditDistance(s, name)})
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].d != out[j].d {
-			return out[i].d < out[j].d
-		}
-		return out[i].cd < out[j].cd
-	})
-	res := make([]string, 0, n)
-	for _, sc := range out {
-		if len(res) == n {
-			break
-		}
-		res = append(res, sc.name)
-	}
-	return res
-}
-
-// EditDistance is the Levenshtein distance between a and b in runes, for "did you mean"
-// suggestions.
-func EditDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // resolveColumn returns the column's exact name in r, or an invalid_column error.
@@ -434,6 +355,6 @@ func resolveColumn(r *relation, name string) (string, *Error) {
 		query = parts[0].name
 	}
 	return "", &Error{Type: ErrInvalidColumn, SQLState: "42703", Table: r.display(),
-		Message:    fmt.Sprintf("Column %s does not exist in table %s", quoteForMessage(name), r.display()),
+		Message:    fmt.Sprintf("Column %s does not exist in table %s", words.Quote(name), r.display()),
 		Suggestion: columnSuggestion(r, query, note)}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // CustomTool is an operator-defined tool (docs/design.md §13): one parameterized statement published
@@ -258,7 +259,7 @@ func (r *Registry) addCustomTool(ctx context.Context, c *jsonschema.Compiler, t 
 	}
 	db, ok := r.dbs[t.Database]
 	if !ok {
-		return fmt.Errorf("%s: database %q is not configured (databases: %s)", where, t.Database, describeList(r.Databases()))
+		return fmt.Errorf("%s: database %q is not configured (databases: %s)", where, t.Database, words.List(r.Databases()))
 	}
 	seen := map[string]bool{}
 	for i, p := range t.Parameters {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -317,14 +316,6 @@ func (p Principal) allows(tool string) bool {
 
 func (p Principal) mayUse(db string) bool {
 	return len(p.Databases) == 0 || slices.Contains(p.Databases, db)
-}
-
-// describeList names databases for a message.
-func describeList(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
 }
 
 // WithDefaults returns p with every unset field at its default, as NewDatabase applies it; for

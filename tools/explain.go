@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // stmtInfo is what a call knows about the statement it ran, beyond PostgreSQL's error: enough
@@ -36,7 +37,7 @@ func (req *request) statementError(ctx context.Context, err error, info stmtInfo
 		name, quoted := identAt(info.sql, int(pe.Position))
 		if quoted && name != "" {
 			e.Suggestion = fmt.Sprintf(`Double quotes name a column in SQL. To compare with the text %s, write it in single quotes ('%s') or pass it in params and write $1. `,
-				quoteForMessage(name), strings.ReplaceAll(name, "'", "''"))
+				words.Quote(name), strings.ReplaceAll(name, "'", "''"))
 			if info.rel != nil {
 				e.Suggestion += columnSuggestion(info.rel, name, "")
 			}
@@ -47,12 +48,12 @@ func (req *request) statementError(ctx context.Context, err error, info stmtInfo
 		if n := paramNumber(pe.Where); n > 0 {
 			if n <= len(info.paramCols) && info.paramCols[n-1] != "" && info.paramArgs {
 				arg := info.paramCols[n-1]
-				e.Message += fmt.Sprintf(" (argument %s, $%d)", quoteForMessage(arg), n)
-				e.Suggestion = fmt.Sprintf("Send argument %s in the type the tool's schema gives it.", quoteForMessage(arg))
+				e.Message += fmt.Sprintf(" (argument %s, $%d)", words.Quote(arg), n)
+				e.Suggestion = fmt.Sprintf("Send argument %s in the type the tool's schema gives it.", words.Quote(arg))
 			} else if n <= len(info.paramCols) && info.paramCols[n-1] != "" {
 				col := info.paramCols[n-1]
-				e.Message += fmt.Sprintf(" (the value for column %s, $%d)", quoteForMessage(col), n)
-				e.Suggestion = fmt.Sprintf("Send a value of column %s's type (describe_schema shows it): numbers as numbers, timestamps as ISO 8601 strings, JSON as objects.", quoteForMessage(col))
+				e.Message += fmt.Sprintf(" (the value for column %s, $%d)", words.Quote(col), n)
+				e.Suggestion = fmt.Sprintf("Send a value of column %s's type (describe_schema shows it): numbers as numbers, timestamps as ISO 8601 strings, JSON as objects.", words.Quote(col))
 			} else {
 				e.Message += fmt.Sprintf(" (params value $%d)", n)
 				e.Suggestion = fmt.Sprintf("The value bound to $%d does not fit where it is used: send it in the type the expression expects, or add a cast such as $%d::text.", n, n)
@@ -101,7 +102,7 @@ func identAt(sql string, pos int) (string, bool) {
 	for j < len(sql) && (sql[j] == '_' || sql[j] == '$' || sql[j] >= 'a' && sql[j] <= 'z' || sql[j] >= 'A' && sql[j] <= 'Z' || sql[j] >= '0' && sql[j] <= '9' || sql[j] >= 0x80) {
 		j++
 	}
-	return asciiLower(sql[i:j]), false
+	return words.ASCIILower(sql[i:j]), false
 }
 
 // paramNumber reads n from PostgreSQL's context line "unnamed portal parameter $n = '...'" of a

@@ -9,6 +9,7 @@ import (
 	"github.com/pgtools/pgtools/schemas"
 
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // knownErrorTypes are the categories a call may answer with (docs/design.md §4).
@@ -24,7 +25,7 @@ const maxErrorText = 4096
 // database refuses connections, so what passes validation fails fast as connection_error and no
 // PostgreSQL is needed. Properties: no panic; every failure is an *Error of a known category with
 // a suggestion and a bounded text; an invalid_arguments error never carries more than a
-// maxEchoRunes-character prefix of any string the caller sent.
+// words.MaxEchoRunes-character prefix of any string the caller sent.
 //
 // CI runs it for a bounded time (make fuzz); go test runs the seeds.
 func FuzzCall(f *testing.F) {
@@ -71,12 +72,12 @@ func FuzzCall(f *testing.F) {
 		forEachString(decoded, func(s string) {
 			// Any window of the value one character longer than the echo limit must not appear,
 			// unless the tool's own schema holds it (a property list, an enum).
-			if _, long := clipRunes(s, maxEchoRunes); !long {
+			if _, long := words.Clip(s, words.MaxEchoRunes); !long {
 				return
 			}
-			window, _ := clipRunes(s, maxEchoRunes+1)
+			window, _ := words.Clip(s, words.MaxEchoRunes+1)
 			if strings.Contains(text, window) && !strings.Contains(known, window) {
-				t.Fatalf("%s: invalid_arguments echoes more than %d characters of %.80q: %.300s", tool, maxEchoRunes, s, text)
+				t.Fatalf("%s: invalid_arguments echoes more than %d characters of %.80q: %.300s", tool, words.MaxEchoRunes, s, text)
 			}
 		})
 	})

@@ -1,6 +1,10 @@
 package tools
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/pgtools/pgtools/tools/words"
+)
 
 // Identifier arguments (table, columns, order_by, returning, the keys of row and set, conflict
 // columns) are read the way PostgreSQL reads a name in SQL, so that a name reaches exactly the
@@ -40,23 +44,6 @@ func trimPgSpace(s string) string {
 	}
 	for len(s) > 0 && pgSpace(s[len(s)-1]) {
 		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// asciiLower folds A–Z to a–z and leaves every other byte alone, as PostgreSQL folds unquoted
-// identifiers in a multibyte encoding.
-func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 'A' && c <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if b[j] >= 'A' && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
 	}
 	return s
 }
@@ -136,7 +123,7 @@ func (p identPart) folded() string {
 	if p.quoted {
 		return p.name
 	}
-	return asciiLower(p.name)
+	return words.ASCIILower(p.name)
 }
 
 // allPlain reports whether every part is plain.
@@ -153,7 +140,7 @@ func allPlain(parts []identPart) bool {
 // unquoted reading keeps it unchanged, else double-quoted with quotes doubled.
 func spell(name string) string {
 	p := identPart{name: name}
-	if name != "" && !strings.ContainsAny(name, `."`) && p.plain() && asciiLower(name) == name {
+	if name != "" && !strings.ContainsAny(name, `."`) && p.plain() && words.ASCIILower(name) == name {
 		return name
 	}
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`

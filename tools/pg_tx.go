@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/session"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // pgTx is the session factory: begin, commit, rollback, savepoints, list.
@@ -113,7 +114,7 @@ func pgTx(ctx context.Context, req *request, a *txArgs) (Result, *Error) {
 			// The session refused before PostgreSQL, which would abort the whole transaction over
 			// an unknown savepoint.
 			return nil, &Error{Type: ErrInvalidArguments, SQLState: "3B001", Message: fmt.Sprintf("Savepoint %q does not exist in session %s", name, s.ID),
-				Suggestion: fmt.Sprintf(`Create it first with pg_tx {"action":"savepoint","session_id":"%s","name":"%s"}. Open savepoints: %s.`, s.ID, name, describeList(s.Savepoints()))}
+				Suggestion: fmt.Sprintf(`Create it first with pg_tx {"action":"savepoint","session_id":"%s","name":"%s"}. Open savepoints: %s.`, s.ID, name, words.List(s.Savepoints()))}
 		}
 		if err != nil {
 			return nil, classify(ctx, err, cc, true)

@@ -14,6 +14,7 @@ import (
 	"github.com/pgtools/pgtools/schemas"
 
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // ToolInfo describes a tool for catalogs (HTTP /v1/tools, MCP tools/list, OpenAPI).
@@ -286,7 +287,7 @@ func finishError(err *Error, t *toolEntry, db *Database, args map[string]any) {
 }
 
 func (r *Registry) unknownTool(tool string) *Error {
-	return &Error{Type: ErrUnknownTool, Message: fmt.Sprintf("Unknown tool %s", quoteForMessage(tool)),
+	return &Error{Type: ErrUnknownTool, Message: fmt.Sprintf("Unknown tool %s", words.Quote(tool)),
 		Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // sessionsUnavailable answers calls naming a session on a registry without a session manager.
@@ -207,7 +208,7 @@ func parseOrder(rel *relation, spec string) ([]orderItem, *Error) {
 	}
 	bad := func(item string) *Error {
 		return errorf(ErrInvalidArguments, `Write order_by as "column [asc|desc] [nulls first|last], …", e.g. "placed_at desc, id".`,
-			"Invalid arguments: order_by item %s is not \"column [asc|desc]\"", quoteForMessage(item))
+			"Invalid arguments: order_by item %s is not \"column [asc|desc]\"", words.Quote(item))
 	}
 	var out []orderItem
 	for _, item := range splitList(spec) {

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // This file holds each tool's arguments as a typed struct. Call parses a call's JSON once, into
@@ -288,7 +290,7 @@ func (e *countError) Error() string { return e.text }
 func (c *count) setArg(v any) error {
 	n, ok := v.(json.Number)
 	if !ok {
-		return &countError{fmt.Sprint(v), fmt.Sprintf("%s is not a number", quoteForMessage(fmt.Sprint(v)))}
+		return &countError{fmt.Sprint(v), fmt.Sprintf("%s is not a number", words.Quote(fmt.Sprint(v)))}
 	}
 	raw := string(n)
 	if i, err := strconv.ParseInt(raw, 10, 64); err == nil {
@@ -298,11 +300,11 @@ func (c *count) setArg(v any) error {
 	// 1e2 and 100.0 are whole numbers too; read them exactly, never through float64.
 	f, _, err := big.ParseFloat(raw, 10, 256, big.ToNearestEven)
 	if err != nil || !f.IsInt() {
-		return &countError{raw, fmt.Sprintf("%s is not a whole number", quoteForMessage(raw))}
+		return &countError{raw, fmt.Sprintf("%s is not a whole number", words.Quote(raw))}
 	}
 	i, acc := f.Int64()
 	if acc != big.Exact {
-		return &countError{raw, fmt.Sprintf("%s is too large", quoteForMessage(raw))}
+		return &countError{raw, fmt.Sprintf("%s is too large", words.Quote(raw))}
 	}
 	c.n, c.set = i, true
 	return nil

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/pgtools/pgtools/schemas"
-	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 const configSchemaURL = "mem://config.schema.json"
@@ -356,7 +356,7 @@ func display(v any) string {
 func closest(key string, allowed []string) string {
 	best, bestD := "", 3
 	for _, a := range allowed {
-		dist := tools.EditDistance(strings.ToLower(key), a)
+		dist := words.EditDistance(strings.ToLower(key), a)
 		if strings.HasPrefix(a, strings.ToLower(key)) || strings.HasPrefix(strings.ToLower(key), a) {
 			dist = min(dist, 1)
 		}
