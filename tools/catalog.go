@@ -11,82 +11,83 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
 // relation is a table, view, materialized view, foreign or partitioned table as the catalog has it.
 type relation struct {
-	schema, name string
-	kind         byte // pg_class.relkind
-	columns      []string
-	colTypes     []uint32 // type OID per column
-	colArray     []bool   // whether the column's type is an array type
-	colNotNull   []bool   // whether the column is NOT NULL
-	// key is the columns of the table's primary key, else of its shortest unique index over NOT
+	Schema, Name string
+	Kind         byte // pg_class.relkind
+	Columns      []string
+	ColTypes     []uint32 // type OID per column
+	ColArray     []bool   // whether the column's type is an array type
+	ColNotNull   []bool   // whether the column is NOT NULL
+	// Key is the columns of the table's primary Key, else of its shortest unique index over NOT
 	// NULL columns only (no expression, no predicate, not deferrable): what makes an order total
-	// for paging (keyset.go). nil when there is none (views, tables without such a key).
-	key       []string
-	estimate  int64
-	comment   string
-	canSelect bool
-	denied    bool // hidden by the operator's policy: refused as not_allowed, never suggested
-	// rowSecurity: row-level security applies to the role this relation was loaded for (the
+	// for paging (keyset.go). nil when there is none (views, tables without such a Key).
+	Key       []string
+	Estimate  int64
+	Comment   string
+	CanSelect bool
+	Denied    bool // hidden by the operator's policy: refused as not_allowed, never suggested
+	// RowSecurity: row-level security applies to the role this relation was loaded for (the
 	// login role in a snapshot, an agent role in its roleView), so estimate counts rows that role
 	// may not see.
-	rowSecurity bool
-	// restricted: columns holds only the columns an agent role holds a privilege on (roleView),
+	RowSecurity bool
+	// Restricted: columns holds only the columns an agent role holds a privilege on (roleView),
 	// and whatever names a column (describe_schema's keys, indexes, defaults) is cut to them.
-	restricted bool
-	// colRead, when not nil, tells per column whether the role may SELECT it: a role without
+	Restricted bool
+	// ColRead, when not nil, tells per column whether the role may SELECT it: a role without
 	// table-level SELECT reads only some columns, and "*" means those (readList).
-	colRead []bool
+	ColRead []bool
 }
 
-// readList is the select list that "all columns" means to the role r was loaded for: "*" where
+// ReadList is the select list that "all columns" means to the role r was loaded for: "*" where
 // it may read every column, else its readable columns (an empty string where there are none).
-func (r *relation) readList() string {
-	if r.colRead == nil {
+func (r *relation) ReadList() string {
+	if r.ColRead == nil {
 		return "*"
 	}
 	var names []string
-	for i, ok := range r.colRead {
+	for i, ok := range r.ColRead {
 		if ok {
-			names = append(names, pgx.Identifier{r.columns[i]}.Sanitize())
+			names = append(names, pgx.Identifier{r.Columns[i]}.Sanitize())
 		}
 	}
 	return strings.Join(names, ", ")
 }
 
-// columnIndex returns the position of an exact column name, or -1.
-func (r *relation) columnIndex(name string) int {
-	return slices.Index(r.columns, name)
+// ColumnIndex returns the position of an exact column name, or -1.
+func (r *relation) ColumnIndex(name string) int {
+	return slices.Index(r.Columns, name)
 }
 
-// display is the name shown to a model: unqualified in public, qualified elsewhere.
-func (r *relation) display() string {
-	if r.schema == "public" {
-		return r.name
+// Display is the name shown to a model: unqualified in public, qualified elsewhere.
+func (r *relation) Display() string {
+	if r.Schema == "public" {
+		return r.Name
 	}
-	return r.schema + "." + r.name
+	return r.Schema + "." + r.Name
 }
 
-// spelled is display as a model must write it to reach exactly this relation (spell).
-func (r *relation) spelled() string {
-	if r.schema == "public" {
-		return spell(r.name)
+// Spelled is display as a model must write it to reach exactly this relation (spell).
+func (r *relation) Spelled() string {
+	if r.Schema == "public" {
+		return ident.Spell(r.Name)
 	}
-	return spell(r.schema) + "." + spell(r.name)
+	return ident.Spell(r.Schema) + "." + ident.Spell(r.Name)
 }
 
-// relKey is the key of a relation in catalogSnapshot.rels. NUL cannot occur in a name, so
+// RelKey is the key of a relation in catalogSnapshot.rels. NUL cannot occur in a name, so
 // schema "a.b" with table "c" and schema "a" with table "b.c" stay apart.
-func relKey(schema, name string) string { return schema + "\x00" + name }
+func RelKey(schema, name string) string { return schema + "\x00" + name }
 
 // catalogSnapshot is an immutable view of the catalog, shared by concurrent calls.
 type catalogSnapshot struct {
 	loaded     time.Time
-	rels       map[string]*relation // by relKey(schema, name), exact names
-	searchPath []string             // current_schemas(false) of the runner's role
+	Rels       map[string]*relation // by relKey(schema, name), exact names
+	SearchPath []string             // current_schemas(false) of the runner's role
 	roles      roleViews            // each agent role's view, loaded on first use
 }
 
@@ -137,21 +138,21 @@ func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
 		return nil, fmt.Errorf("loading the catalog: %w", err)
 	}
 	defer rows.Close()
-	snap := &catalogSnapshot{loaded: time.Now(), rels: map[string]*relation{}}
+	snap := &catalogSnapshot{loaded: time.Now(), Rels: map[string]*relation{}}
 	for rows.Next() {
 		r := &relation{}
 		var kind string
-		if err := rows.Scan(&r.schema, &r.name, &kind, &r.estimate, &r.comment, &r.canSelect, &r.columns, &r.colTypes, &r.colArray, &r.colNotNull, &r.key, &r.rowSecurity); err != nil {
+		if err := rows.Scan(&r.Schema, &r.Name, &kind, &r.Estimate, &r.Comment, &r.CanSelect, &r.Columns, &r.ColTypes, &r.ColArray, &r.ColNotNull, &r.Key, &r.RowSecurity); err != nil {
 			return nil, fmt.Errorf("loading the catalog: %w", err)
 		}
-		r.kind = kind[0]
-		r.denied = !db.Policy.tableVisible(r.schema, r.name)
-		snap.rels[relKey(r.schema, r.name)] = r
+		r.Kind = kind[0]
+		r.Denied = !db.Policy.tableVisible(r.Schema, r.Name)
+		snap.Rels[RelKey(r.Schema, r.Name)] = r
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("loading the catalog: %w", err)
 	}
-	if err := conn.QueryRow(ctx, "SELECT current_schemas(false)::text[]").Scan(&snap.searchPath); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT current_schemas(false)::text[]").Scan(&snap.SearchPath); err != nil {
 		return nil, fmt.Errorf("loading the search path: %w", err)
 	}
 	return snap, nil
@@ -195,15 +196,15 @@ func (c *catalogCache) ttlOrDefault() time.Duration {
 // lookup finds the relation PostgreSQL would find for parts: a qualified name in its schema, an
 // unqualified one in the first schema of the search path that has it. Names compare exactly
 // after folding (identPart.folded); a part PostgreSQL could not read as a name matches nothing.
-func (s *catalogSnapshot) lookup(parts []identPart) *relation {
-	if !allPlain(parts) {
+func (s *catalogSnapshot) lookup(parts []ident.Part) *relation {
+	if !ident.AllPlain(parts) {
 		return nil
 	}
 	if len(parts) == 2 {
-		return s.rels[relKey(parts[0].folded(), parts[1].folded())]
+		return s.Rels[RelKey(parts[0].Folded(), parts[1].Folded())]
 	}
-	for _, sc := range s.searchPath {
-		if r := s.rels[relKey(sc, parts[0].folded())]; r != nil {
+	for _, sc := range s.SearchPath {
+		if r := s.Rels[RelKey(sc, parts[0].Folded())]; r != nil {
 			return r
 		}
 	}
@@ -215,7 +216,7 @@ func (s *catalogSnapshot) lookup(parts []identPart) *relation {
 // role is the caller's role ("" for the runner's login role): a relation the role has no
 // privilege on is answered as missing, and suggestions name only what it can read.
 func (db *Database) resolveTable(ctx context.Context, role, name string) (*relation, error) {
-	parts, ok := splitQualified(name)
+	parts, ok := ident.SplitQualified(name)
 	if !ok {
 		suggestion := "Name a table as name or schema.name, e.g. orders or public.orders; call describe_schema to list tables."
 		if snap, err := db.catalog(ctx, false); err == nil {
@@ -226,10 +227,10 @@ func (db *Database) resolveTable(ctx context.Context, role, name string) (*relat
 		return nil, errorf(ErrInvalidTable, suggestion, "Table name %s is not a valid name", words.Quote(name))
 	}
 	// A name PostgreSQL could not read cannot appear by reloading the catalog: answer at once.
-	plain := allPlain(parts)
+	plain := ident.AllPlain(parts)
 	note := ""
 	if !plain {
-		note = unquotedNote
+		note = ident.UnquotedNote
 	}
 	var prev *catalogSnapshot // the snapshot of the first lookup, which missed
 	for _, refresh := range []bool{false, true} {
@@ -257,12 +258,12 @@ func (db *Database) resolveTable(ctx context.Context, role, name string) (*relat
 		if err != nil {
 			return nil, err
 		}
-		if r := snap.lookup(parts); r != nil && view.usableRel(r) {
-			if r.denied {
+		if r := snap.lookup(parts); r != nil && view.Usable(r) {
+			if r.Denied {
 				return nil, errorf(ErrNotAllowed, "Use another table; describe_schema lists the tables you may use.",
 					"Table %s is not available under this database's policy", words.Quote(name))
 			}
-			return view.rel(r), nil
+			return view.Rel(r), nil
 		}
 		if refresh || !plain {
 			return nil, &Error{Type: ErrInvalidTable, SQLState: "42P01",
@@ -275,10 +276,10 @@ func (db *Database) resolveTable(ctx context.Context, role, name string) (*relat
 
 // partNames joins the parts' names as written inside any quotes, for comparing with catalog
 // names in suggestions.
-func partNames(parts []identPart) string {
+func partNames(parts []ident.Part) string {
 	names := make([]string, len(parts))
 	for i, p := range parts {
-		names[i] = p.name
+		names[i] = p.Name
 	}
 	return strings.Join(names, ".")
 }
@@ -288,30 +289,30 @@ func partNames(parts []identPart) string {
 // the two.
 func tableSuggestion(snap *catalogSnapshot, view *roleView, name, note string) string {
 	var rels []*relation
-	for _, r := range snap.rels {
-		if view.readableRel(r) && !r.denied {
+	for _, r := range snap.Rels {
+		if view.Readable(r) && !r.Denied {
 			rels = append(rels, r)
 		}
 	}
 	if len(rels) == 0 {
 		return "No tables are available to the runner's role; ask the operator to grant access."
 	}
-	sort.Slice(rels, func(i, j int) bool { return rels[i].display() < rels[j].display() })
+	sort.Slice(rels, func(i, j int) bool { return rels[i].Display() < rels[j].Display() })
 	names := make([]string, len(rels))
 	spelled := make(map[string]string, len(rels))
 	for i, r := range rels {
-		names[i] = r.display()
-		spelled[names[i]] = r.spelled()
+		names[i] = r.Display()
+		spelled[names[i]] = r.Spelled()
 	}
 	return suggestNames(name, names, spelled, 3, 30, note, "tables")
 }
 
 func columnSuggestion(r *relation, name, note string) string {
-	spelled := make(map[string]string, len(r.columns))
-	for _, c := range r.columns {
-		spelled[c] = spell(c)
+	spelled := make(map[string]string, len(r.Columns))
+	for _, c := range r.Columns {
+		spelled[c] = ident.Spell(c)
 	}
-	return suggestNames(name, r.columns, spelled, 2, 60, note, "columns")
+	return suggestNames(name, r.Columns, spelled, 2, 60, note, "columns")
 }
 
 // suggestNames is "Did you mean …? note Available <what>: …" with up to n near misses of name
@@ -342,19 +343,19 @@ func listSome(names []string, max int) string {
 // resolveColumn returns the column's exact name in r, or an invalid_column error.
 // The name is read as PostgreSQL reads it (see ident.go): one part, folded if unquoted.
 func resolveColumn(r *relation, name string) (string, *Error) {
-	parts, ok := splitQualified(name)
+	parts, ok := ident.SplitQualified(name)
 	query, note := name, ""
 	if ok && len(parts) == 1 {
-		if parts[0].plain() {
-			if i := r.columnIndex(parts[0].folded()); i >= 0 {
-				return r.columns[i], nil
+		if parts[0].Plain() {
+			if i := r.ColumnIndex(parts[0].Folded()); i >= 0 {
+				return r.Columns[i], nil
 			}
 		} else {
-			note = unquotedNote
+			note = ident.UnquotedNote
 		}
-		query = parts[0].name
+		query = parts[0].Name
 	}
-	return "", &Error{Type: ErrInvalidColumn, SQLState: "42703", Table: r.display(),
-		Message:    fmt.Sprintf("Column %s does not exist in table %s", words.Quote(name), r.display()),
+	return "", &Error{Type: ErrInvalidColumn, SQLState: "42703", Table: r.Display(),
+		Message:    fmt.Sprintf("Column %s does not exist in table %s", words.Quote(name), r.Display()),
 		Suggestion: columnSuggestion(r, query, note)}
 }

@@ -348,17 +348,17 @@ func TestRoleViewMatchesInformationSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	usable := 0
-	for _, r := range snap.rels {
-		got := view.rel(r).columns
-		if !view.usableRel(r) {
+	for _, r := range snap.Rels {
+		got := view.Rel(r).Columns
+		if !view.Usable(r) {
 			if len(got) != 0 {
-				t.Errorf("%s: the role may not use it, yet its view has columns %v", r.display(), got)
+				t.Errorf("%s: the role may not use it, yet its view has columns %v", r.Display(), got)
 			}
 			continue
 		}
 		usable++
-		if want := schemaColumns(t, ib, ib.role, r.name); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
-			t.Errorf("%s: the role's view has columns %v, information_schema shows it %v", r.display(), got, want)
+		if want := schemaColumns(t, ib, ib.role, r.Name); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("%s: the role's view has columns %v, information_schema shows it %v", r.Display(), got, want)
 		}
 	}
 	// docs, staff, shifts, vault, inbox and purge; refs_only (REFERENCES only) cannot be queried.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/words"
 )
@@ -179,7 +180,7 @@ func (t CustomTool) Schema() json.RawMessage {
 	}
 	props["session_id"] = map[string]any{"type": "string", "description": "Session id from pg_tx begin: run inside that open transaction."}
 	props["format"] = map[string]any{"type": "string", "enum": []string{"objects", "columns", "csv"}, "description": "Row format (default objects)."}
-	if t.Mode != "write" && trimPgSpace(t.OrderBy) != "" {
+	if t.Mode != "write" && ident.TrimSpace(t.OrderBy) != "" {
 		props["page_token"] = map[string]any{"type": "string", "minLength": 1, "description": "next_page of a truncated answer: continues after its last row."}
 	}
 	if t.Mode == "write" {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgtools/pgtools/tools/internal/ident"
 )
 
 // An operator-defined read tool whose definition declares order_by pages like select_query: its
@@ -24,7 +25,7 @@ type customArgs struct {
 // checkCustomOrder resolves t.OrderBy against the columns t's statement returns and checks that
 // PostgreSQL accepts the statement as the paged subquery; it sets t.order.
 func checkCustomOrder(ctx context.Context, db *Database, t *CustomTool) error {
-	if trimPgSpace(t.OrderBy) == "" {
+	if ident.TrimSpace(t.OrderBy) == "" {
 		return nil
 	}
 	if t.Mode == "write" {
@@ -40,11 +41,11 @@ func checkCustomOrder(ctx context.Context, db *Database, t *CustomTool) error {
 	if err != nil {
 		return fmt.Errorf("PostgreSQL does not accept the statement: %s", ClassifyError(ctx, err, db).Message)
 	}
-	result := &relation{name: t.Name}
+	result := &relation{Name: t.Name}
 	for _, f := range sd.Fields {
-		result.columns = append(result.columns, f.Name)
+		result.Columns = append(result.Columns, f.Name)
 	}
-	items, e := parseOrder(result, trimPgSpace(t.OrderBy))
+	items, e := parseOrder(result, ident.TrimSpace(t.OrderBy))
 	if e != nil {
 		return fmt.Errorf("order_by: %s. %s", e.Message, e.Suggestion)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -62,10 +63,10 @@ type tableDetail struct {
 // estimateShown is the row estimate to show, or nil where row-level security applies to the role
 // r was loaded for.
 func (r *relation) estimateShown() *int64 {
-	if r.rowSecurity {
+	if r.RowSecurity {
 		return nil
 	}
-	n := r.estimate
+	n := r.Estimate
 	return &n
 }
 
@@ -78,10 +79,10 @@ func describeSchema(ctx context.Context, req *request, a *describeArgs) (Result,
 	mask := req.db.Policy.MasksErrorValues()
 	if name := a.Table; name != "" {
 		if sc := a.Schema; sc != "" {
-			if parts, ok := splitQualified(name); ok && len(parts) == 1 {
-				name = pgx.Identifier{sc}.Sanitize() + "." + pgx.Identifier{parts[0].name}.Sanitize()
-				if !parts[0].quoted {
-					name = pgx.Identifier{sc}.Sanitize() + "." + parts[0].name
+			if parts, ok := ident.SplitQualified(name); ok && len(parts) == 1 {
+				name = pgx.Identifier{sc}.Sanitize() + "." + pgx.Identifier{parts[0].Name}.Sanitize()
+				if !parts[0].Quoted {
+					name = pgx.Identifier{sc}.Sanitize() + "." + parts[0].Name
 				}
 			}
 		}
@@ -92,10 +93,10 @@ func describeSchema(ctx context.Context, req *request, a *describeArgs) (Result,
 		}
 		detail, err := req.db.describeTable(ctx, role, rel)
 		if err != nil {
-			return nil, withOp(classify(ctx, err, cc, mask), op, rel.display())
+			return nil, withOp(classify(ctx, err, cc, mask), op, rel.Display())
 		}
 		data, _ := wire.Marshal(detail)
-		return &SchemaResult{Operation: op, Table: rel.display(), Data: data}, nil
+		return &SchemaResult{Operation: op, Table: rel.Display(), Data: data}, nil
 	}
 	snap, err := req.db.catalog(ctx, true)
 	if err != nil {
@@ -107,11 +108,11 @@ func describeSchema(ctx context.Context, req *request, a *describeArgs) (Result,
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
 	list := []tableSummary{}
-	for _, r := range snap.rels {
-		if !view.readableRel(r) || r.denied || (schema != "" && r.schema != schema) {
+	for _, r := range snap.Rels {
+		if !view.Readable(r) || r.Denied || (schema != "" && r.Schema != schema) {
 			continue
 		}
-		list = append(list, tableSummary{Schema: r.schema, Name: r.name, Type: relKinds[r.kind], EstimatedRows: view.rel(r).estimateShown(), Comment: r.comment})
+		list = append(list, tableSummary{Schema: r.Schema, Name: r.Name, Type: relKinds[r.Kind], EstimatedRows: view.Rel(r).estimateShown(), Comment: r.Comment})
 	}
 	sort.Slice(list, func(i, j int) bool {
 		if list[i].Schema != list[j].Schema {
@@ -184,11 +185,11 @@ func (db *Database) describeTable(ctx context.Context, role string, rel *relatio
 		}
 	}
 	shows := func(r *relation, cols []string) bool {
-		if !r.restricted {
+		if !r.Restricted {
 			return true
 		}
 		for _, c := range cols {
-			if r.columnIndex(c) < 0 {
+			if r.ColumnIndex(c) < 0 {
 				return false
 			}
 		}
@@ -204,8 +205,8 @@ func (db *Database) describeTable(ctx context.Context, role string, rel *relatio
 		return nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a read-only transaction has nothing to lose
-	reg := pgx.Identifier{rel.schema, rel.name}.Sanitize()
-	d := &tableDetail{Schema: rel.schema, Name: rel.name, Type: relKinds[rel.kind], Comment: rel.comment, EstimatedRows: rel.estimateShown(),
+	reg := pgx.Identifier{rel.Schema, rel.Name}.Sanitize()
+	d := &tableDetail{Schema: rel.Schema, Name: rel.Name, Type: relKinds[rel.Kind], Comment: rel.Comment, EstimatedRows: rel.estimateShown(),
 		Columns: []columnInfo{}, PrimaryKey: []string{}, ForeignKeys: []foreignKey{}, Indexes: []indexInfo{}}
 	rows, err := tx.Query(ctx, columnsQuery, reg)
 	if err != nil {
@@ -246,8 +247,8 @@ func (db *Database) describeTable(ctx context.Context, role string, rel *relatio
 			d.PrimaryKey = cols
 		case "f":
 			if view != nil {
-				ref := snap.rels[relKey(refSchema, refName)]
-				if ref == nil || !view.usableRel(ref) || !shows(view.rel(ref), refCols) {
+				ref := snap.Rels[RelKey(refSchema, refName)]
+				if ref == nil || !view.Usable(ref) || !shows(view.Rel(ref), refCols) {
 					continue
 				}
 			}

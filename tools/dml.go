@@ -44,7 +44,7 @@ func intentExample(tool string, args map[string]any) string {
 func returningClause(rel *relation, returning nameList) (string, *Error) {
 	cols := returning.names()
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
-		if list := rel.readList(); list != "" {
+		if list := rel.ReadList(); list != "" {
 			return " RETURNING " + list, nil
 		}
 		return "", nil
@@ -63,8 +63,8 @@ func returningClause(rel *relation, returning nameList) (string, *Error) {
 // valueOID is the parameter type to encode a value for column i with: json/jsonb and array
 // columns need their JSON values shaped for them; other types are inferred by PostgreSQL.
 func valueOID(rel *relation, i int) uint32 {
-	t := rel.colTypes[i]
-	if t == wire.OIDJSON || t == wire.OIDJSONB || rel.colArray[i] {
+	t := rel.ColTypes[i]
+	if t == wire.OIDJSON || t == wire.OIDJSONB || rel.ColArray[i] {
 		return t
 	}
 	return 0
@@ -81,7 +81,7 @@ func objectColumns(rel *relation, keys []string, what string) ([]int, map[int]st
 		if err != nil {
 			return nil, nil, err
 		}
-		i := rel.columnIndex(name)
+		i := rel.ColumnIndex(name)
 		if prev, dup := keyOf[i]; dup {
 			return nil, nil, errorf(ErrInvalidArguments, "Give each column once.", "Invalid arguments: %s names column %q twice (%q and %q)", what, name, prev, k)
 		}
@@ -135,7 +135,7 @@ func affectedCap(req *request, arg count) int {
 // (in the session, if any, else in its own transaction) and answers. maxAffected caps the rows
 // it may change (0: no cap); a dry run reports the count, previews rows and rolls back.
 func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, paramCols []string, returning nameList, format wire.Format, dry bool, maxAffected int) (Result, *Error) {
-	table := rel.display()
+	table := rel.Display()
 	ret, rerr := returningClause(rel, returning)
 	if rerr != nil {
 		return nil, withOp(rerr, op, table)

@@ -42,7 +42,7 @@ func (req *request) statementError(ctx context.Context, err error, info stmtInfo
 				e.Suggestion += columnSuggestion(info.rel, name, "")
 			}
 		} else if info.rel != nil && name != "" {
-			e.Suggestion = columnSuggestion(info.rel, name, "") + " (columns of " + info.rel.display() + ")"
+			e.Suggestion = columnSuggestion(info.rel, name, "") + " (columns of " + info.rel.Display() + ")"
 		}
 	case pe.Code[:2] == "22":
 		if n := paramNumber(pe.Where); n > 0 {

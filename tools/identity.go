@@ -196,12 +196,12 @@ func (db *Database) viewFor(ctx context.Context, snap *catalogSnapshot, role str
 		if err := rows.Scan(&schema, &name, &readable, &usable, &rowSecurity, &cols, &readCols); err != nil {
 			return nil, fmt.Errorf("loading role %s's view of the catalog: %w", role, err)
 		}
-		key := relKey(schema, name)
+		key := RelKey(schema, name)
 		v.readable[key] = readable
 		v.usable[key] = usable || readable
-		switch r := snap.rels[key]; {
+		switch r := snap.Rels[key]; {
 		case r == nil || !v.usable[key]:
-		case cols != nil || readCols != nil || rowSecurity != r.rowSecurity:
+		case cols != nil || readCols != nil || rowSecurity != r.RowSecurity:
 			v.rels[key] = r.forRole(cols, readCols, rowSecurity)
 		default:
 			v.rels[key] = r
@@ -223,7 +223,7 @@ func (db *Database) viewFor(ctx context.Context, snap *catalogSnapshot, role str
 // loaded) is left out, as it is for the login role.
 func (r *relation) forRole(cols, readCols []string, rowSecurity bool) *relation {
 	c := *r
-	c.rowSecurity = rowSecurity
+	c.RowSecurity = rowSecurity
 	set := func(names []string) map[string]bool {
 		m := make(map[string]bool, len(names))
 		for _, n := range names {
@@ -232,50 +232,50 @@ func (r *relation) forRole(cols, readCols []string, rowSecurity bool) *relation 
 		return m
 	}
 	keep, read := set(cols), set(readCols)
-	c.restricted = cols != nil
-	c.columns, c.colTypes, c.colArray, c.colNotNull, c.colRead = nil, nil, nil, nil, nil
-	for i, name := range r.columns {
+	c.Restricted = cols != nil
+	c.Columns, c.ColTypes, c.ColArray, c.ColNotNull, c.ColRead = nil, nil, nil, nil, nil
+	for i, name := range r.Columns {
 		if cols != nil && !keep[name] {
 			continue
 		}
-		c.columns = append(c.columns, name)
-		c.colTypes = append(c.colTypes, r.colTypes[i])
-		c.colArray = append(c.colArray, r.colArray[i])
-		c.colNotNull = append(c.colNotNull, r.colNotNull[i])
+		c.Columns = append(c.Columns, name)
+		c.ColTypes = append(c.ColTypes, r.ColTypes[i])
+		c.ColArray = append(c.ColArray, r.ColArray[i])
+		c.ColNotNull = append(c.ColNotNull, r.ColNotNull[i])
 		if readCols != nil {
-			c.colRead = append(c.colRead, read[name])
+			c.ColRead = append(c.ColRead, read[name])
 		}
 	}
 	return &c
 }
 
-// rel is the view's role's relation for r: r itself for the login role (nil view). A relation
+// Rel is the view's role's relation for r: r itself for the login role (nil view). A relation
 // the view has no entry for is one the role may not use: it gets r with no columns, so that
 // nothing of it is named or resolved.
-func (v *roleView) rel(r *relation) *relation {
+func (v *roleView) Rel(r *relation) *relation {
 	if v == nil {
 		return r
 	}
-	if own := v.rels[relKey(r.schema, r.name)]; own != nil {
+	if own := v.rels[RelKey(r.Schema, r.Name)]; own != nil {
 		return own
 	}
 	return r.forRole([]string{}, []string{}, true)
 }
 
-// readableRel reports whether the view's role may read r (nil view: the login role, by the catalog).
-func (v *roleView) readableRel(r *relation) bool {
+// Readable reports whether the view's role may read r (nil view: the login role, by the catalog).
+func (v *roleView) Readable(r *relation) bool {
 	if v == nil {
-		return r.canSelect
+		return r.CanSelect
 	}
-	return v.readable[relKey(r.schema, r.name)]
+	return v.readable[RelKey(r.Schema, r.Name)]
 }
 
-// usableRel reports whether the view's role may reach r at all (nil view: the login role, always).
-func (v *roleView) usableRel(r *relation) bool {
+// Usable reports whether the view's role may reach r at all (nil view: the login role, always).
+func (v *roleView) Usable(r *relation) bool {
 	if v == nil {
 		return true
 	}
-	return v.usable[relKey(r.schema, r.name)]
+	return v.usable[RelKey(r.Schema, r.Name)]
 }
 
 // CheckRole tells whether role can serve as an agent's role on db without a way out (docs/design.md §11):

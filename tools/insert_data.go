@@ -33,7 +33,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
-	table := rel.display()
+	table := rel.Display()
 	rows := a.Rows
 	if a.Row != nil {
 		rows = []map[string]any{a.Row}
@@ -59,7 +59,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 
 	var sb strings.Builder
 	sb.WriteString("INSERT INTO ")
-	sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
+	sb.WriteString(pgx.Identifier{rel.Schema, rel.Name}.Sanitize())
 	var params []any
 	var oids []uint32
 	var paramCols []string // the column each $n binds, for errors
@@ -75,7 +75,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 			if i > 0 {
 				sb.WriteString(", ")
 			}
-			sb.WriteString(pgx.Identifier{rel.columns[c]}.Sanitize())
+			sb.WriteString(pgx.Identifier{rel.Columns[c]}.Sanitize())
 		}
 		sb.WriteString(") VALUES ")
 		for ri, r := range rows {
@@ -94,7 +94,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 				}
 				params = append(params, v)
 				oids = append(oids, valueOID(rel, c))
-				paramCols = append(paramCols, rel.columns[c])
+				paramCols = append(paramCols, rel.Columns[c])
 				sb.WriteByte('$')
 				sb.WriteString(strconv.Itoa(len(params)))
 			}
@@ -124,7 +124,7 @@ func onConflict(rel *relation, oc *conflictArgs, inserted []int) (string, *Error
 	}
 	names := make([]string, len(tcols))
 	for i, c := range tcols {
-		names[i] = pgx.Identifier{rel.columns[c]}.Sanitize()
+		names[i] = pgx.Identifier{rel.Columns[c]}.Sanitize()
 	}
 	clause := " ON CONFLICT (" + strings.Join(names, ", ") + ")"
 	if oc.Action != "update" {
@@ -148,7 +148,7 @@ func onConflict(rel *relation, oc *conflictArgs, inserted []int) (string, *Error
 	}
 	sets := make([]string, len(ucols))
 	for i, c := range ucols {
-		id := pgx.Identifier{rel.columns[c]}.Sanitize()
+		id := pgx.Identifier{rel.Columns[c]}.Sanitize()
 		sets[i] = id + " = EXCLUDED." + id
 	}
 	return clause + " DO UPDATE SET " + strings.Join(sets, ", "), nil

@@ -49,14 +49,14 @@ func orderSQL(items []orderItem) string {
 // direction of the caller's first term, so an order of one direction stays one direction, which
 // keeps the row comparison (keysetAfter) an index range.
 func totalOrder(rel *relation, items []orderItem) ([]orderItem, bool) {
-	if len(rel.key) == 0 {
+	if len(rel.Key) == 0 {
 		return items, false
 	}
 	desc := len(items) > 0 && items[0].desc
 	out := items
-	for _, k := range rel.key {
-		i := rel.columnIndex(k)
-		if i < 0 || (rel.colRead != nil && !rel.colRead[i]) {
+	for _, k := range rel.Key {
+		i := rel.ColumnIndex(k)
+		if i < 0 || (rel.ColRead != nil && !rel.ColRead[i]) {
 			return items, false
 		}
 		if slicesContainsCol(items, k) {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pgtools/pgtools/tools/internal/ident"
 )
 
 // A value bound as data can come back in an error as a name, because PostgreSQL reads text as
@@ -61,9 +63,9 @@ func newValueMasker(vals []string) *valueMasker {
 			cut := make([]string, len(parts))
 			quoted := make([]string, len(parts))
 			for i, p := range parts {
-				folded[i] = p.folded()
+				folded[i] = p.Folded()
 				cut[i] = clipName(folded[i])
-				quoted[i] = spell(folded[i])
+				quoted[i] = ident.Spell(folded[i])
 				addName(folded[i])
 				addName(cut[i])
 			}
@@ -138,36 +140,36 @@ func (m *valueMasker) isValue(q string) bool {
 // (stringToQualifiedNameList): parts separated by dots, white space around them skipped, quoted
 // parts verbatim with "" halved, unquoted parts ending at a dot or white space. It reports false
 // when v is no such list.
-func parseNameList(v string) ([]identPart, bool) {
-	var parts []identPart
-	s := trimPgSpace(v)
+func parseNameList(v string) ([]ident.Part, bool) {
+	var parts []ident.Part
+	s := ident.TrimSpace(v)
 	for {
-		var p identPart
+		var p ident.Part
 		if strings.HasPrefix(s, `"`) {
-			name, rest, ok := readQuoted(s)
+			name, rest, ok := ident.ReadQuoted(s)
 			if !ok || name == "" {
 				return nil, false
 			}
-			p, s = identPart{name: name, quoted: true}, rest
+			p, s = ident.Part{Name: name, Quoted: true}, rest
 		} else {
 			i := 0
-			for i < len(s) && s[i] != '.' && !pgSpace(s[i]) {
+			for i < len(s) && s[i] != '.' && !ident.IsSpace(s[i]) {
 				i++
 			}
 			if i == 0 {
 				return nil, false
 			}
-			p, s = identPart{name: s[:i]}, s[i:]
+			p, s = ident.Part{Name: s[:i]}, s[i:]
 		}
 		parts = append(parts, p)
-		s = trimPgSpace(s)
+		s = ident.TrimSpace(s)
 		if s == "" {
 			return parts, true
 		}
 		if s[0] != '.' {
 			return nil, false
 		}
-		s = trimPgSpace(s[1:])
+		s = ident.TrimSpace(s[1:])
 	}
 }
 
@@ -201,7 +203,7 @@ func nameLike(v string) bool {
 			}
 			inQuote, gap, prev = !inQuote, false, c
 		case inQuote:
-		case pgSpace(c):
+		case ident.IsSpace(c):
 			gap = true
 		default:
 			if gap && prev != 0 && !strings.ContainsRune(".,()", rune(prev)) && !strings.ContainsRune(".,()", rune(c)) {
@@ -221,7 +223,7 @@ func nameTokens(v string) []string {
 		c := v[i]
 		switch {
 		case c == '"':
-			name, rest, ok := readQuoted(v[i:])
+			name, rest, ok := ident.ReadQuoted(v[i:])
 			if !ok {
 				name, rest = v[i+1:], ""
 			}
@@ -252,11 +254,11 @@ func identByte(c byte) bool {
 func quotedSpans(msg string) [][2]int {
 	var spans [][2]int
 	for i := 0; i < len(msg); i++ {
-		if msg[i] != '"' || (i > 0 && !pgSpace(msg[i-1]) && !strings.ContainsRune("(,=:.[", rune(msg[i-1]))) {
+		if msg[i] != '"' || (i > 0 && !ident.IsSpace(msg[i-1]) && !strings.ContainsRune("(,=:.[", rune(msg[i-1]))) {
 			continue
 		}
 		for j := i + 1; j < len(msg); j++ {
-			if msg[j] == '"' && (j+1 == len(msg) || pgSpace(msg[j+1]) || strings.ContainsRune(".,:;)]", rune(msg[j+1]))) {
+			if msg[j] == '"' && (j+1 == len(msg) || ident.IsSpace(msg[j+1]) || strings.ContainsRune(".,:;)]", rune(msg[j+1]))) {
 				spans = append(spans, [2]int{i, j + 1})
 				i = j
 				break

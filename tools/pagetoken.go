@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -229,7 +230,7 @@ func normalizedArg(k string, v any) (any, bool) {
 		default:
 			return nil, false
 		}
-		names := listArg(v)
+		names := ident.List(v)
 		if len(names) == 0 || (len(names) == 1 && names[0] == "*") {
 			return nil, true
 		}
@@ -256,7 +257,7 @@ func normalizedArg(k string, v any) (any, bool) {
 			return nil, false
 		}
 		if k == "where" || k == "order_by" {
-			s = trimPgSpace(s)
+			s = ident.TrimSpace(s)
 		}
 		if s == "" {
 			return nil, true

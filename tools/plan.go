@@ -179,20 +179,20 @@ func (req *request) catalogEstimate(ctx context.Context) func(schema, name strin
 	}
 	view, verr := req.db.viewFor(ctx, snap, req.who().role)
 	return func(schema, name string) (int64, bool) {
-		r := snap.rels[relKey(schema, name)]
+		r := snap.Rels[RelKey(schema, name)]
 		if r == nil || verr != nil {
 			return 0, false
 		}
 		if view != nil {
-			if !view.readableRel(r) {
+			if !view.Readable(r) {
 				return 0, false
 			}
-			r = view.rel(r)
+			r = view.Rel(r)
 		}
-		if r == nil || r.rowSecurity || r.estimate < 0 {
+		if r == nil || r.RowSecurity || r.Estimate < 0 {
 			return 0, false
 		}
-		return r.estimate, true
+		return r.Estimate, true
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/words"
 )
@@ -50,7 +51,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, req.db.Policy.MasksErrorValues()), op, "")
 	}
-	table := rel.display()
+	table := rel.Display()
 
 	var sb strings.Builder
 	sb.WriteString("SELECT ")
@@ -58,7 +59,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
 		// A role granted SELECT on some columns reads those: "*" would be refused whole. With
 		// none, "*" lets PostgreSQL refuse it with its own permission error.
-		list := rel.readList()
+		list := rel.ReadList()
 		if list == "" {
 			list = "*"
 		}
@@ -78,7 +79,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 			sb.WriteString(pgx.Identifier{name}.Sanitize())
 		}
 	}
-	items, oerr := parseOrder(rel, trimPgSpace(a.OrderBy))
+	items, oerr := parseOrder(rel, ident.TrimSpace(a.OrderBy))
 	if oerr != nil {
 		return nil, withOp(oerr, op, table)
 	}
@@ -93,7 +94,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		}
 	}
 	sb.WriteString(" FROM ")
-	sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
+	sb.WriteString(pgx.Identifier{rel.Schema, rel.Name}.Sanitize())
 	if where := strings.TrimSpace(a.Where); where != "" {
 		// The newlines keep a trailing "--" comment in where from swallowing the closing parenthesis.
 		sb.WriteString(" WHERE (\n")
@@ -211,7 +212,7 @@ func parseOrder(rel *relation, spec string) ([]orderItem, *Error) {
 			"Invalid arguments: order_by item %s is not \"column [asc|desc]\"", words.Quote(item))
 	}
 	var out []orderItem
-	for _, item := range splitList(spec) {
+	for _, item := range ident.SplitList(spec) {
 		words := splitWords(item)
 		if len(words) == 0 || len(words) > 4 {
 			return nil, bad(item)
@@ -221,8 +222,8 @@ func parseOrder(rel *relation, spec string) ([]orderItem, *Error) {
 			return nil, cerr
 		}
 		o := orderItem{col: col}
-		if i := rel.columnIndex(col); i >= 0 && i < len(rel.colNotNull) {
-			o.notNull = rel.colNotNull[i]
+		if i := rel.ColumnIndex(col); i >= 0 && i < len(rel.ColNotNull) {
+			o.notNull = rel.ColNotNull[i]
 		}
 		rest := words[1:]
 		if len(rest) > 0 {

@@ -49,7 +49,7 @@ type warmEntry struct {
 // warmPlan is the EXPLAIN that warms rel for op: a statement of the same kind on the same
 // table, which makes the planner and the executor's start open what the real one will.
 func warmPlan(op string, rel *relation) string {
-	q := pgx.Identifier{rel.schema, rel.name}.Sanitize()
+	q := pgx.Identifier{rel.Schema, rel.Name}.Sanitize()
 	switch op {
 	case "insert":
 		// The sequences behind its serial and identity columns are opened too: nextval runs
@@ -59,10 +59,10 @@ func warmPlan(op string, rel *relation) string {
 			"WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND d.refobjid = " +
 			quoteLiteral(q) + "::pg_catalog.regclass AND d.deptype IN ('a', 'i')"
 	case "update":
-		if len(rel.columns) == 0 {
+		if len(rel.Columns) == 0 {
 			return ""
 		}
-		c := pgx.Identifier{rel.columns[0]}.Sanitize()
+		c := pgx.Identifier{rel.Columns[0]}.Sanitize()
 		return "EXPLAIN UPDATE " + q + " SET " + c + " = " + c
 	case "delete":
 		return "EXPLAIN DELETE FROM " + q
@@ -78,7 +78,7 @@ func (w *sessionWarm) used(op string, rel *relation, who identity) {
 	if plan == "" || rel == nil {
 		return
 	}
-	key := op + "\x00" + relKey(rel.schema, rel.name)
+	key := op + "\x00" + RelKey(rel.Schema, rel.Name)
 	// Planning as the role the statement ran as: the executor's start checks its privileges,
 	// and row-level security is planned per role. The claims are an empty set, not the
 	// caller's: a policy may read them while planning (a stable function can be evaluated

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
@@ -324,7 +325,7 @@ type nameList struct{ v any }
 func (l *nameList) setArg(v any) error { l.v = v; return nil }
 
 // names returns the list (nil when absent or empty).
-func (l nameList) names() []string { return listArg(l.v) }
+func (l nameList) names() []string { return ident.List(l.v) }
 
 // rawValue is an argument kept as decoded JSON (numbers as json.Number): params, which is an array
 // or a string holding one.

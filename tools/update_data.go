@@ -33,7 +33,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
-	table := rel.display()
+	table := rel.Display()
 	if a.DryRun {
 		if e := dryRunCheck(ctx, req, sess, rel, where, params); e != nil {
 			return nil, withOp(e, op, table)
@@ -53,7 +53,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 			return nil, withOp(cerr, op, table)
 		}
 		sb.WriteString("UPDATE ")
-		sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
+		sb.WriteString(pgx.Identifier{rel.Schema, rel.Name}.Sanitize())
 		sb.WriteString(" SET ")
 		for i, c := range cols {
 			if i > 0 {
@@ -62,14 +62,14 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 			// set values follow the where params: where keeps $1…$n as the caller wrote them.
 			params = append(params, set[keyOf[c]])
 			oids = append(oids, valueOID(rel, c))
-			paramCols = append(paramCols, rel.columns[c])
-			sb.WriteString(pgx.Identifier{rel.columns[c]}.Sanitize())
+			paramCols = append(paramCols, rel.Columns[c])
+			sb.WriteString(pgx.Identifier{rel.Columns[c]}.Sanitize())
 			sb.WriteString(" = $")
 			sb.WriteString(strconv.Itoa(len(params)))
 		}
 	} else {
 		sb.WriteString("DELETE FROM ")
-		sb.WriteString(pgx.Identifier{rel.schema, rel.name}.Sanitize())
+		sb.WriteString(pgx.Identifier{rel.Schema, rel.Name}.Sanitize())
 	}
 	sb.WriteString(" WHERE (\n")
 	sb.WriteString(where)
@@ -88,7 +88,7 @@ func noteOverCap(res *WriteResult, affected int64, capN int) {
 // rolls it back: a where that calls nextval, setval or another function with effects a rollback
 // does not undo is refused by PostgreSQL there, so a dry run changes nothing at all.
 func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation, where string, params []any) *Error {
-	sql := "SELECT 1 FROM " + pgx.Identifier{rel.schema, rel.name}.Sanitize() + " WHERE (\n" + where + "\n)"
+	sql := "SELECT 1 FROM " + pgx.Identifier{rel.Schema, rel.Name}.Sanitize() + " WHERE (\n" + where + "\n)"
 	_, err := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: sql, Params: params, MaxRows: 1})
 	if err == nil {
 		return nil

@@ -1,4 +1,7 @@
-package tools
+// Package ident reads the names an agent sends (tables, columns, lists of them) the way
+// PostgreSQL reads a name in SQL, and spells a catalog name so that writing it back reaches exactly
+// that object. Its functions are pure and safe for concurrent use.
+package ident
 
 import (
 	"strings"
@@ -21,15 +24,15 @@ import (
 // Lists given as one string ("id, name") are list syntax: ASCII white space around an item is a
 // separator (trimPgSpace); elements of a JSON array are names as they stand.
 
-// identPart is one part of a possibly qualified name, with whether it was double-quoted.
-type identPart struct {
-	name   string
-	quoted bool
+// Part is one part of a possibly qualified name, with whether it was double-quoted.
+type Part struct {
+	Name   string
+	Quoted bool
 }
 
-// pgSpace reports whether c is white space to PostgreSQL's scanner (scanner_isspace): space,
+// IsSpace reports whether c is white space to PostgreSQL's scanner (scanner_isspace): space,
 // tab, newline, carriage return, form feed and vertical tab. No other character is.
-func pgSpace(c byte) bool {
+func IsSpace(c byte) bool {
 	switch c {
 	case ' ', '\t', '\n', '\r', '\f', '\v':
 		return true
@@ -37,21 +40,21 @@ func pgSpace(c byte) bool {
 	return false
 }
 
-// trimPgSpace trims PostgreSQL's white space (pgSpace) from both ends of s, and nothing else.
-func trimPgSpace(s string) string {
-	for len(s) > 0 && pgSpace(s[0]) {
+// TrimSpace trims PostgreSQL's white space (pgSpace) from both ends of s, and nothing else.
+func TrimSpace(s string) string {
+	for len(s) > 0 && IsSpace(s[0]) {
 		s = s[1:]
 	}
-	for len(s) > 0 && pgSpace(s[len(s)-1]) {
+	for len(s) > 0 && IsSpace(s[len(s)-1]) {
 		s = s[:len(s)-1]
 	}
 	return s
 }
 
-// readQuoted reads a double-quoted name at the start of s (which begins with `"`), undoubling
+// ReadQuoted reads a double-quoted name at the start of s (which begins with `"`), undoubling
 // "" to ". It returns the name and the rest of s after the closing quote, or ok false when the
 // quote is not closed.
-func readQuoted(s string) (name, rest string, ok bool) {
+func ReadQuoted(s string) (name, rest string, ok bool) {
 	var b strings.Builder
 	for i := 1; i < len(s); i++ {
 		if s[i] == '"' {
@@ -67,20 +70,20 @@ func readQuoted(s string) (name, rest string, ok bool) {
 	return "", "", false
 }
 
-// splitQualified splits `schema.name`, `"My Schema"."Tbl"` or `name` into its parts, splitting
+// SplitQualified splits `schema.name`, `"My Schema"."Tbl"` or `name` into its parts, splitting
 // on dots outside quotes only. It reports false when s is no name at all: an unterminated or
 // stray quote, an empty part, text after a closing quote, or more than two parts. Nothing is
 // trimmed; whether an unquoted part could be read by PostgreSQL is plain's question.
-func splitQualified(s string) ([]identPart, bool) {
-	var parts []identPart
+func SplitQualified(s string) ([]Part, bool) {
+	var parts []Part
 	for {
-		var p identPart
+		var p Part
 		if strings.HasPrefix(s, `"`) {
-			name, rest, ok := readQuoted(s)
+			name, rest, ok := ReadQuoted(s)
 			if !ok {
 				return nil, false
 			}
-			p, s = identPart{name: name, quoted: true}, rest
+			p, s = Part{Name: name, Quoted: true}, rest
 		} else {
 			i := strings.IndexAny(s, `."`)
 			if i < 0 {
@@ -88,9 +91,9 @@ func splitQualified(s string) ([]identPart, bool) {
 			} else if s[i] == '"' {
 				return nil, false
 			}
-			p, s = identPart{name: s[:i]}, s[i:]
+			p, s = Part{Name: s[:i]}, s[i:]
 		}
-		if p.name == "" {
+		if p.Name == "" {
 			return nil, false
 		}
 		parts = append(parts, p)
@@ -106,52 +109,52 @@ func splitQualified(s string) ([]identPart, bool) {
 
 // plain reports whether PostgreSQL could read the part as one name: a quoted part always, an
 // unquoted one unless it holds ASCII white space or a control character.
-func (p identPart) plain() bool {
-	if p.quoted {
+func (p Part) Plain() bool {
+	if p.Quoted {
 		return true
 	}
-	for i := 0; i < len(p.name); i++ {
-		if c := p.name[i]; c < 0x20 || c == 0x7f || pgSpace(c) {
+	for i := 0; i < len(p.Name); i++ {
+		if c := p.Name[i]; c < 0x20 || c == 0x7f || IsSpace(c) {
 			return false
 		}
 	}
 	return true
 }
 
-// folded is the name PostgreSQL makes of the part: quoted verbatim, unquoted with A–Z folded.
-func (p identPart) folded() string {
-	if p.quoted {
-		return p.name
+// Folded is the name PostgreSQL makes of the part: quoted verbatim, unquoted with A–Z Folded.
+func (p Part) Folded() string {
+	if p.Quoted {
+		return p.Name
 	}
-	return words.ASCIILower(p.name)
+	return words.ASCIILower(p.Name)
 }
 
-// allPlain reports whether every part is plain.
-func allPlain(parts []identPart) bool {
+// AllPlain reports whether every part is plain.
+func AllPlain(parts []Part) bool {
 	for _, p := range parts {
-		if !p.plain() {
+		if !p.Plain() {
 			return false
 		}
 	}
 	return true
 }
 
-// spell is how a model must write name so that it resolves to exactly name: as it is when an
+// Spell is how a model must write name so that it resolves to exactly name: as it is when an
 // unquoted reading keeps it unchanged, else double-quoted with quotes doubled.
-func spell(name string) string {
-	p := identPart{name: name}
-	if name != "" && !strings.ContainsAny(name, `."`) && p.plain() && words.ASCIILower(name) == name {
+func Spell(name string) string {
+	p := Part{Name: name}
+	if name != "" && !strings.ContainsAny(name, `."`) && p.Plain() && words.ASCIILower(name) == name {
 		return name
 	}
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
-// unquotedNote tells a model why an unquoted name with white space matched nothing.
-const unquotedNote = "Unquoted names are read as PostgreSQL reads them: nothing is trimmed and only A-Z is folded to lower case; write any other name in double quotes. "
+// UnquotedNote tells a model why an unquoted name with white space matched nothing.
+const UnquotedNote = "Unquoted names are read as PostgreSQL reads them: nothing is trimmed and only A-Z is folded to lower case; write any other name in double quotes. "
 
-// splitList splits a comma-separated list outside double quotes and trims PostgreSQL's white
+// SplitList splits a comma-separated list outside double quotes and trims PostgreSQL's white
 // space (ASCII only) around each item: there it is list syntax, not part of a name.
-func splitList(s string) []string {
+func SplitList(s string) []string {
 	var out []string
 	inQuote := false
 	start := 0
@@ -161,25 +164,25 @@ func splitList(s string) []string {
 			inQuote = !inQuote
 		case ',':
 			if !inQuote {
-				out = append(out, trimPgSpace(s[start:i]))
+				out = append(out, TrimSpace(s[start:i]))
 				start = i + 1
 			}
 		}
 	}
-	return append(out, trimPgSpace(s[start:]))
+	return append(out, TrimSpace(s[start:]))
 }
 
-// listArg normalises a list argument given as a JSON array or a comma-separated string. Array
+// List normalises a list argument given as a JSON array or a comma-separated string. Array
 // elements are taken as they stand: there is no list syntax around them to trim.
-func listArg(v any) []string {
+func List(v any) []string {
 	switch x := v.(type) {
 	case nil:
 		return nil
 	case string:
-		if trimPgSpace(x) == "" {
+		if TrimSpace(x) == "" {
 			return nil
 		}
-		return splitList(x)
+		return SplitList(x)
 	case []any:
 		out := make([]string, 0, len(x))
 		for _, e := range x {
