@@ -205,7 +205,7 @@ func TestHiddenColumnIsUnknown(t *testing.T) {
 		t.Fatalf("%d rows after refused calls, want 1", n)
 	}
 	ib.db.Exec(t, "ALTER TABLE staff DROP COLUMN private_salary_hidden CASCADE, DROP COLUMN hidden_ssn_col CASCADE; ALTER TABLE vault DROP COLUMN hidden_code")
-	ib.tdb.cat.cur.Store(nil) // the next call loads the catalog without the dropped columns
+	ib.tdb.cat.Invalidate() // the next call loads the catalog without the dropped columns
 	for i, c := range calls {
 		e := ib.mustFailAs(t, p, ErrInvalidColumn, c.tool, c.args)
 		if got := errorJSON(t, e); got != answers[i] {
@@ -339,11 +339,11 @@ func TestRoleViewMatchesInformationSchema(t *testing.T) {
 	ib.db.Exec(t, fmt.Sprintf(`CREATE TABLE purge (id int, junk text); REVOKE ALL ON purge FROM %[1]s; GRANT DELETE ON purge TO %[1]s;
 		CREATE TABLE refs_only (id int, code text); REVOKE ALL ON refs_only FROM %[1]s; GRANT REFERENCES (id) ON refs_only TO %[1]s`, quoteIdent(ib.role)))
 	ctx := context.Background()
-	snap, err := ib.tdb.catalog(ctx, true)
+	snap, err := ib.tdb.cat.Snapshot(ctx, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	view, err := ib.tdb.viewFor(ctx, snap, ib.role)
+	view, err := ib.tdb.cat.ViewFor(ctx, snap, ib.role)
 	if err != nil {
 		t.Fatal(err)
 	}

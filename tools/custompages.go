@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/ident"
 )
 
@@ -41,7 +42,7 @@ func checkCustomOrder(ctx context.Context, db *Database, t *CustomTool) error {
 	if err != nil {
 		return fmt.Errorf("PostgreSQL does not accept the statement: %s", ClassifyError(ctx, err, db).Message)
 	}
-	result := &relation{Name: t.Name}
+	result := &catalog.Relation{Name: t.Name}
 	for _, f := range sd.Fields {
 		result.Columns = append(result.Columns, f.Name)
 	}

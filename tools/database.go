@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -194,14 +195,15 @@ type Database struct {
 	// Policy is the operator's policy, with defaults applied by NewDatabase.
 	Policy Policy
 
-	cat          catalogCache
+	cat          *catalog.Cache
 	sessionFrame wire.Frame  // frames a read inside a session, with this policy's timeouts
 	sessionWarm  sessionWarm // the tables recent sessions used, for warming spare connections
 }
 
 // NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.
 func NewDatabase(name string, pool *pgxpool.Pool, policy Policy) *Database {
-	db := &Database{Name: name, Pool: pool, Policy: policy.withDefaults(), cat: catalogCache{minReload: 100 * time.Millisecond}}
+	db := &Database{Name: name, Pool: pool, Policy: policy.withDefaults()}
+	db.cat = catalog.New(db.acquire, db.Policy.tableVisible, 100*time.Millisecond)
 	db.sessionFrame = wire.SessionFrame(db.Policy.sessionCall().StatementTimeout, db.Policy.LockTimeout)
 	return db
 }

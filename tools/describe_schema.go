@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
@@ -60,16 +61,6 @@ type tableDetail struct {
 	Checks        []checkInfo  `json:"checkConstraints,omitempty"`
 }
 
-// estimateShown is the row estimate to show, or nil where row-level security applies to the role
-// r was loaded for.
-func (r *relation) estimateShown() *int64 {
-	if r.RowSecurity {
-		return nil
-	}
-	n := r.Estimate
-	return &n
-}
-
 var relKinds = map[byte]string{'r': "table", 'v': "view", 'm': "materialized view", 'f': "foreign table", 'p': "partitioned table"}
 
 // describeSchema lists the tables an agent may use, or describes one table.
@@ -87,7 +78,7 @@ func describeSchema(ctx context.Context, req *request, a *describeArgs) (Result,
 			}
 		}
 		role := req.who().role
-		rel, err := req.db.resolveTable(ctx, role, name)
+		rel, err := req.db.cat.ResolveTable(ctx, role, name)
 		if err != nil {
 			return nil, withOp(classify(ctx, err, cc, mask), op, "")
 		}
@@ -98,12 +89,12 @@ func describeSchema(ctx context.Context, req *request, a *describeArgs) (Result,
 		data, _ := wire.Marshal(detail)
 		return &SchemaResult{Operation: op, Table: rel.Display(), Data: data}, nil
 	}
-	snap, err := req.db.catalog(ctx, true)
+	snap, err := req.db.cat.Snapshot(ctx, true)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
 	schema := a.Schema
-	view, err := req.db.viewFor(ctx, snap, req.who().role)
+	view, err := req.db.cat.ViewFor(ctx, snap, req.who().role)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
@@ -112,7 +103,7 @@ func describeSchema(ctx context.Context, req *request, a *describeArgs) (Result,
 		if !view.Readable(r) || r.Denied || (schema != "" && r.Schema != schema) {
 			continue
 		}
-		list = append(list, tableSummary{Schema: r.Schema, Name: r.Name, Type: relKinds[r.Kind], EstimatedRows: view.Rel(r).estimateShown(), Comment: r.Comment})
+		list = append(list, tableSummary{Schema: r.Schema, Name: r.Name, Type: relKinds[r.Kind], EstimatedRows: view.Rel(r).EstimateShown(), Comment: r.Comment})
 	}
 	sort.Slice(list, func(i, j int) bool {
 		if list[i].Schema != list[j].Schema {
@@ -172,19 +163,19 @@ WHERE x.indrelid = $1::regclass ORDER BY i.relname`
 // constraint or default that names a column the role may not use (relation.restricted), and a
 // foreign key to a table it cannot use, is left out whole: part of a key is no key, and an
 // entry's name or definition would name the hidden column. The login role sees the catalog's own.
-func (db *Database) describeTable(ctx context.Context, role string, rel *relation) (*tableDetail, error) {
-	var snap *catalogSnapshot
-	var view *roleView
+func (db *Database) describeTable(ctx context.Context, role string, rel *catalog.Relation) (*tableDetail, error) {
+	var snap *catalog.Snapshot
+	var view *catalog.RoleView
 	if role != "" {
 		var err error
-		if snap, err = db.catalog(ctx, false); err != nil {
+		if snap, err = db.cat.Snapshot(ctx, false); err != nil {
 			return nil, err
 		}
-		if view, err = db.viewFor(ctx, snap, role); err != nil {
+		if view, err = db.cat.ViewFor(ctx, snap, role); err != nil {
 			return nil, err
 		}
 	}
-	shows := func(r *relation, cols []string) bool {
+	shows := func(r *catalog.Relation, cols []string) bool {
 		if !r.Restricted {
 			return true
 		}
@@ -206,7 +197,7 @@ func (db *Database) describeTable(ctx context.Context, role string, rel *relatio
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a read-only transaction has nothing to lose
 	reg := pgx.Identifier{rel.Schema, rel.Name}.Sanitize()
-	d := &tableDetail{Schema: rel.Schema, Name: rel.Name, Type: relKinds[rel.Kind], Comment: rel.Comment, EstimatedRows: rel.estimateShown(),
+	d := &tableDetail{Schema: rel.Schema, Name: rel.Name, Type: relKinds[rel.Kind], Comment: rel.Comment, EstimatedRows: rel.EstimateShown(),
 		Columns: []columnInfo{}, PrimaryKey: []string{}, ForeignKeys: []foreignKey{}, Indexes: []indexInfo{}}
 	rows, err := tx.Query(ctx, columnsQuery, reg)
 	if err != nil {
@@ -247,7 +238,7 @@ func (db *Database) describeTable(ctx context.Context, role string, rel *relatio
 			d.PrimaryKey = cols
 		case "f":
 			if view != nil {
-				ref := snap.Rels[RelKey(refSchema, refName)]
+				ref := snap.Rels[catalog.RelKey(refSchema, refName)]
 				if ref == nil || !view.Usable(ref) || !shows(view.Rel(ref), refCols) {
 					continue
 				}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -41,7 +42,7 @@ func intentExample(tool string, args map[string]any) string {
 // returningClause resolves the returning argument. The default is every column the caller's role
 // may read (RETURNING needs SELECT on each column it returns), and nothing where it may read none:
 // a role that may only insert still inserts.
-func returningClause(rel *relation, returning nameList) (string, *Error) {
+func returningClause(rel *catalog.Relation, returning nameList) (string, *Error) {
 	cols := returning.names()
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
 		if list := rel.ReadList(); list != "" {
@@ -51,7 +52,7 @@ func returningClause(rel *relation, returning nameList) (string, *Error) {
 	}
 	parts := make([]string, 0, len(cols))
 	for _, c := range cols {
-		name, err := resolveColumn(rel, c)
+		name, err := catalog.ResolveColumn(rel, c)
 		if err != nil {
 			return "", err
 		}
@@ -62,7 +63,7 @@ func returningClause(rel *relation, returning nameList) (string, *Error) {
 
 // valueOID is the parameter type to encode a value for column i with: json/jsonb and array
 // columns need their JSON values shaped for them; other types are inferred by PostgreSQL.
-func valueOID(rel *relation, i int) uint32 {
+func valueOID(rel *catalog.Relation, i int) uint32 {
 	t := rel.ColTypes[i]
 	if t == wire.OIDJSON || t == wire.OIDJSONB || rel.ColArray[i] {
 		return t
@@ -72,12 +73,12 @@ func valueOID(rel *relation, i int) uint32 {
 
 // objectColumns resolves the keys of JSON objects (rows, set) to the table's columns. It returns
 // the column indexes in the table's column order and, for each, the key as the caller wrote it.
-func objectColumns(rel *relation, keys []string, what string) ([]int, map[int]string, *Error) {
+func objectColumns(rel *catalog.Relation, keys []string, what string) ([]int, map[int]string, *Error) {
 	sort.Strings(keys)
 	keyOf := make(map[int]string, len(keys))
 	idx := make([]int, 0, len(keys))
 	for _, k := range keys {
-		name, err := resolveColumn(rel, k)
+		name, err := catalog.ResolveColumn(rel, k)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -93,7 +94,7 @@ func objectColumns(rel *relation, keys []string, what string) ([]int, map[int]st
 }
 
 // columnSet resolves a list of column names, in the table's column order.
-func columnSet(rel *relation, names []string, what string) ([]int, *Error) {
+func columnSet(rel *catalog.Relation, names []string, what string) ([]int, *Error) {
 	idx, _, err := objectColumns(rel, names, what)
 	return idx, err
 }
@@ -134,7 +135,7 @@ func affectedCap(req *request, arg count) int {
 // runDML finishes a generated INSERT, UPDATE or DELETE in sb with its RETURNING clause, runs it
 // (in the session, if any, else in its own transaction) and answers. maxAffected caps the rows
 // it may change (0: no cap); a dry run reports the count, previews rows and rolls back.
-func runDML(ctx context.Context, req *request, sess *Session, op string, rel *relation, sb *strings.Builder, params []any, oids []uint32, paramCols []string, returning nameList, format wire.Format, dry bool, maxAffected int) (Result, *Error) {
+func runDML(ctx context.Context, req *request, sess *Session, op string, rel *catalog.Relation, sb *strings.Builder, params []any, oids []uint32, paramCols []string, returning nameList, format wire.Format, dry bool, maxAffected int) (Result, *Error) {
 	table := rel.Display()
 	ret, rerr := returningClause(rel, returning)
 	if rerr != nil {

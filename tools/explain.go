@@ -9,17 +9,18 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
 // stmtInfo is what a call knows about the statement it ran, beyond PostgreSQL's error: enough
 // to turn a generic suggestion into the one that makes the next call work.
 type stmtInfo struct {
-	sql       string    // the statement as sent (PostgreSQL's error positions point into it)
-	rel       *relation // the table the call named, if any
-	paramCols []string  // the column each $n binds (insert and set values); "" for where params
-	paramArgs bool      // paramCols name arguments, not columns (operator-defined tools)
-	readOnly  bool      // the statement ran in a READ ONLY transaction
+	sql       string            // the statement as sent (PostgreSQL's error positions point into it)
+	rel       *catalog.Relation // the table the call named, if any
+	paramCols []string          // the column each $n binds (insert and set values); "" for where params
+	paramArgs bool              // paramCols name arguments, not columns (operator-defined tools)
+	readOnly  bool              // the statement ran in a READ ONLY transaction
 }
 
 // statementError classifies an error of a statement run for req, then fills in what only this
@@ -39,10 +40,10 @@ func (req *request) statementError(ctx context.Context, err error, info stmtInfo
 			e.Suggestion = fmt.Sprintf(`Double quotes name a column in SQL. To compare with the text %s, write it in single quotes ('%s') or pass it in params and write $1. `,
 				words.Quote(name), strings.ReplaceAll(name, "'", "''"))
 			if info.rel != nil {
-				e.Suggestion += columnSuggestion(info.rel, name, "")
+				e.Suggestion += catalog.ColumnSuggestion(info.rel, name, "")
 			}
 		} else if info.rel != nil && name != "" {
-			e.Suggestion = columnSuggestion(info.rel, name, "") + " (columns of " + info.rel.Display() + ")"
+			e.Suggestion = catalog.ColumnSuggestion(info.rel, name, "") + " (columns of " + info.rel.Display() + ")"
 		}
 	case pe.Code[:2] == "22":
 		if n := paramNumber(pe.Where); n > 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgtools/pgtools/tools/catalog"
 )
 
 // insertData inserts one row or many in one statement.
@@ -29,7 +30,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 	const op = "insert"
 	cc := callContext{Database: req.db.Name}
 	mask := req.db.Policy.MasksErrorValues()
-	rel, err := req.db.resolveTable(ctx, req.who().role, a.Table)
+	rel, err := req.db.cat.ResolveTable(ctx, req.who().role, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
@@ -112,7 +113,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 }
 
 // onConflict builds ON CONFLICT (cols) DO NOTHING | DO UPDATE SET c = EXCLUDED.c, ….
-func onConflict(rel *relation, oc *conflictArgs, inserted []int) (string, *Error) {
+func onConflict(rel *catalog.Relation, oc *conflictArgs, inserted []int) (string, *Error) {
 	target := oc.Columns.names()
 	if len(target) == 0 {
 		return "", errorf(ErrInvalidArguments, `Name the unique columns, e.g. "on_conflict": {"columns": ["email"], "action": "update"}.`,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -48,7 +49,7 @@ func orderSQL(items []orderItem) string {
 // column withheld from the role): paging then goes by offset. The added columns sort in the
 // direction of the caller's first term, so an order of one direction stays one direction, which
 // keeps the row comparison (keysetAfter) an index range.
-func totalOrder(rel *relation, items []orderItem) ([]orderItem, bool) {
+func totalOrder(rel *catalog.Relation, items []orderItem) ([]orderItem, bool) {
 	if len(rel.Key) == 0 {
 		return items, false
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -173,13 +174,13 @@ func shiftPosition(err error) error {
 // role may read; a table under row-level security has no estimate to show (its rows count those
 // the role may not see).
 func (req *request) catalogEstimate(ctx context.Context) func(schema, name string) (int64, bool) {
-	snap, err := req.db.catalog(ctx, false)
+	snap, err := req.db.cat.Snapshot(ctx, false)
 	if err != nil {
 		return func(string, string) (int64, bool) { return 0, false }
 	}
-	view, verr := req.db.viewFor(ctx, snap, req.who().role)
+	view, verr := req.db.cat.ViewFor(ctx, snap, req.who().role)
 	return func(schema, name string) (int64, bool) {
-		r := snap.Rels[RelKey(schema, name)]
+		r := snap.Rels[catalog.RelKey(schema, name)]
 		if r == nil || verr != nil {
 			return 0, false
 		}

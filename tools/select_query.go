@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/words"
@@ -47,7 +48,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		return nil, perr
 	}
 	cc := callContext{ReadOnly: true, Database: req.db.Name}
-	rel, err := req.db.resolveTable(ctx, req.who().role, a.Table)
+	rel, err := req.db.cat.ResolveTable(ctx, req.who().role, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, req.db.Policy.MasksErrorValues()), op, "")
 	}
@@ -66,7 +67,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		sb.WriteString(list)
 	} else {
 		for i, c := range cols {
-			name, cerr := resolveColumn(rel, c)
+			name, cerr := catalog.ResolveColumn(rel, c)
 			if cerr != nil {
 				if c == "*" || strings.ContainsAny(c, "()") {
 					cerr.Suggestion = `columns takes plain column names (or "*"); for expressions or aggregates use execute_sql. ` + cerr.Suggestion
@@ -203,7 +204,7 @@ func withOp(e *Error, op, table string) *Error {
 }
 
 // parseOrder reads "col [asc|desc] [nulls first|last], …" into catalog-checked order terms.
-func parseOrder(rel *relation, spec string) ([]orderItem, *Error) {
+func parseOrder(rel *catalog.Relation, spec string) ([]orderItem, *Error) {
 	if spec == "" {
 		return nil, nil
 	}
@@ -217,7 +218,7 @@ func parseOrder(rel *relation, spec string) ([]orderItem, *Error) {
 		if len(words) == 0 || len(words) > 4 {
 			return nil, bad(item)
 		}
-		col, cerr := resolveColumn(rel, words[0])
+		col, cerr := catalog.ResolveColumn(rel, words[0])
 		if cerr != nil {
 			return nil, cerr
 		}

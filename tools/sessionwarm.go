@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgtools/pgtools/tools/catalog"
 )
 
 // A session runs on a new backend (spare connections, session.Manager), and a new backend's
@@ -48,7 +49,7 @@ type warmEntry struct {
 
 // warmPlan is the EXPLAIN that warms rel for op: a statement of the same kind on the same
 // table, which makes the planner and the executor's start open what the real one will.
-func warmPlan(op string, rel *relation) string {
+func warmPlan(op string, rel *catalog.Relation) string {
 	q := pgx.Identifier{rel.Schema, rel.Name}.Sanitize()
 	switch op {
 	case "insert":
@@ -73,12 +74,12 @@ func warmPlan(op string, rel *relation) string {
 }
 
 // used records that a session of who ran op on rel.
-func (w *sessionWarm) used(op string, rel *relation, who identity) {
+func (w *sessionWarm) used(op string, rel *catalog.Relation, who identity) {
 	plan := warmPlan(op, rel)
 	if plan == "" || rel == nil {
 		return
 	}
-	key := op + "\x00" + RelKey(rel.Schema, rel.Name)
+	key := op + "\x00" + catalog.RelKey(rel.Schema, rel.Name)
 	// Planning as the role the statement ran as: the executor's start checks its privileges,
 	// and row-level security is planned per role. The claims are an empty set, not the
 	// caller's: a policy may read them while planning (a stable function can be evaluated

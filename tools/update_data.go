@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -29,7 +30,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 	if perr != nil {
 		return nil, withOp(perr, op, "")
 	}
-	rel, err := req.db.resolveTable(ctx, req.who().role, a.Table)
+	rel, err := req.db.cat.ResolveTable(ctx, req.who().role, a.Table)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
@@ -87,7 +88,7 @@ func noteOverCap(res *WriteResult, affected int64, capN int) {
 // dryRunCheck evaluates where in a READ ONLY transaction before a dry run executes the change and
 // rolls it back: a where that calls nextval, setval or another function with effects a rollback
 // does not undo is refused by PostgreSQL there, so a dry run changes nothing at all.
-func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *relation, where string, params []any) *Error {
+func dryRunCheck(ctx context.Context, req *request, sess *Session, rel *catalog.Relation, where string, params []any) *Error {
 	sql := "SELECT 1 FROM " + pgx.Identifier{rel.Schema, rel.Name}.Sanitize() + " WHERE (\n" + where + "\n)"
 	_, err := runReadOn(ctx, req.db, sess, req.who(), wire.Stmt{SQL: sql, Params: params, MaxRows: 1})
 	if err == nil {

@@ -1,4 +1,13 @@
-package tools
+// Package catalog keeps what a database's catalog says about its relations (tables, views,
+// materialized views, foreign and partitioned tables: columns, keys, estimates, comments) in a
+// cache shared by concurrent calls, and each agent role's view of it: what that role may read
+// or reach, down to the column. It resolves the names an agent sends as PostgreSQL would, and
+// answers a miss with the nearest names the role can read — never one it cannot.
+//
+// A Cache is safe for concurrent use; a Snapshot and the relations in it are immutable.
+// It knows nothing of tools, requests or transports: it needs a way to acquire a connection
+// and the operator's table lists, given to New.
+package catalog
 
 import (
 	"context"
@@ -11,12 +20,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgtools/pgtools/tools/internal/ident"
+	"github.com/pgtools/pgtools/tools/internal/pgerr"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
-// relation is a table, view, materialized view, foreign or partitioned table as the catalog has it.
-type relation struct {
+// Relation is a table, view, materialized view, foreign or partitioned table as the catalog has it.
+type Relation struct {
 	Schema, Name string
 	Kind         byte // pg_class.relkind
 	Columns      []string
@@ -32,10 +43,10 @@ type relation struct {
 	CanSelect bool
 	Denied    bool // hidden by the operator's policy: refused as not_allowed, never suggested
 	// RowSecurity: row-level security applies to the role this relation was loaded for (the
-	// login role in a snapshot, an agent role in its roleView), so estimate counts rows that role
+	// login role in a snapshot, an agent role in its RoleView), so estimate counts rows that role
 	// may not see.
 	RowSecurity bool
-	// Restricted: columns holds only the columns an agent role holds a privilege on (roleView),
+	// Restricted: columns holds only the columns an agent role holds a privilege on (RoleView),
 	// and whatever names a column (describe_schema's keys, indexes, defaults) is cut to them.
 	Restricted bool
 	// ColRead, when not nil, tells per column whether the role may SELECT it: a role without
@@ -45,7 +56,7 @@ type relation struct {
 
 // ReadList is the select list that "all columns" means to the role r was loaded for: "*" where
 // it may read every column, else its readable columns (an empty string where there are none).
-func (r *relation) ReadList() string {
+func (r *Relation) ReadList() string {
 	if r.ColRead == nil {
 		return "*"
 	}
@@ -59,12 +70,12 @@ func (r *relation) ReadList() string {
 }
 
 // ColumnIndex returns the position of an exact column name, or -1.
-func (r *relation) ColumnIndex(name string) int {
+func (r *Relation) ColumnIndex(name string) int {
 	return slices.Index(r.Columns, name)
 }
 
 // Display is the name shown to a model: unqualified in public, qualified elsewhere.
-func (r *relation) Display() string {
+func (r *Relation) Display() string {
 	if r.Schema == "public" {
 		return r.Name
 	}
@@ -72,34 +83,56 @@ func (r *relation) Display() string {
 }
 
 // Spelled is display as a model must write it to reach exactly this relation (spell).
-func (r *relation) Spelled() string {
+func (r *Relation) Spelled() string {
 	if r.Schema == "public" {
 		return ident.Spell(r.Name)
 	}
 	return ident.Spell(r.Schema) + "." + ident.Spell(r.Name)
 }
 
-// RelKey is the key of a relation in catalogSnapshot.rels. NUL cannot occur in a name, so
+// EstimateShown is the row estimate to show, or nil where row-level security applies to the
+// role r was loaded for (the estimate counts rows that role may not see).
+func (r *Relation) EstimateShown() *int64 {
+	if r.RowSecurity {
+		return nil
+	}
+	n := r.Estimate
+	return &n
+}
+
+// RelKey is the key of a relation in Snapshot.rels. NUL cannot occur in a name, so
 // schema "a.b" with table "c" and schema "a" with table "b.c" stay apart.
 func RelKey(schema, name string) string { return schema + "\x00" + name }
 
-// catalogSnapshot is an immutable view of the catalog, shared by concurrent calls.
-type catalogSnapshot struct {
+// Snapshot is an immutable view of the catalog, shared by concurrent calls.
+type Snapshot struct {
 	loaded     time.Time
-	Rels       map[string]*relation // by relKey(schema, name), exact names
+	Rels       map[string]*Relation // by relKey(schema, name), exact names
 	SearchPath []string             // current_schemas(false) of the runner's role
 	roles      roleViews            // each agent role's view, loaded on first use
 }
 
-// catalogCache keeps the catalog of one database so that resolving identifiers costs no round
+// Cache keeps the catalog of one database so that resolving identifiers costs no round
 // trip on the hot path. A miss reloads it (at most once per minReload), so tables created after
 // start-up are found at once.
-type catalogCache struct {
-	cur       atomic.Pointer[catalogSnapshot]
+type Cache struct {
+	cur       atomic.Pointer[Snapshot]
 	mu        sync.Mutex // serialises reloads
 	ttl       time.Duration
 	minReload time.Duration
+	acquire   func(context.Context) (*pgxpool.Conn, error)
+	visible   func(schema, name string) bool
 }
+
+// New returns an empty cache that loads the catalog over connections from acquire (which must
+// apply the caller's pool wait) and marks Denied every relation visible reports false for (the
+// operator's schema and table lists). A miss reloads at most once per minReload.
+func New(acquire func(context.Context) (*pgxpool.Conn, error), visible func(schema, name string) bool, minReload time.Duration) *Cache {
+	return &Cache{acquire: acquire, visible: visible, minReload: minReload}
+}
+
+// Invalidate drops the cached snapshot: the next call loads the catalog again.
+func (c *Cache) Invalidate() { c.cur.Store(nil) }
 
 const catalogQuery = `
 SELECT n.nspname, c.relname, c.relkind::text, greatest(c.reltuples, 0)::bigint,
@@ -127,8 +160,8 @@ WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p')
   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
   AND NOT c.relispartition`
 
-func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
-	conn, err := db.acquire(ctx)
+func (c *Cache) load(ctx context.Context) (*Snapshot, error) {
+	conn, err := c.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -138,15 +171,15 @@ func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
 		return nil, fmt.Errorf("loading the catalog: %w", err)
 	}
 	defer rows.Close()
-	snap := &catalogSnapshot{loaded: time.Now(), Rels: map[string]*relation{}}
+	snap := &Snapshot{loaded: time.Now(), Rels: map[string]*Relation{}}
 	for rows.Next() {
-		r := &relation{}
+		r := &Relation{}
 		var kind string
 		if err := rows.Scan(&r.Schema, &r.Name, &kind, &r.Estimate, &r.Comment, &r.CanSelect, &r.Columns, &r.ColTypes, &r.ColArray, &r.ColNotNull, &r.Key, &r.RowSecurity); err != nil {
 			return nil, fmt.Errorf("loading the catalog: %w", err)
 		}
 		r.Kind = kind[0]
-		r.Denied = !db.Policy.tableVisible(r.Schema, r.Name)
+		r.Denied = !c.visible(r.Schema, r.Name)
 		snap.Rels[RelKey(r.Schema, r.Name)] = r
 	}
 	if err := rows.Err(); err != nil {
@@ -158,12 +191,11 @@ func (db *Database) loadCatalog(ctx context.Context) (*catalogSnapshot, error) {
 	return snap, nil
 }
 
-// snapshot returns the cached catalog, loading it when absent or older than the TTL; with
-// refresh it reloads unless the cache is younger than minReload.
-func (db *Database) catalog(ctx context.Context, refresh bool) (*catalogSnapshot, error) {
-	c := &db.cat
+// Snapshot returns the cached catalog, loading it when absent or older than the TTL (60
+// seconds); with refresh it reloads unless the cache is younger than its minimum reload interval.
+func (c *Cache) Snapshot(ctx context.Context, refresh bool) (*Snapshot, error) {
 	snap := c.cur.Load()
-	stale := func(s *catalogSnapshot) bool {
+	stale := func(s *Snapshot) bool {
 		if s == nil {
 			return true
 		}
@@ -178,7 +210,7 @@ func (db *Database) catalog(ctx context.Context, refresh bool) (*catalogSnapshot
 	if snap = c.cur.Load(); !stale(snap) {
 		return snap, nil
 	}
-	fresh, err := db.loadCatalog(ctx)
+	fresh, err := c.load(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -186,17 +218,17 @@ func (db *Database) catalog(ctx context.Context, refresh bool) (*catalogSnapshot
 	return fresh, nil
 }
 
-func (c *catalogCache) ttlOrDefault() time.Duration {
+func (c *Cache) ttlOrDefault() time.Duration {
 	if c.ttl <= 0 {
 		return 60 * time.Second
 	}
 	return c.ttl
 }
 
-// lookup finds the relation PostgreSQL would find for parts: a qualified name in its schema, an
+// Lookup finds the relation PostgreSQL would find for parts: a qualified name in its schema, an
 // unqualified one in the first schema of the search path that has it. Names compare exactly
 // after folding (identPart.folded); a part PostgreSQL could not read as a name matches nothing.
-func (s *catalogSnapshot) lookup(parts []ident.Part) *relation {
+func (s *Snapshot) Lookup(parts []ident.Part) *Relation {
 	if !ident.AllPlain(parts) {
 		return nil
 	}
@@ -211,20 +243,22 @@ func (s *catalogSnapshot) lookup(parts []ident.Part) *relation {
 	return nil
 }
 
-// resolveTable finds the relation an agent named, or explains which names exist.
+// ResolveTable finds the relation an agent named, or explains which names exist: an
+// invalid_table error with the nearest names the role can read, or not_allowed for a table the
+// policy hides.
 //
 // role is the caller's role ("" for the runner's login role): a relation the role has no
 // privilege on is answered as missing, and suggestions name only what it can read.
-func (db *Database) resolveTable(ctx context.Context, role, name string) (*relation, error) {
+func (c *Cache) ResolveTable(ctx context.Context, role, name string) (*Relation, error) {
 	parts, ok := ident.SplitQualified(name)
 	if !ok {
 		suggestion := "Name a table as name or schema.name, e.g. orders or public.orders; call describe_schema to list tables."
-		if snap, err := db.catalog(ctx, false); err == nil {
-			if view, verr := db.viewFor(ctx, snap, role); verr == nil {
+		if snap, err := c.Snapshot(ctx, false); err == nil {
+			if view, verr := c.ViewFor(ctx, snap, role); verr == nil {
 				suggestion = "Name a table as name or schema.name, e.g. orders or public.orders. " + tableSuggestion(snap, view, name, "")
 			}
 		}
-		return nil, errorf(ErrInvalidTable, suggestion, "Table name %s is not a valid name", words.Quote(name))
+		return nil, pgerr.Errorf(pgerr.ErrInvalidTable, suggestion, "Table name %s is not a valid name", words.Quote(name))
 	}
 	// A name PostgreSQL could not read cannot appear by reloading the catalog: answer at once.
 	plain := ident.AllPlain(parts)
@@ -232,14 +266,14 @@ func (db *Database) resolveTable(ctx context.Context, role, name string) (*relat
 	if !plain {
 		note = ident.UnquotedNote
 	}
-	var prev *catalogSnapshot // the snapshot of the first lookup, which missed
+	var prev *Snapshot // the snapshot of the first lookup, which missed
 	for _, refresh := range []bool{false, true} {
 		if prev != nil {
 			// The refresh below is skipped while the cache is younger than minReload, which
 			// would answer a table created since the last load with "does not exist": wait out
 			// the rest of that interval instead. Only misses wait, and they reload at most once
 			// per minReload however many there are.
-			if wait := db.cat.minReload - time.Since(prev.loaded); wait > 0 {
+			if wait := c.minReload - time.Since(prev.loaded); wait > 0 {
 				timer := time.NewTimer(wait)
 				select {
 				case <-timer.C:
@@ -249,24 +283,24 @@ func (db *Database) resolveTable(ctx context.Context, role, name string) (*relat
 				}
 			}
 		}
-		snap, err := db.catalog(ctx, refresh)
+		snap, err := c.Snapshot(ctx, refresh)
 		if err != nil {
 			return nil, err
 		}
 		prev = snap
-		view, err := db.viewFor(ctx, snap, role)
+		view, err := c.ViewFor(ctx, snap, role)
 		if err != nil {
 			return nil, err
 		}
-		if r := snap.lookup(parts); r != nil && view.Usable(r) {
+		if r := snap.Lookup(parts); r != nil && view.Usable(r) {
 			if r.Denied {
-				return nil, errorf(ErrNotAllowed, "Use another table; describe_schema lists the tables you may use.",
+				return nil, pgerr.Errorf(pgerr.ErrNotAllowed, "Use another table; describe_schema lists the tables you may use.",
 					"Table %s is not available under this database's policy", words.Quote(name))
 			}
 			return view.Rel(r), nil
 		}
 		if refresh || !plain {
-			return nil, &Error{Type: ErrInvalidTable, SQLState: "42P01",
+			return nil, &pgerr.Error{Type: pgerr.ErrInvalidTable, SQLState: "42P01",
 				Message:    fmt.Sprintf("Table %s does not exist or is not available", words.Quote(name)),
 				Suggestion: tableSuggestion(snap, view, partNames(parts), note)}
 		}
@@ -287,8 +321,8 @@ func partNames(parts []ident.Part) string {
 // tableSuggestion names the tables nearest to name that view's role can read and lists the others,
 // each spelled so that writing it as shown reaches that table; note (may be empty) goes between
 // the two.
-func tableSuggestion(snap *catalogSnapshot, view *roleView, name, note string) string {
-	var rels []*relation
+func tableSuggestion(snap *Snapshot, view *RoleView, name, note string) string {
+	var rels []*Relation
 	for _, r := range snap.Rels {
 		if view.Readable(r) && !r.Denied {
 			rels = append(rels, r)
@@ -307,7 +341,7 @@ func tableSuggestion(snap *catalogSnapshot, view *roleView, name, note string) s
 	return suggestNames(name, names, spelled, 3, 30, note, "tables")
 }
 
-func columnSuggestion(r *relation, name, note string) string {
+func ColumnSuggestion(r *Relation, name, note string) string {
 	spelled := make(map[string]string, len(r.Columns))
 	for _, c := range r.Columns {
 		spelled[c] = ident.Spell(c)
@@ -340,9 +374,9 @@ func listSome(names []string, max int) string {
 	return strings.Join(names[:max], ", ") + fmt.Sprintf(" … (%d more; describe_schema lists all)", len(names)-max)
 }
 
-// resolveColumn returns the column's exact name in r, or an invalid_column error.
+// ResolveColumn returns the column's exact name in r, or an invalid_column error.
 // The name is read as PostgreSQL reads it (see ident.go): one part, folded if unquoted.
-func resolveColumn(r *relation, name string) (string, *Error) {
+func ResolveColumn(r *Relation, name string) (string, *pgerr.Error) {
 	parts, ok := ident.SplitQualified(name)
 	query, note := name, ""
 	if ok && len(parts) == 1 {
@@ -355,7 +389,7 @@ func resolveColumn(r *relation, name string) (string, *Error) {
 		}
 		query = parts[0].Name
 	}
-	return "", &Error{Type: ErrInvalidColumn, SQLState: "42703", Table: r.Display(),
+	return "", &pgerr.Error{Type: pgerr.ErrInvalidColumn, SQLState: "42703", Table: r.Display(),
 		Message:    fmt.Sprintf("Column %s does not exist in table %s", words.Quote(name), r.Display()),
-		Suggestion: columnSuggestion(r, query, note)}
+		Suggestion: ColumnSuggestion(r, query, note)}
 }
