@@ -78,7 +78,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 nodes: node_modules/.package-lock.json ## build the n8n package into dist/
 	$(NPM) run --silent build
 
-test-nodes: deps-test nodes ## the n8n package: official community-node lint, n8n's verification rules and scanner, unit tests, nodes against a real runner
+test-nodes: deps-test nodes ## the n8n package: community-node lint (n8n-node lint, then its rules on n8n-nodes/), n8n's verification rules and scanner (tarball and sources), unit tests, nodes against a real runner
 	$(NPM) run --silent lint
 	$(NPM) run --silent verify
 	$(NPM) run --silent test

@@ -3,7 +3,8 @@
 //   - scan: n8n's own scanner, @n8n/scan-community-package. Its CLI fetches the package, its
 //     provenance and its attested source from the network, so its analyzePackage is called
 //     directly, the way the CLI calls it: once on the tarball's compiled .js and package.json,
-//     once on the sources (package.json and the node, credential and shared .ts).
+//     once on the sources (package.json and the node, credential and shared .ts under
+//     n8n-nodes/, where the CLI's own patterns would not look: see sourcePatterns).
 //   - checkPackage: the rules of n8n's verification guidelines the scanner does not check (MIT
 //     licence file, English only, one service) and, again and stricter, the ones it does (no
 //     runtime dependencies, no environment or file system access, imports limited to n8n-workflow
@@ -114,15 +115,28 @@ export function checkPackage(dir) {
 }
 
 /**
- * scan runs n8n's scanner (@n8n/scan-community-package) on an unpacked tarball and on the
- * sources, as its CLI does once it has fetched both. Returns { passed, details }.
+ * sourcePatterns maps the files the scanner's command line lints in a package's source checkout
+ * (its SOURCE_FILE_PATTERNS: package.json and {nodes,credentials}/** at the package root) to
+ * where this repository keeps them: n8n-nodes/{nodes,credentials}, plus n8n-nodes/shared/, which
+ * holds most of the node code. Unmapped, they would lint only package.json here.
  */
-export async function scan(dir) {
-	const { analyzePackage } = await import('@n8n/scan-community-package/scanner/scanner.mjs');
+export function sourcePatterns(scannerPatterns) {
+	const moved = scannerPatterns.map((p) => p.replace(/^\{nodes,credentials\}\//, 'n8n-nodes/{nodes,credentials,shared}/'));
+	if (!moved.some((p) => p.startsWith('n8n-nodes/'))) {
+		throw new Error(`verify: the scanner's source patterns changed (${scannerPatterns.join(', ')}); map them to n8n-nodes/ again`);
+	}
+	return moved;
+}
+
+/**
+ * scan runs n8n's scanner (@n8n/scan-community-package) on an unpacked tarball (dir) and on
+ * the sources (the repository, or a copy of it), as its CLI does once it has fetched both.
+ * Returns { passed, details }.
+ */
+export async function scan(dir, sources = root) {
+	const { analyzePackage, SOURCE_FILE_PATTERNS } = await import('@n8n/scan-community-package/scanner/scanner.mjs');
 	const tarball = await analyzePackage(dir, ['**/*.js', 'package.json']);
-	// The CLI lints {nodes,credentials}/** under the package root; here they are under n8n-nodes/
-	// (which it would miss), and shared/ holds most of the node code.
-	const source = await analyzePackage(root, ['package.json', 'n8n-nodes/{nodes,credentials,shared}/**/*.{js,ts,json}']);
+	const source = await analyzePackage(sources, sourcePatterns(SOURCE_FILE_PATTERNS));
 	return {
 		passed: tarball.passed && source.passed,
 		details: [
@@ -156,7 +170,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
 		for (const p of problems) console.error(`verify: ${p}`);
 		if (!scanned.passed) console.error(`verify: n8n's scanner failed:\n${scanned.details}`);
 		if (problems.length || !scanned.passed) process.exit(1);
-		console.log("verify: the packed package meets n8n's verification rules and passes its scanner (provenance is the publish workflow's)");
+		console.log("verify: the packed package meets n8n's verification rules, and it and its sources pass n8n's scanner (provenance is the publish workflow's)");
 	} finally {
 		rmSync(work, { recursive: true, force: true });
 	}

@@ -1,8 +1,10 @@
 // Test helpers: the built package (dist/) loaded the way n8n loads it, and a minimal
 // IExecuteFunctions that evaluates each parameter's default $fromAI() expression the way n8n
-// does for a tool call (the model's argument, else the $fromAI default).
-import { existsSync, readFileSync } from 'node:fs';
+// does for a tool call (the model's argument, else the $fromAI default); and a copy of the sources
+// to plant lint and scanner violations in.
+import { cpSync, existsSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -143,4 +145,19 @@ export function context(node, { args = [{}], pinned = {}, parameters = {}, reque
 /** answer is a full HTTP response as httpRequestWithAuthentication returns it with returnFullResponse. */
 export function answer(statusCode, body) {
 	return { statusCode, body, headers: {}, statusMessage: '' };
+}
+
+/**
+ * sourceCopy copies what the lint and the scanner read of the package's sources (package.json,
+ * tsconfig.json, schemas/ and n8n-nodes/'s nodes, credentials, shared code and icons) into a new
+ * temporary directory, links the repository's node_modules into it so imports resolve, and
+ * returns it; a test plants violations there, never in the sources. Remove it with rmSync.
+ */
+export function sourceCopy() {
+	const dir = mkdtempSync(join(tmpdir(), 'pgtools-sources-'));
+	for (const entry of ['package.json', 'tsconfig.json', 'schemas', 'n8n-nodes/nodes', 'n8n-nodes/credentials', 'n8n-nodes/shared', 'n8n-nodes/icons']) {
+		cpSync(join(root, entry), join(dir, entry), { recursive: true });
+	}
+	symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
+	return dir;
 }

@@ -1,14 +1,16 @@
 // n8n's verification rules on the tarball as published (scripts/verify.mjs): the package passes
-// them and n8n's own scanner, and each rule catches its violation when one is planted in a copy.
+// them and n8n's own scanner (on the tarball and on the sources under n8n-nodes/), and each rule
+// catches its violation when one is planted in a copy.
 import assert from 'node:assert/strict';
 import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { packageReadme } from '../../scripts/pack.mjs';
-import { checkPackage, scan, unpack } from '../../scripts/verify.mjs';
-import { pkg, root } from '../helpers.mjs';
+import { checkPackage, scan, sourcePatterns, unpack } from '../../scripts/verify.mjs';
+import { pkg, require, root, sourceCopy } from '../helpers.mjs';
 
 let packed;
 before(() => {
@@ -98,6 +100,31 @@ describe('each rule catches its violation', () => {
 			rmSync(dir, { recursive: true, force: true });
 		}
 	});
+
+	test("n8n's scanner fails violations planted in the sources under n8n-nodes/, which its own patterns would not read", async () => {
+		const sources = sourceCopy();
+		try {
+			edit(sources, 'n8n-nodes/credentials/PgToolsApi.credentials.ts', (s) => s.replace("displayName = 'Pgtools API'", "displayName = 'pgtools api'"));
+			appendFileSync(join(sources, 'n8n-nodes/nodes/SelectQuery/SelectQuery.node.ts'), '\nexport const home = process.env.HOME;\n');
+			const result = await scan(packed.dir, sources);
+			assert.equal(result.passed, false);
+			assert.match(result.details, /^sources: /m);
+			assert.doesNotMatch(result.details, /^tarball: /m);
+			assert.match(result.details, /PgToolsApi\.credentials\.ts\n(.*\n)*?.*n8n-nodes-base\/cred-class-field-display-name-miscased/);
+			assert.match(result.details, /SelectQuery\.node\.ts\n(.*\n)*?.*no-restricted-globals/);
+		} finally {
+			rmSync(sources, { recursive: true, force: true });
+		}
+	});
+});
+
+test("the scanner's source patterns, moved to n8n-nodes/, read every node, credential and shared source", async () => {
+	const { SOURCE_FILE_PATTERNS } = await import('@n8n/scan-community-package/scanner/scanner.mjs');
+	// The files as the scanner selects them: with its own fast-glob.
+	const glob = createRequire(require.resolve('@n8n/scan-community-package/package.json'))('fast-glob');
+	const read = glob.sync(sourcePatterns(SOURCE_FILE_PATTERNS), { cwd: root, ignore: ['node_modules/**'] });
+	const sources = ['package.json', ...pkg.n8n.credentials, ...pkg.n8n.nodes].map((f) => f.replace(/^dist\//, '').replace(/\.js$/, '.ts'));
+	for (const file of [...sources, 'n8n-nodes/shared/runner.ts']) assert.ok(read.includes(file), `${file} among ${read.join(', ')}`);
 });
 
 // The workflow cannot run here; what n8n requires of it is checked in its text.
