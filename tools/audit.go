@@ -35,9 +35,6 @@ type Auditor interface {
 	Audit(ev AuditEvent)
 }
 
-// setAuditor sets where write attempts are reported, for tests that build a registry first.
-func (r *Registry) setAuditor(a Auditor) { r.auditor = a }
-
 // audit reports a write attempt where route sent it (out); a call refused before it was
 // routed names the database its arguments ask for, or the tool's own.
 func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Outcome, res Result, err *Error, started time.Time) {

@@ -71,3 +71,13 @@ func assertErrorSays(t testing.TB, e *Error, inMessage, inSuggestion []string) {
 		}
 	}
 }
+
+// setAuditor sets where write attempts are reported, for tests that build a registry first.
+func (r *Registry) setAuditor(a Auditor) { r.auditor = a }
+
+// setSessions gives the registry its session store, for tests that build a registry first.
+func (r *Registry) setSessions(s SessionStore) { r.sessions = s }
+
+// setTxLimiter sets the bound on pg_transaction connections, for tests that build a registry
+// first.
+func (r *Registry) setTxLimiter(l *TxLimiter) { r.txLimit = l }

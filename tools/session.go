@@ -52,9 +52,6 @@ type SessionStore interface {
 
 var _ SessionStore = (*session.Manager)(nil)
 
-// setSessions gives the registry its session store, for tests that build a registry first.
-func (r *Registry) setSessions(s SessionStore) { r.sessions = s }
-
 // errSessionLost marks a session whose transaction the database ended.
 var errSessionLost = errors.New("session lost")
 

@@ -46,10 +46,6 @@ func NewTxLimiter(total, perPrincipal, perSubject int) *TxLimiter {
 		per: map[string]int{}, subj: map[string]int{}}
 }
 
-// setTxLimiter sets the bound on pg_transaction connections, for tests that build a registry
-// first.
-func (r *Registry) setTxLimiter(l *TxLimiter) { r.txLimit = l }
-
 // acquire admits one pg_transaction call of p on db, or says why not. The caller runs release
 // once the call's connection is back in the pool (or destroyed). A wait for a free slot is
 // bounded by db's PoolWait and reported as such, apart from any statement timeout: no statement
