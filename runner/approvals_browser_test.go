@@ -193,7 +193,7 @@ func TestApprovalsPageInBrowser(t *testing.T) {
 	if ev["approved"] != 1 || ev["denied"] != 1 || ev["used"] != 1 || ev["expired"] != 1 {
 		t.Errorf("approval events: %v", ev)
 	}
-	if _, e := f.store.Get(tools.Principal{Name: "boss", Scopes: []string{"approve"}}, approve); e != nil {
+	if _, e := f.store.Get(tools.Principal{Name: "boss", Scopes: []string{"approve"}}.Party(), approve); e != nil {
 		t.Errorf("the used approval: %v", e)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth/authtest"
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
@@ -61,7 +62,7 @@ type approvalsFixture struct {
 	srv   *httptest.Server
 	db    *pgtest.DB
 	reg   *tools.Registry
-	store *tools.Approvals
+	store *approval.Store
 	clock *testClock
 	log   *syncBuffer
 }
@@ -81,8 +82,8 @@ func newApprovalsFixture(t *testing.T) *approvalsFixture {
 	dsn := db.RoleDSN(t, "apr")
 	db.Exec(t, "GRANT DELETE ON orders TO "+pgx.Identifier{db.RoleName("apr")}.Sanitize())
 	clock := &testClock{now: time.Now()}
-	store := tools.NewApprovals(tools.ApprovalOptions{TTL: 15 * time.Minute, Now: clock.Now})
-	policy := tools.Policy{RequireApproval: []tools.ApprovalRule{{When: tools.ApproveRowsOver, Rows: 100}}}
+	store := approval.NewStore(approval.Options{TTL: 15 * time.Minute, Now: clock.Now})
+	policy := tools.Policy{RequireApproval: []approval.Rule{{When: approval.WhenRowsOver, Rows: 100}}}
 	reg := toolstest.RegistryWith(t, dsn, policy, 4, tools.Options{Approvals: store})
 	logs := &syncBuffer{}
 	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: approvalsTokens(), Log: zerolog.New(logs)}))
@@ -318,7 +319,7 @@ func TestApprovalsPageCSRF(t *testing.T) {
 	for _, a := range append(attempts(good), attempt{"the sign-in form's token", f.srv.URL, "", token}) {
 		c.origin, c.site = a.origin, a.site
 		status, _, _ := c.post("/approvals/"+id, url.Values{"decision": {"approve"}, "csrf": {a.csrf}})
-		if ap, _ := f.store.Get(tools.Principal{Name: "boss", Scopes: []string{"approve"}}, id); status != http.StatusForbidden || ap.Status != tools.ApprovalPending {
+		if ap, _ := f.store.Get(tools.Principal{Name: "boss", Scopes: []string{"approve"}}.Party(), id); status != http.StatusForbidden || ap.Status != approval.Pending {
 			t.Errorf("approve with %s: %d, request now %s", a.name, status, ap.Status)
 		}
 		status, _, _ = c.post("/approvals/signout", url.Values{"csrf": {a.csrf}})
@@ -499,7 +500,7 @@ func TestApprovalsPageDecides(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, `class="error"`) || !strings.Contains(body, "is expired") || card(body, own) != "" {
 		t.Errorf("approving an expired request: %d\n%s", status, body)
 	}
-	if ap, _ := f.store.Get(tools.Principal{Name: "boss", Scopes: []string{"approve"}}, own); ap.Status != tools.ApprovalExpired {
+	if ap, _ := f.store.Get(tools.Principal{Name: "boss", Scopes: []string{"approve"}}.Party(), own); ap.Status != approval.Expired {
 		t.Errorf("the expired request is %s", ap.Status)
 	}
 	if n := f.orders(t); n != 180 {

@@ -12,6 +12,7 @@ import (
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
@@ -25,7 +26,7 @@ func newMCPApprovals(t *testing.T, byClient bool) *mcpFeatures {
 	role := `"` + db.RoleName("mcpa") + `"`
 	db.Exec(t, mcptest.Fixture)
 	db.Exec(t, `CREATE TABLE big (id int PRIMARY KEY, v text); INSERT INTO big SELECT i, 'x' FROM generate_series(1, 150) i; ALTER TABLE big OWNER TO `+role)
-	reg := toolstest.Registry(t, dsn, tools.Policy{RequireApproval: []tools.ApprovalRule{{When: tools.ApproveRowsOver, Rows: 100}}, ApprovalByClient: byClient}, 4)
+	reg := toolstest.Registry(t, dsn, tools.Policy{RequireApproval: []approval.Rule{{When: approval.WhenRowsOver, Rows: 100}}, ApprovalByClient: byClient}, 4)
 	srv := httptest.NewServer(httpapi.NewHandler(reg, []auth.Token{{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}}}, zerolog.Nop(), 1<<20))
 	t.Cleanup(srv.Close)
 	return &mcpFeatures{db: db, reg: reg, url: srv.URL}

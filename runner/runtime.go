@@ -18,6 +18,7 @@ import (
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/session"
 )
 
@@ -45,7 +46,7 @@ type Runtime struct {
 	opts       BuildOptions
 	sessions   *session.Manager // nil with NoSessions
 	txLimit    *tools.TxLimiter
-	approvals  *tools.Approvals // one store for every generation: requests survive a reload
+	approvals  *approval.Store // one store for every generation: requests survive a reload
 	auditor    tools.Auditor
 	metrics    *invoke.Metrics
 	health     *httpapi.Health
@@ -116,8 +117,8 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 		}
 		stats = rt.sessions
 	}
-	rt.approvals = tools.NewApprovals(tools.ApprovalOptions{TTL: cfg.Approvals.TTL(), MaxPending: cfg.Approvals.MaxPending,
-		Auditor: rt.auditor, Now: opts.ApprovalClock})
+	rt.approvals = approval.NewStore(approval.Options{TTL: cfg.Approvals.TTL(), MaxPending: cfg.Approvals.MaxPending,
+		Audit: tools.AuditApprovals(rt.auditor), Now: opts.ApprovalClock})
 	rt.metrics = invoke.NewMetricsFor(dbs, stats)
 	rt.metrics.WatchApprovals(rt.approvals)
 	g, err := rt.newGeneration(ctx, cfg, dbs, 1)
@@ -187,7 +188,7 @@ func (rt *Runtime) Generation() (n int64, loaded time.Time) {
 func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
 
 // Approvals is the approval store every generation shares.
-func (rt *Runtime) Approvals() *tools.Approvals { return rt.approvals }
+func (rt *Runtime) Approvals() *approval.Store { return rt.approvals }
 
 // Metrics are the runtime's metrics, shared by every generation.
 func (rt *Runtime) Metrics() *invoke.Metrics { return rt.metrics }

@@ -3,6 +3,8 @@ package tools
 import (
 	"cmp"
 	"time"
+
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 // AuditEvent is one write attempt as the audit log records it. It never holds values, SQL text or
@@ -48,7 +50,7 @@ func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Out
 		ev.SessionID = strArg(args, "session_id")
 	}
 	ev.ApprovalID = strArg(args, "approval_id")
-	if id, digest, ok := ApprovalOf(err); ok {
+	if id, digest, ok := approval.FromError(err); ok {
 		ev.ApprovalID, ev.Digest = id, digest
 	}
 	switch {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
@@ -62,9 +63,9 @@ type Policy struct {
 	// rows, or for a write to touch more rows, than this (default 0: no bound).
 	MaxEstimatedRows int64 `json:"max_estimated_rows"`
 	// RequireApproval lists the writes on this database that a person must approve before they
-	// commit (approval.go): the call answers approval_required with the effect a rolled-back run
+	// commit (approval.Rule): the call answers approval_required with the effect a rolled-back run
 	// measured, and commits when called again with the approved approval_id and the same effect.
-	RequireApproval []ApprovalRule `json:"require_approval"`
+	RequireApproval []approval.Rule `json:"require_approval"`
 	// ApprovalByClient lets the person using an MCP client that can ask its user (elicitation)
 	// approve or deny a request of that client's own calls; the approval is recorded as the
 	// client's user's, never the model's (default false: only another credential with the approve
@@ -281,7 +282,7 @@ type Principal struct {
 	Grant Grant
 	// RequireApproval adds approval rules to every database's for this principal's calls (they
 	// can add rules, never lift the database's).
-	RequireApproval []ApprovalRule
+	RequireApproval []approval.Rule
 	// Credential names the secret the principal proves itself with, when several principals
 	// share one: an act-as token's subjects all hold the token's. "" means Name. An approval is
 	// never given with the credential that asked for it.

@@ -23,4 +23,6 @@
 // Below it, by layer: tools/internal/wire speaks PostgreSQL's extended protocol (the pipeline, statement
 // cache, binding and row encoder), tools/session owns pg_tx sessions and their manager, and
 // tools/internal/pgerr holds the error object and the classification of PostgreSQL errors.
+// tools/approval holds the require_approval rules, the effect they judge and the store of
+// approval requests; the gate that applies them to a write before COMMIT is approvalgate.go.
 package tools

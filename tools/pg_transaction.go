@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -74,7 +75,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 		who.prefix(false) + timeoutsSQL(pol)
 	var tw string // how to read the table writes, when approval rules apply: prepared before BEGIN
 	if req.approval != nil {
-		tw = tableWritesText(ctx, pc, req.db.Policy.PreparesStatements())
+		tw = approval.TableWritesText(ctx, pc, req.db.Policy.PreparesStatements())
 	}
 	began := time.Now()
 	// tablesBefore: the backend's counters as the batch began (approval rules only)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgtools/pgtools/schemas"
 
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/words"
 )
@@ -92,7 +93,7 @@ type Registry struct {
 	observer  Observer
 	txLimit   *TxLimiter
 	pages     *pager
-	approvals *Approvals
+	approvals *approval.Store
 }
 
 // Options is everything a Registry is built from. Only Databases is needed for stateless calls;
@@ -119,7 +120,7 @@ type Options struct {
 	Pages PageTokens
 	// Approvals holds approval requests (policy.require_approval). nil: the registry makes one
 	// of its own; pass one to keep requests across configuration reloads.
-	Approvals *Approvals
+	Approvals *approval.Store
 }
 
 // NewRegistry compiles every tool schema and registers the built-in tools and o.CustomTools over
@@ -132,7 +133,7 @@ func NewRegistry(ctx context.Context, o Options) (*Registry, error) {
 	}
 	r.sessions, r.txLimit, r.auditor, r.observer, r.approvals = o.Sessions, o.TxLimiter, o.Auditor, o.Observer, o.Approvals
 	if r.approvals == nil {
-		r.approvals = NewApprovals(ApprovalOptions{Auditor: o.Auditor})
+		r.approvals = approval.NewStore(approval.Options{Audit: AuditApprovals(o.Auditor)})
 	}
 	if r.pages, err = newPager(o.Pages); err != nil {
 		return nil, err

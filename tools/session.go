@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/session"
 )
@@ -110,12 +111,12 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *
 	st.who = sessionIdentity(s) // checked after the statement (execStmt), as asserted before it
 	pre := wire.SQLSavepoint + "; " + st.who.prefix(true) + timeoutsSQL(pol)
 	var before effects
-	var tw string                // how to read the table writes, when approval rules apply
-	var tablesBefore []TableRows // what the session wrote before
+	var tw string                         // how to read the table writes, when approval rules apply
+	var tablesBefore []approval.TableRows // what the session wrote before
 	if st.approval != nil {
 		// The plain text, never prepared here: inside the session's open transaction a failed
 		// PREPARE would abort it.
-		tw = tableWritesSQL
+		tw = approval.TableWritesSQL
 	}
 	if st.free || tw != "" {
 		before, tablesBefore, err = execReadings(ctx, pc, pre, tw, st.free)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/pgerr"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
@@ -74,10 +75,10 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 	if s := st.who.sql(false); s != "" {
 		begin += "; " + s
 	}
-	var tw string                // how to read the table writes, when approval rules apply
-	var tablesBefore []TableRows // the backend's counters as the transaction began
+	var tw string                         // how to read the table writes, when approval rules apply
+	var tablesBefore []approval.TableRows // the backend's counters as the transaction began
 	if st.approval != nil {
-		tw = tableWritesText(ctx, pc, db.Policy.PreparesStatements())
+		tw = approval.TableWritesText(ctx, pc, db.Policy.PreparesStatements())
 	}
 	if st.free || tw != "" {
 		before, tablesBefore, err = execReadings(ctx, pc, begin, tw, st.free)
@@ -121,12 +122,12 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 // are the backend's, not the transaction's: they still hold earlier transactions' rows until
 // the backend reports them (a pooled connection's last call, a rolled-back measuring run), so
 // only a difference within the transaction is its effect.
-func settleApproval(ctx context.Context, pc *pgconn.PgConn, g *approvalGate, tw string, before []TableRows, outs ...*writeOutcome) error {
-	tables, err := readTableWrites(ctx, pc, tw)
+func settleApproval(ctx context.Context, pc *pgconn.PgConn, g *approvalGate, tw string, before []approval.TableRows, outs ...*writeOutcome) error {
+	tables, err := approval.ReadTableWrites(ctx, pc, tw)
 	if err != nil {
 		return err
 	}
-	tables = subTables(tables, before)
+	tables = approval.SubtractTableWrites(tables, before)
 	if e := g.settle(effectOf(tables, outs...)); e != nil {
 		return e
 	}

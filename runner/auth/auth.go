@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 // Token is one API token and what it may do.
@@ -43,7 +44,7 @@ type Token struct {
 	Tools []string `json:"tools,omitempty"`
 	// RequireApproval adds approval rules to every database's for this token's calls
 	// (docs/approvals.md); it cannot lift the database's.
-	RequireApproval []tools.ApprovalRule `json:"require_approval,omitempty"`
+	RequireApproval []approval.Rule `json:"require_approval,omitempty"`
 	// Role is the PostgreSQL role the token's calls run as (SET LOCAL ROLE; docs/design.md §11); "" runs
 	// them as the runner's login role.
 	Role string `json:"role"`

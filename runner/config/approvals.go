@@ -11,6 +11,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 // Defaults of Approvals.
@@ -22,7 +23,7 @@ const (
 )
 
 // Approvals is the config file's "approvals": the store that holds the approval requests of
-// require_approval rules (tools.NewApprovals), one per runner process, in its memory.
+// require_approval rules (approval.NewStore), one per runner process, in its memory.
 type Approvals struct {
 	// TTLSeconds is how long a request waits for a decision, and how long an approval may then
 	// be used, in seconds (default 900).
@@ -46,20 +47,20 @@ func (a Approvals) withDefaults() Approvals {
 }
 
 // approvalProblems checks every approval rule, the databases' and the tokens': each must be a
-// valid rule (tools.ApprovalRule.Validate), and a tool rule must name a tool that writes, since
+// valid rule (approval.Rule.Validate), and a tool rule must name a tool that writes, since
 // a rule on a tool that never writes, or on no tool at all, would never ask for approval and
 // read as protection that is not there.
 func (c *Config) approvalProblems() []string {
 	writers := approvableTools(c.CustomTools)
 	var problems []string
-	check := func(where string, rules []tools.ApprovalRule) {
+	check := func(where string, rules []approval.Rule) {
 		for i, r := range rules {
 			at := fmt.Sprintf("%s[%d]", where, i)
 			if err := r.Validate(); err != nil {
 				problems = append(problems, at+": "+strings.TrimPrefix(err.Error(), "require_approval: "))
 				continue
 			}
-			if r.When == tools.ApproveTool && !slices.Contains(writers, r.Tool) {
+			if r.When == approval.WhenTool && !slices.Contains(writers, r.Tool) {
 				problems = append(problems, fmt.Sprintf("%s: tool %q is no tool that writes, so the rule would never ask for approval; name one of %s", at, r.Tool, strings.Join(writers, ", ")))
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 // approvalConfig is a config document with one database under rules, a token with tokenRules,
@@ -70,7 +71,7 @@ func TestApprovalRulesConfig(t *testing.T) {
 func TestApprovalRulesGoPath(t *testing.T) {
 	t.Parallel()
 	cfg := &Config{Databases: map[string]DatabaseConfig{"default": {URL: "postgres://u@127.0.0.1/db",
-		Policy: tools.Policy{RequireApproval: []tools.ApprovalRule{{When: "sometimes"}, {When: tools.ApproveTool, Tool: "describe_schema"}}}}}}
+		Policy: tools.Policy{RequireApproval: []approval.Rule{{When: "sometimes"}, {When: approval.WhenTool, Tool: "describe_schema"}}}}}}
 	err := cfg.Validate()
 	for _, w := range []string{`databases.default.policy.require_approval[0]: unknown when "sometimes"`, `databases.default.policy.require_approval[1]: tool "describe_schema" is no tool that writes`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
@@ -93,12 +94,12 @@ func TestApprovalKindsMatchSchema(t *testing.T) {
 	if err := json.Unmarshal(schemas.Config(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if got := doc.Defs["approval_rule"].Properties["when"].Enum; !slices.Equal(got, tools.ApprovalKinds()) {
-		t.Fatalf("schema's when enum %v, tools.ApprovalKinds %v", got, tools.ApprovalKinds())
+	if got := doc.Defs["approval_rule"].Properties["when"].Enum; !slices.Equal(got, approval.Kinds()) {
+		t.Fatalf("schema's when enum %v, approval.Kinds %v", got, approval.Kinds())
 	}
 	// Every kind, configured as its one valid form, loads.
-	forms := map[string]string{tools.ApproveRowsOver: `"rows": 1`, tools.ApproveTable: `"table": "t"`, tools.ApproveTool: `"tool": "insert_data"`}
-	for _, kind := range tools.ApprovalKinds() {
+	forms := map[string]string{approval.WhenRowsOver: `"rows": 1`, approval.WhenTable: `"table": "t"`, approval.WhenTool: `"tool": "insert_data"`}
+	for _, kind := range approval.Kinds() {
 		extra := ""
 		if f, ok := forms[kind]; ok {
 			extra = ", " + f

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/pgtools/pgtools/runner/auth"
-	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 // redacted stands in for every secret pgtools prints.
@@ -77,7 +77,7 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		p.AllowedSchemas, p.AllowTables, p.DenyTables = orEmpty(p.AllowedSchemas), orEmpty(p.AllowTables), orEmpty(p.DenyTables)
 		p.DisabledTools, p.DefaultFormat = orEmpty(p.DisabledTools), cmp.Or(p.DefaultFormat, "objects")
 		if p.RequireApproval == nil {
-			p.RequireApproval = []tools.ApprovalRule{}
+			p.RequireApproval = []approval.Rule{}
 		}
 		p.MaskErrorValues, p.PreparedStatements = ptr(p.MasksErrorValues()), ptr(p.PreparesStatements())
 		v.Databases[name] = d

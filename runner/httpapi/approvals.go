@@ -8,11 +8,12 @@ import (
 
 	"github.com/pgtools/pgtools/runner/internal/httpx"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 // The approvals API (docs/approvals.md): an approver, a bearer with the approve scope, lists the
 // pending requests it may decide, reads one, and approves or denies it. The store decides who
-// may see and decide what (tools.Approvals); these handlers only carry its answers, with the
+// may see and decide what (approval.Store); these handlers only carry its answers, with the
 // status of their category, like every other answer of the API.
 
 // mountApprovals adds GET /v1/approvals, GET /v1/approvals/{id} and POST /v1/approvals/{id}.
@@ -38,16 +39,16 @@ func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request, p tools.
 	if !approverOnly(w, r, p) {
 		return
 	}
-	list := h.reg.Approvals().Pending(p)
+	list := h.reg.Approvals().Pending(p.Party())
 	if list == nil {
-		list = []tools.Approval{}
+		list = []approval.Request{}
 	}
 	for i := range list {
 		list[i] = inUTC(list[i])
 	}
 	writeApprovalJSON(w, struct {
-		Success   bool             `json:"success"`
-		Approvals []tools.Approval `json:"approvals"`
+		Success   bool               `json:"success"`
+		Approvals []approval.Request `json:"approvals"`
 	}{true, list})
 }
 
@@ -55,7 +56,7 @@ func (h *handler) getApproval(w http.ResponseWriter, r *http.Request, p tools.Pr
 	if !approverOnly(w, r, p) {
 		return
 	}
-	ap, e := h.reg.Approvals().Get(p, r.PathValue("id"))
+	ap, e := h.reg.Approvals().Get(p.Party(), r.PathValue("id"))
 	if e != nil {
 		writeAPIError(w, r, e)
 		return
@@ -65,8 +66,8 @@ func (h *handler) getApproval(w http.ResponseWriter, r *http.Request, p tools.Pr
 
 // approvalAnswer is the answer of GET and POST /v1/approvals/{id}.
 type approvalAnswer struct {
-	Success  bool           `json:"success"`
-	Approval tools.Approval `json:"approval"`
+	Success  bool             `json:"success"`
+	Approval approval.Request `json:"approval"`
 }
 
 // decisionBody is POST /v1/approvals/{id}'s body.
@@ -95,7 +96,7 @@ func (h *handler) decideApproval(w http.ResponseWriter, r *http.Request, p tools
 			Suggestion: `Send {"decision": "approve"} to let the call commit once, or {"decision": "deny"} to refuse it.`})
 		return
 	}
-	ap, e := h.reg.Approvals().Decide(p, r.PathValue("id"), body.Decision == "approve")
+	ap, e := h.reg.Approvals().Decide(p.Party(), r.PathValue("id"), body.Decision == "approve")
 	if e != nil {
 		writeAPIError(w, r, e)
 		return
@@ -125,7 +126,7 @@ func writeApprovalJSON(w http.ResponseWriter, v any) {
 }
 
 // inUTC is ap with its times in UTC, as every answer of the API states times.
-func inUTC(ap tools.Approval) tools.Approval {
+func inUTC(ap approval.Request) approval.Request {
 	ap.Created, ap.Expires = ap.Created.UTC(), ap.Expires.UTC()
 	if ap.Decided != nil {
 		d := ap.Decided.UTC()

@@ -23,6 +23,7 @@ import (
 	"github.com/pgtools/pgtools/runner/internal/httpx"
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 //go:embed templates/approvals.html templates/approvals.css
@@ -146,7 +147,7 @@ type pageRequest struct {
 	ID, Caller, Database, Tool, Digest string
 	Age, ExpiresIn                     time.Duration
 	Rules                              []string
-	Tables                             []tools.TableRows
+	Tables                             []approval.TableRows
 	Total                              int64
 	Commands                           string
 	DDL, Destructive                   bool
@@ -175,7 +176,7 @@ func (p *ApprovalsPage) list(w http.ResponseWriter, s *signIn, status int, messa
 	store := p.reg.Approvals()
 	now := store.Now()
 	v := view{Principal: s.p.Name, CSRF: s.csrf, Message: message, Error: isError, TTL: store.TTL()}
-	for _, ap := range store.Pending(s.p) {
+	for _, ap := range store.Pending(s.p.Party()) {
 		v.Requests = append(v.Requests, requestView(ap, now))
 	}
 	p.render(w, status, v)
@@ -296,7 +297,7 @@ func (p *ApprovalsPage) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	ap, terr := p.reg.Approvals().Decide(s.p, id, approve)
+	ap, terr := p.reg.Approvals().Decide(s.p.Party(), id, approve)
 	var msg string
 	switch {
 	case terr != nil:
@@ -435,7 +436,7 @@ func (p *ApprovalsPage) render(w http.ResponseWriter, status int, v view) {
 }
 
 // requestView is ap as the page shows it at now.
-func requestView(ap tools.Approval, now time.Time) pageRequest {
+func requestView(ap approval.Request, now time.Time) pageRequest {
 	v := pageRequest{ID: ap.ID, Caller: ap.Principal, Database: ap.Database, Tool: ap.Tool, Digest: ap.Digest,
 		Age: now.Sub(ap.Created), ExpiresIn: ap.Expires.Sub(now), Rules: ap.Rules, Tables: ap.Effect.Tables,
 		Total: ap.Effect.Total, Commands: strings.Join(ap.Effect.Commands, ", "), DDL: ap.Effect.DDL, Destructive: ap.Effect.Destructive}

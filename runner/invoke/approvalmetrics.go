@@ -3,13 +3,13 @@ package invoke
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
-// ApprovalStats is what metrics read from the approval store (tools.Approvals).
+// ApprovalStats is what metrics read from the approval store (approval.Store).
 type ApprovalStats interface {
 	// Counts returns the pending requests and the events so far.
-	Counts() tools.ApprovalCounts
+	Counts() approval.Counts
 }
 
 var (
@@ -30,12 +30,12 @@ func (c approvalCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- approvalEvents
 }
 
-// Collect implements prometheus.Collector. Every event of tools.ApprovalEvents is reported,
+// Collect implements prometheus.Collector. Every event of approval.Events is reported,
 // 0 until it happens, so a rate() over it starts from the runner's start.
 func (c approvalCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := c.store.Counts()
 	ch <- prometheus.MustNewConstMetric(approvalsPending, prometheus.GaugeValue, float64(counts.Pending))
-	for _, ev := range tools.ApprovalEvents {
+	for _, ev := range approval.Events {
 		ch <- prometheus.MustNewConstMetric(approvalEvents, prometheus.CounterValue, float64(counts.Events[ev]), ev)
 	}
 }

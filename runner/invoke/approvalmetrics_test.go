@@ -3,20 +3,20 @@ package invoke
 import (
 	"testing"
 
-	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 // countsOf is a fixed set of approval figures.
-type countsOf tools.ApprovalCounts
+type countsOf approval.Counts
 
-func (c countsOf) Counts() tools.ApprovalCounts { return tools.ApprovalCounts(c) }
+func (c countsOf) Counts() approval.Counts { return approval.Counts(c) }
 
-// TestApprovalMetricsEveryEvent walks tools.ApprovalEvents: each is exported under its own
+// TestApprovalMetricsEveryEvent walks approval.Events: each is exported under its own
 // label with the store's figure, 0 before it happens, beside the pending gauge.
 func TestApprovalMetricsEveryEvent(t *testing.T) {
 	t.Parallel()
 	counts := countsOf{Pending: 3, Events: map[string]int64{}}
-	for i, ev := range tools.ApprovalEvents {
+	for i, ev := range approval.Events {
 		if i > 0 { // the first event stays unset: it must still be exported, as 0
 			counts.Events[ev] = int64(10 + i)
 		}
@@ -43,10 +43,10 @@ func TestApprovalMetricsEveryEvent(t *testing.T) {
 	if pending != 3 {
 		t.Errorf("pgtools_approvals_pending %v, want 3", pending)
 	}
-	if len(got) != len(tools.ApprovalEvents) {
-		t.Errorf("event series %v, want one per event of %v", got, tools.ApprovalEvents)
+	if len(got) != len(approval.Events) {
+		t.Errorf("event series %v, want one per event of %v", got, approval.Events)
 	}
-	for _, ev := range tools.ApprovalEvents {
+	for _, ev := range approval.Events {
 		if v, ok := got[ev]; !ok || v != float64(counts.Events[ev]) {
 			t.Errorf("event %s: %v (exported: %v), want %d", ev, v, ok, counts.Events[ev])
 		}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 // Caller runs one tool call, and previews one for a confirmation; *tools.Registry is the
@@ -222,7 +223,7 @@ func (iv *Invoker) Preview(ctx context.Context, c Call) (tools.Preview, *tools.E
 // (tools.Registry).
 type clientApprover interface {
 	ClientMayApprove(p tools.Principal, id string) bool
-	DecideByClient(p tools.Principal, id string, approve bool) (tools.Approval, *tools.Error)
+	DecideByClient(p tools.Principal, id string, approve bool) (approval.Request, *tools.Error)
 }
 
 // ClientMayApprove reports whether the user of p's client may decide p's approval request id
@@ -233,10 +234,10 @@ func (iv *Invoker) ClientMayApprove(p tools.Principal, id string) bool {
 }
 
 // DecideByClient records the decision of the user of p's client on p's approval request id.
-func (iv *Invoker) DecideByClient(p tools.Principal, id string, approve bool) (tools.Approval, *tools.Error) {
+func (iv *Invoker) DecideByClient(p tools.Principal, id string, approve bool) (approval.Request, *tools.Error) {
 	ca, ok := iv.caller.(clientApprover)
 	if !ok {
-		return tools.Approval{}, &tools.Error{Type: tools.ErrNotAllowed, Message: "This runner keeps no approval requests",
+		return approval.Request{}, &tools.Error{Type: tools.ErrNotAllowed, Message: "This runner keeps no approval requests",
 			Suggestion: "Call again without approval_id."}
 	}
 	return ca.DecideByClient(p, id, approve)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/approval"
 )
 
 // confirmKey names pgtools' one input request (elicitation) in a multi-round-trip call.
@@ -161,7 +162,7 @@ func clientApprovable(inv *invoke.Invoker, call invoke.Call, ans invoke.Answer) 
 	if ans.Err == nil || ans.Err.Type != tools.ErrApprovalRequired {
 		return "", false
 	}
-	id, _, ok := tools.ApprovalOf(ans.Err)
+	id, _, ok := approval.FromError(ans.Err)
 	return id, ok && inv.ClientMayApprove(call.Principal, id)
 }
 

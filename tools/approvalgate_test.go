@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/session"
 )
 
@@ -18,7 +19,7 @@ import (
 type approvalFixture struct {
 	b     *bundle
 	reg   *Registry
-	store *Approvals
+	store *approval.Store
 	mu    sync.Mutex
 	now   time.Time
 	audit *auditRecorder
@@ -51,10 +52,10 @@ func (a *auditRecorder) outcomes(id string) []string {
 	return out
 }
 
-func newApprovalFixture(t *testing.T, rules ...ApprovalRule) *approvalFixture {
+func newApprovalFixture(t *testing.T, rules ...approval.Rule) *approvalFixture {
 	t.Helper()
 	f := &approvalFixture{b: newBundle(t, Policy{RequireApproval: rules}), now: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC), audit: &auditRecorder{}}
-	f.store = NewApprovals(ApprovalOptions{TTL: 10 * time.Minute, Auditor: f.audit, Now: func() time.Time {
+	f.store = approval.NewStore(approval.Options{TTL: 10 * time.Minute, Audit: AuditApprovals(f.audit), Now: func() time.Time {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return f.now
@@ -117,7 +118,7 @@ func withID(args, id string) string {
 // act-as token) cannot approve; an approver's approval commits exactly once; an approval of 120
 // rows does not commit when 121 would change.
 func TestApprovalLargeDelete(t *testing.T) {
-	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 100})
+	f := newApprovalFixture(t, approval.Rule{When: approval.WhenRowsOver, Rows: 100})
 	const del = `{"table": "orders", "where": "total <= $1", "params": [180], "autocommit": true}`
 	id, ap := f.pending(t, approvalCaller, "delete_data", del)
 	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders"); n != 300 {
@@ -133,24 +134,24 @@ func TestApprovalLargeDelete(t *testing.T) {
 	selfApprove.Scopes = []string{"read", "write", "approve"}
 	subject := Principal{Name: "agent:someone-else", Credential: "agent", Scopes: []string{"approve"}}
 	for _, p := range []Principal{selfApprove, subject} {
-		if _, e := f.store.Decide(p, id, true); e == nil || e.Type != ErrNotAllowed {
+		if _, e := f.store.Decide(p.Party(), id, true); e == nil || e.Type != ErrNotAllowed {
 			t.Fatalf("%s approved its own request: %v", p.Name, e)
 		}
-		if len(f.store.Pending(p)) != 0 {
+		if len(f.store.Pending(p.Party())) != 0 {
 			t.Fatalf("%s is shown its own request", p.Name)
 		}
 	}
-	if _, e := f.store.Decide(approvalCaller, id, true); e == nil || e.Type != ErrPermissionDenied && e.Type != ErrNotAllowed {
+	if _, e := f.store.Decide(approvalCaller.Party(), id, true); e == nil || e.Type != ErrPermissionDenied && e.Type != ErrNotAllowed {
 		t.Fatalf("a token without the approve scope decided: %v", e)
 	}
 	// Before a decision the id runs nothing.
 	if _, e := f.call(t, approvalCaller, "delete_data", withID(del, id)); e == nil || e.Type != ErrApprovalRequired {
 		t.Fatalf("pending approval ran: %v", e)
 	}
-	if list := f.store.Pending(approvalApprover); len(list) != 1 || list[0].ID != id || !strings.Contains(string(list[0].Arguments), `"total <= $1"`) {
+	if list := f.store.Pending(approvalApprover.Party()); len(list) != 1 || list[0].ID != id || !strings.Contains(string(list[0].Arguments), `"total <= $1"`) {
 		t.Fatalf("approver's list: %+v", list)
 	}
-	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
 		t.Fatal(e)
 	}
 	// Another call's arguments, or another principal, cannot use it.
@@ -177,7 +178,7 @@ func TestApprovalLargeDelete(t *testing.T) {
 
 	// A new request for the 121 rows, approved, commits once.
 	id2, _ := f.pending(t, approvalCaller, "delete_data", del)
-	if _, e := f.store.Decide(approvalApprover, id2, true); e != nil {
+	if _, e := f.store.Decide(approvalApprover.Party(), id2, true); e != nil {
 		t.Fatal(e)
 	}
 	out, e := f.call(t, approvalCaller, "delete_data", withID(del, id2))
@@ -202,15 +203,15 @@ func TestApprovalLargeDelete(t *testing.T) {
 // TestApprovalExpiryAndDenial: a request nobody decides expires; an approval not used in time
 // expires; a denied request never runs.
 func TestApprovalExpiryAndDenial(t *testing.T) {
-	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 10})
+	f := newApprovalFixture(t, approval.Rule{When: approval.WhenRowsOver, Rows: 10})
 	const upd = `{"table": "orders", "set": {"status": "void"}, "where": "id <= $1", "params": [50], "autocommit": true}`
 	id, _ := f.pending(t, approvalCaller, "update_data", upd)
 	f.advance(11 * time.Minute)
-	if _, e := f.store.Decide(approvalApprover, id, true); e == nil || !strings.Contains(e.Message, "expired") {
+	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e == nil || !strings.Contains(e.Message, "expired") {
 		t.Fatalf("an expired request was decided: %v", e)
 	}
 	id, _ = f.pending(t, approvalCaller, "update_data", upd)
-	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
 		t.Fatal(e)
 	}
 	f.advance(11 * time.Minute)
@@ -218,7 +219,7 @@ func TestApprovalExpiryAndDenial(t *testing.T) {
 		t.Fatalf("an expired approval ran: %v", e)
 	}
 	id, _ = f.pending(t, approvalCaller, "update_data", upd)
-	if _, e := f.store.Decide(approvalApprover, id, false); e != nil {
+	if _, e := f.store.Decide(approvalApprover.Party(), id, false); e != nil {
 		t.Fatal(e)
 	}
 	if _, e := f.call(t, approvalCaller, "update_data", withID(upd, id)); e == nil || e.Type != ErrNotAllowed || !strings.Contains(e.Message, "denied") {
@@ -240,36 +241,36 @@ func TestApprovalRuleKinds(t *testing.T) {
 		wait       bool
 	}
 	cases := map[string]struct {
-		rule  ApprovalRule
+		rule  approval.Rule
 		ddl   bool
 		steps []step
 	}{
-		ApproveRowsOver: {rule: ApprovalRule{When: ApproveRowsOver, Rows: 2}, steps: []step{
+		approval.WhenRowsOver: {rule: approval.Rule{When: approval.WhenRowsOver, Rows: 2}, steps: []step{
 			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id <= 3", "autocommit": true}`, true},
 			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id <= 2", "autocommit": true}`, false},
 			{"pg_transaction", `{"operations": [{"sql": "UPDATE customers SET country = 'ES' WHERE id = 10"}, {"sql": "UPDATE orders SET status = 'x' WHERE id <= 2"}]}`, true},
 			{"execute_sql", `{"sql": "INSERT INTO customers (name) SELECT 'n' || g FROM generate_series(1, 3) g", "mode": "write", "autocommit": true}`, true},
 			{"insert_data", `{"table": "customers", "rows": [{"name": "a"}, {"name": "b"}], "autocommit": true}`, false},
 		}},
-		ApproveTable: {rule: ApprovalRule{When: ApproveTable, Table: "public.orders"}, steps: []step{
+		approval.WhenTable: {rule: approval.Rule{When: approval.WhenTable, Table: "public.orders"}, steps: []step{
 			{"update_data", `{"table": "orders", "set": {"status": "x"}, "where": "id = 1", "autocommit": true}`, true},
 			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id = 1", "autocommit": true}`, false},
 			{"execute_sql", `{"sql": "WITH d AS (UPDATE orders SET status = 'y' WHERE id = 2 RETURNING 1) SELECT count(*) FROM d", "mode": "write", "autocommit": true}`, true},
 		}},
-		ApproveTool: {rule: ApprovalRule{When: ApproveTool, Tool: "insert_data"}, steps: []step{
+		approval.WhenTool: {rule: approval.Rule{When: approval.WhenTool, Tool: "insert_data"}, steps: []step{
 			{"insert_data", `{"table": "customers", "row": {"name": "a"}, "autocommit": true}`, true},
 			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id = 1", "autocommit": true}`, false},
 		}},
-		ApproveDDL: {rule: ApprovalRule{When: ApproveDDL}, ddl: true, steps: []step{
+		approval.WhenDDL: {rule: approval.Rule{When: approval.WhenDDL}, ddl: true, steps: []step{
 			{"execute_sql", `{"sql": "CREATE TABLE t_new (id int)", "mode": "write", "autocommit": true}`, true},
 			{"update_data", `{"table": "customers", "set": {"country": "IT"}, "where": "id <= 20", "autocommit": true}`, false},
 		}},
-		ApproveDestructive: {rule: ApprovalRule{When: ApproveDestructive}, ddl: true, steps: []step{
+		approval.WhenDestructive: {rule: approval.Rule{When: approval.WhenDestructive}, ddl: true, steps: []step{
 			{"execute_sql", `{"sql": "TRUNCATE orders", "mode": "write", "autocommit": true, "confirm_destructive": true}`, true},
 			{"execute_sql", `{"sql": "CREATE TABLE t_other (id int)", "mode": "write", "autocommit": true}`, false},
 		}},
 	}
-	for _, kind := range ApprovalKinds() {
+	for _, kind := range approval.Kinds() {
 		c, ok := cases[kind]
 		if !ok {
 			t.Fatalf("rule kind %s has no case", kind)
@@ -307,25 +308,10 @@ func TestApprovalRuleKinds(t *testing.T) {
 	}
 }
 
-// TestApprovalRuleValidation: every kind takes exactly its fields; an unknown kind is refused at
-// load, and matches every write if it ever gets past that.
-func TestApprovalRuleValidation(t *testing.T) {
-	bad := []ApprovalRule{{When: "sometimes"}, {When: ""}, {When: ApproveRowsOver, Rows: -1}, {When: ApproveDDL, Rows: 3},
-		{When: ApproveTable}, {When: ApproveTool}, {When: ApproveDDL, Table: "t"}, {When: ApproveTable, Table: "t", Tool: "x"}}
-	for _, r := range bad {
-		if r.Validate() == nil {
-			t.Errorf("%+v validated", r)
-		}
-	}
-	if !(ApprovalRule{When: "sometimes"}).matches("insert_data", Effect{}) {
-		t.Fatal("a rule of an unknown kind let a write through")
-	}
-}
-
 // TestApprovalInsideASession: a session write a rule stops is rolled back to its savepoint (the
 // session goes on), and with the approval it is kept in the session.
 func TestApprovalInsideASession(t *testing.T) {
-	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 5})
+	f := newApprovalFixture(t, approval.Rule{When: approval.WhenRowsOver, Rows: 5})
 	sessions := session.New(session.Config{TTL: time.Minute})
 	t.Cleanup(func() { sessions.Close(context.Background()) })
 	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{f.b.tdb}, Approvals: f.store, Sessions: sessions})
@@ -346,7 +332,7 @@ func TestApprovalInsideASession(t *testing.T) {
 	if ap["effect"].(map[string]any)["total"] != 10.0 {
 		t.Fatalf("a session statement's effect counts the session's earlier writes: %v", ap)
 	}
-	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
 		t.Fatal(e)
 	}
 	if out, e := f.call(t, approvalCaller, "delete_data", withID(del, id)); e != nil || out["rowCount"] != 10.0 {
@@ -367,7 +353,7 @@ func TestApprovalInsideASession(t *testing.T) {
 // role holds no privilege on count in the effect (the approver sees the table), but the caller
 // is told only how many.
 func TestApprovalHidesTablesTheRoleCannotRead(t *testing.T) {
-	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 0})
+	f := newApprovalFixture(t, approval.Rule{When: approval.WhenRowsOver, Rows: 0})
 	f.b.db.Exec(t, `CREATE TABLE secret_audit (n int); REVOKE ALL ON secret_audit FROM `+quoteIdent(f.b.db.RoleName("agent"))+`;
 CREATE FUNCTION log_it() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$BEGIN INSERT INTO secret_audit VALUES (1); RETURN NEW; END$$;
 CREATE TRIGGER t AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION log_it();`)
@@ -378,7 +364,7 @@ CREATE TRIGGER t AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION log_it(
 	if strings.Contains(e.Message+e.Suggestion+string(e.Approval), "secret_audit") || !strings.Contains(string(e.Approval), "tables your role cannot read") {
 		t.Fatalf("the caller was shown a table it cannot read: %s / %s", e.Message, e.Approval)
 	}
-	list := f.store.Pending(approvalApprover)
+	list := f.store.Pending(approvalApprover.Party())
 	if len(list) != 1 || list[0].Effect.Total != 4 || !strings.Contains(fmt.Sprint(list[0].Effect.Tables), "secret_audit") {
 		t.Fatalf("the approver's view: %+v", list)
 	}
@@ -388,7 +374,7 @@ CREATE TRIGGER t AFTER UPDATE ON customers FOR EACH ROW EXECUTE FUNCTION log_it(
 // operations together and commits with its approval; an operator-defined write tool named by a
 // tool rule waits on every call.
 func TestApprovalOfABatchAndACustomTool(t *testing.T) {
-	f := newApprovalFixture(t, ApprovalRule{When: ApproveRowsOver, Rows: 3}, ApprovalRule{When: ApproveTool, Tool: "mark_paid"})
+	f := newApprovalFixture(t, approval.Rule{When: approval.WhenRowsOver, Rows: 3}, approval.Rule{When: approval.WhenTool, Tool: "mark_paid"})
 	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{f.b.tdb}, Approvals: f.store,
 		CustomTools: []CustomTool{{Name: "mark_paid", Description: "Mark one order paid.", Mode: "write", Database: "default",
 			SQL: "UPDATE orders SET status = 'paid' WHERE id = $1 RETURNING id, status", Parameters: []CustomParam{{Name: "order_id", Type: "integer", Required: true}}}}})
@@ -401,7 +387,7 @@ func TestApprovalOfABatchAndACustomTool(t *testing.T) {
 	if eff := ap["effect"].(map[string]any); eff["total"] != 4.0 || fmt.Sprint(eff["commands"]) != "[UPDATE UPDATE]" {
 		t.Fatalf("a batch's effect: %v", eff)
 	}
-	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
 		t.Fatal(e)
 	}
 	if out, e := f.call(t, approvalCaller, "pg_transaction", withID(batch, id)); e != nil || out["status"] != "committed" {
@@ -412,7 +398,7 @@ func TestApprovalOfABatchAndACustomTool(t *testing.T) {
 	}
 	const one = `{"order_id": 7, "autocommit": true}`
 	id, _ = f.pending(t, approvalCaller, "mark_paid", one)
-	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
 		t.Fatal(e)
 	}
 	if _, e := f.call(t, approvalCaller, "mark_paid", withID(one, id)); e != nil {
@@ -427,11 +413,11 @@ func TestApprovalOfABatchAndACustomTool(t *testing.T) {
 // (here a constraint) hands its approval back; one approval runs one call at a time; a
 // credential's pending requests are bounded.
 func TestApprovalSurvivesAFailedRun(t *testing.T) {
-	f := newApprovalFixture(t, ApprovalRule{When: ApproveTable, Table: "customers"})
+	f := newApprovalFixture(t, approval.Rule{When: approval.WhenTable, Table: "customers"})
 	const ins = `{"table": "customers", "row": {"name": "dup", "email": "c1@example.com"}, "autocommit": true}`
 	f.b.db.Exec(t, "UPDATE customers SET email = 'moved@example.com' WHERE id = 1")
 	id, _ := f.pending(t, approvalCaller, "insert_data", ins)
-	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
 		t.Fatal(e)
 	}
 	f.b.db.Exec(t, "UPDATE customers SET email = 'c1@example.com' WHERE id = 1")
@@ -445,7 +431,7 @@ func TestApprovalSurvivesAFailedRun(t *testing.T) {
 	// Claimed twice at once: the second claim is refused while the first holds it.
 	const ins2 = `{"table": "customers", "row": {"name": "dup2"}, "autocommit": true}`
 	id, _ = f.pending(t, approvalCaller, "insert_data", ins2)
-	if _, e := f.store.Decide(approvalApprover, id, true); e != nil {
+	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
 		t.Fatal(e)
 	}
 	m := map[string]any{"approval_id": id}
@@ -466,7 +452,7 @@ func TestApprovalSurvivesAFailedRun(t *testing.T) {
 		t.Fatalf("released approval: %v", e)
 	}
 	// The bound on pending requests.
-	small := NewApprovals(ApprovalOptions{MaxPending: 2})
+	small := approval.NewStore(approval.Options{MaxPending: 2})
 	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{f.b.tdb}, Approvals: small})
 	if err != nil {
 		t.Fatal(err)
@@ -505,7 +491,7 @@ func TestApprovalIDListedWhereRulesApply(t *testing.T) {
 		}
 	}
 	ruled := approvalCaller
-	ruled.RequireApproval = []ApprovalRule{{When: ApproveDDL}}
+	ruled.RequireApproval = []approval.Rule{{When: approval.WhenDDL}}
 	got := listed(ruled)
 	for _, name := range writeTools {
 		if !got[name] {
@@ -521,7 +507,7 @@ func TestApprovalIDListedWhereRulesApply(t *testing.T) {
 			t.Errorf("read tool %s lists approval_id", name)
 		}
 	}
-	b.tdb.Policy.RequireApproval = []ApprovalRule{{When: ApproveDDL}}
+	b.tdb.Policy.RequireApproval = []approval.Rule{{When: approval.WhenDDL}}
 	if !listed(approvalCaller)["delete_data"] {
 		t.Error("the database's rule does not list approval_id")
 	}

@@ -1,0 +1,229 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgtools/pgtools/tools/approval"
+	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/words"
+)
+
+// approvalGate is one write call under approval rules: it decides, from the effect its
+// statements measured before COMMIT, whether the call commits, and records what it decided.
+type approvalGate struct {
+	store   *approval.Store
+	rules   []approval.Rule
+	call    approval.Call     // who calls, where, with which tool and arguments
+	claimed *approval.Request // the approved request approval_id named, claimed for this call
+	done    bool              // claimed was finished
+}
+
+// newApprovalGate builds the gate of a call of tool by p on db with the validated arguments m,
+// or nil when no rule applies and no approval_id was sent. An approval_id is claimed here,
+// before anything runs.
+func newApprovalGate(store *approval.Store, p Principal, db *Database, tool string, m map[string]any) (*approvalGate, *Error) {
+	rules := approvalRules(p, db)
+	id, _ := m["approval_id"].(string)
+	if len(rules) == 0 || store == nil {
+		if id != "" {
+			return nil, &Error{Type: ErrInvalidArguments,
+				Message:    "approval_id was sent, but no approval rule applies to this call; nothing was run",
+				Suggestion: "Call again without approval_id."}
+		}
+		return nil, nil
+	}
+	args := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "approval_id" {
+			args[k] = v
+		}
+	}
+	// Map keys sorted, no HTML escapes: one text per set of arguments, as the approver reads it.
+	raw, err := wire.Marshal(args)
+	if err != nil {
+		return nil, errorf(ErrInvalidArguments, "Send plain JSON arguments.", "The arguments cannot be encoded: %v", err)
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(tool), []byte(db.Name), raw} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	g := &approvalGate{store: store, rules: rules, call: approval.Call{Party: p.Party(), Database: db.Name, Tool: tool,
+		Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)), Arguments: raw}}
+	if id != "" {
+		ap, e := store.Claim(g.call, id)
+		if e != nil {
+			return nil, e
+		}
+		g.claimed = ap
+	}
+	return g, nil
+}
+
+// settle decides a write that did eff and is about to commit: nil commits it; an error rolls it
+// back. Without an approval the call a rule matches makes a request (approval_required); with
+// one, the effect must be the approved one (approval_mismatch otherwise, and the approval is
+// used up).
+func (g *approvalGate) settle(eff approval.Effect) *Error {
+	if g == nil {
+		return nil
+	}
+	var matched []string
+	for _, r := range g.rules {
+		if r.Matches(g.call.Tool, eff) {
+			matched = append(matched, r.String())
+		}
+	}
+	if g.claimed == nil {
+		if len(matched) == 0 {
+			return nil
+		}
+		ap, e := g.store.Ask(g.call, eff, matched)
+		if e != nil {
+			return e
+		}
+		return approval.RequiredError(&ap, "was made; the call ran in a transaction that was rolled back, and nothing changed")
+	}
+	if !g.claimed.Effect.Same(eff) {
+		g.done = true
+		g.store.Finish(g.claimed, approval.Mismatched, &eff)
+		return approval.MismatchError(g.claimed, eff)
+	}
+	return nil
+}
+
+// committed records that the call committed with its approval (it is used up).
+func (g *approvalGate) committed() {
+	if g == nil || g.claimed == nil || g.done {
+		return
+	}
+	g.done = true
+	g.store.Finish(g.claimed, approval.Used, nil)
+}
+
+// release hands a claimed approval back when its call ended before committing or comparing
+// (a failed statement, a lost connection): it may be used again until it expires.
+func (g *approvalGate) release() {
+	if g == nil || g.claimed == nil || g.done {
+		return
+	}
+	g.done = true
+	g.store.Finish(g.claimed, approval.Approved, nil)
+}
+
+// approvalRules are the rules that apply to p's calls on db: the database's, then p's.
+func approvalRules(p Principal, db *Database) []approval.Rule {
+	if len(p.RequireApproval) == 0 {
+		return db.Policy.RequireApproval
+	}
+	return append(slices.Clip(db.Policy.RequireApproval), p.RequireApproval...)
+}
+
+// Party is p as the approval store knows it, asking for approvals or deciding them: its name
+// and credential, whether it holds the approve scope (and, when not, the refusal that says how
+// to get it), and the databases it may use.
+func (p Principal) Party() approval.Party {
+	a := approval.Party{Name: p.Name, Credential: p.credential(), Approver: p.Can("approve"), Databases: p.Databases}
+	if !a.Approver {
+		a.Refusal = p.lacksScope("approve", "decide approval requests", "")
+	}
+	return a
+}
+
+// AuditApprovals is the approval store's audit callback (approval.Options.Audit) that reports
+// each event of a request to a, as an AuditEvent with Outcome "approval_" and the event; nil
+// when a is nil.
+func AuditApprovals(a Auditor) func(approval.Event) {
+	if a == nil {
+		return nil
+	}
+	return func(ev approval.Event) {
+		ap := ev.Request
+		total := int(ap.Effect.Total)
+		a.Audit(AuditEvent{Time: ev.Time, Principal: ap.Principal, Tool: ap.Tool, Database: ap.Database,
+			Outcome: "approval_" + ev.What, ApprovalID: ap.ID, Digest: ap.Digest, Approver: ev.Approver, AffectedRows: &total})
+	}
+}
+
+// execReadings runs pgtools' own fixed SQL followed, in the same round trip, by the table
+// writes reading tw (when not "") and the effects reading (when withEffects), and returns them.
+func execReadings(ctx context.Context, pc *pgconn.PgConn, sql, tw string, withEffects bool) (before effects, tables []approval.TableRows, err error) {
+	if tw != "" {
+		sql += "; " + tw
+	}
+	if withEffects {
+		sql += "; " + effectsSQL
+	}
+	results, err := pc.Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return effects{}, nil, err
+	}
+	i := len(results)
+	if withEffects {
+		if i--; i < 0 {
+			return effects{}, nil, fmt.Errorf("reading the transaction's effects: no result")
+		}
+		if before, err = effectsOf(results[i].Rows); err != nil {
+			return effects{}, nil, err
+		}
+	}
+	if tw != "" {
+		if i--; i < 0 {
+			return effects{}, nil, fmt.Errorf("the table writes reading answered no result")
+		}
+		if tables, err = approval.DecodeTableWrites(results[i].Rows); err != nil {
+			return effects{}, nil, err
+		}
+	}
+	return before, tables, nil
+}
+
+// effectOf builds the effect of statements whose command tags and schema flags are outs from
+// the table rows they wrote.
+func effectOf(tables []approval.TableRows, outs ...*writeOutcome) approval.Effect {
+	e := approval.Effect{Tables: tables}
+	for _, t := range tables {
+		e.Total += t.Rows
+	}
+	for _, o := range outs {
+		if o == nil {
+			continue
+		}
+		e.Commands = append(e.Commands, o.tag)
+		e.DDL = e.DDL || o.ddl
+		e.Destructive = e.Destructive || isDestructive(o.tag)
+	}
+	return e
+}
+
+// Approvals is the registry's approval store (Options.Approvals, or the one it made).
+func (r *Registry) Approvals() *approval.Store { return r.approvals }
+
+// ClientMayApprove reports whether the user of p's MCP client may decide p's pending request id
+// itself (Policy.ApprovalByClient on the request's database).
+func (r *Registry) ClientMayApprove(p Principal, id string) bool {
+	ap, ok := r.approvals.Own(p.Party(), id)
+	if !ok {
+		return false
+	}
+	db, ok := r.dbs[ap.Database]
+	return ok && db.Policy.ApprovalByClient && ap.Status == approval.Pending
+}
+
+// DecideByClient records the decision of the user of p's MCP client on p's own pending request
+// id, where the request's database allows it (ClientMayApprove). The approver is recorded as
+// "client-user:" and p's name: the person behind the client, as the client reported it.
+func (r *Registry) DecideByClient(p Principal, id string, approve bool) (approval.Request, *Error) {
+	if !r.ClientMayApprove(p, id) {
+		return approval.Request{}, &Error{Type: ErrNotAllowed,
+			Message:    fmt.Sprintf("Approval request %s cannot be decided by this client: it is not pending, or its database does not let clients approve", words.Quote(id)),
+			Suggestion: "An approver must decide it: another person's token with the approve scope, on the runner's /approvals page or POST /v1/approvals/{id}."}
+	}
+	return r.approvals.DecideUnchecked(approval.Party{Name: "client-user:" + p.Name}, id, approve)
+}
