@@ -23,4 +23,6 @@
 // Below it, by layer: tools/internal/wire speaks PostgreSQL's extended protocol (the pipeline, statement
 // cache, binding and row encoder), tools/session owns pg_tx sessions and their manager, and
 // tools/internal/pgerr holds the error object and the classification of PostgreSQL errors.
+// tools/page signs and opens the page tokens of truncated reads and builds the keyset order
+// they continue by; which arguments a token fixes, and whom it is bound to, tools says.
 package tools

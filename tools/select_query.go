@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
@@ -82,14 +83,14 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	if oerr != nil {
 		return nil, withOp(oerr, op, table)
 	}
-	total, keyed := totalOrder(rel, items)
+	total, keyed := items.Total(readKey(rel))
 	if keyed {
 		// The order's values ride along after the caller's columns, unseen, so that the next
 		// page starts after the last row actually sent, whether the row limit or the byte cap
 		// cut the answer.
 		for _, o := range total {
 			sb.WriteString(", ")
-			sb.WriteString(pgx.Identifier{o.col}.Sanitize())
+			sb.WriteString(pgx.Identifier{o.Col}.Sanitize())
 		}
 	}
 	sb.WriteString(" FROM ")
@@ -106,11 +107,11 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		offset = pg.Offset
 		if pg.After != nil {
 			if !keyed || len(pg.After) != len(total) {
-				return nil, withOp(pageTokenError("no longer fits the table: its key or columns changed since the token was issued", restartFix), op, table)
+				return nil, withOp(page.TokenError("no longer fits the table: its key or columns changed since the token was issued", page.RestartFix), op, table)
 			}
-			cond, kp, err := keysetAfter(total, pg.After, len(params)+1)
+			cond, kp, err := total.After(pg.After, len(params)+1)
 			if err != nil {
-				return nil, withOp(pageTokenError("no longer fits the table", restartFix), op, table)
+				return nil, withOp(page.TokenError("no longer fits the table", page.RestartFix), op, table)
 			}
 			if strings.TrimSpace(a.Where) != "" {
 				sb.WriteString(" AND ")
@@ -126,7 +127,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	}
 	if len(total) > 0 {
 		sb.WriteString(" ORDER BY ")
-		sb.WriteString(orderSQL(total))
+		sb.WriteString(total.SQL())
 	}
 	sb.WriteString(" LIMIT ")
 	sb.WriteString(strconv.Itoa(limit + 1))
@@ -201,8 +202,20 @@ func withOp(e *Error, op, table string) *Error {
 	return e
 }
 
+// readKey is rel's key (page.Order.Total) when the caller's role may read every column of it,
+// else nil.
+func readKey(rel *relation) []string {
+	for _, k := range rel.key {
+		i := rel.columnIndex(k)
+		if i < 0 || (rel.colRead != nil && !rel.colRead[i]) {
+			return nil
+		}
+	}
+	return rel.key
+}
+
 // parseOrder reads "col [asc|desc] [nulls first|last], …" into catalog-checked order terms.
-func parseOrder(rel *relation, spec string) ([]orderItem, *Error) {
+func parseOrder(rel *relation, spec string) (page.Order, *Error) {
 	if spec == "" {
 		return nil, nil
 	}
@@ -210,7 +223,7 @@ func parseOrder(rel *relation, spec string) ([]orderItem, *Error) {
 		return errorf(ErrInvalidArguments, `Write order_by as "column [asc|desc] [nulls first|last], …", e.g. "placed_at desc, id".`,
 			"Invalid arguments: order_by item %s is not \"column [asc|desc]\"", words.Quote(item))
 	}
-	var out []orderItem
+	var out page.Order
 	for _, item := range splitList(spec) {
 		words := splitWords(item)
 		if len(words) == 0 || len(words) > 4 {
@@ -220,21 +233,21 @@ func parseOrder(rel *relation, spec string) ([]orderItem, *Error) {
 		if cerr != nil {
 			return nil, cerr
 		}
-		o := orderItem{col: col}
+		o := page.Term{Col: col}
 		if i := rel.columnIndex(col); i >= 0 && i < len(rel.colNotNull) {
-			o.notNull = rel.colNotNull[i]
+			o.NotNull = rel.colNotNull[i]
 		}
 		rest := words[1:]
 		if len(rest) > 0 {
 			switch strings.ToLower(rest[0]) {
 			case "asc", "desc":
-				o.desc = strings.EqualFold(rest[0], "desc")
+				o.Desc = strings.EqualFold(rest[0], "desc")
 				rest = rest[1:]
 			}
 		}
-		o.nullsFirst = o.desc
+		o.NullsFirst = o.Desc
 		if len(rest) == 2 && strings.EqualFold(rest[0], "nulls") && (strings.EqualFold(rest[1], "first") || strings.EqualFold(rest[1], "last")) {
-			o.nullsFirst = strings.EqualFold(rest[1], "first")
+			o.NullsFirst = strings.EqualFold(rest[1], "first")
 			rest = nil
 		}
 		if len(rest) != 0 {
