@@ -19,6 +19,7 @@ import (
 	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/approval"
+	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/session"
 )
 
@@ -82,7 +83,7 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 		return nil, err
 	}
 	rt.closeDBs = closeDBs
-	rt.pageKey = make([]byte, tools.PageTokenKeyMinBytes)
+	rt.pageKey = make([]byte, page.KeyMinBytes)
 	if _, err := rand.Read(rt.pageKey); err != nil {
 		closeDBs()
 		return nil, fmt.Errorf("making a page token key: %w", err)
@@ -135,7 +136,7 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 // caller.
 func (rt *Runtime) newGeneration(ctx context.Context, cfg *config.Config, dbs []*tools.Database, n int64) (*generation, error) {
 	o := tools.Options{Databases: dbs, TxLimiter: rt.txLimit, Auditor: rt.auditor, Observer: rt.metrics,
-		Approvals: rt.approvals, CustomTools: cfg.CustomTools, Pages: tools.PageTokens{Key: cfg.PageTokens.Key, TTL: cfg.PageTokens.TTL()}}
+		Approvals: rt.approvals, CustomTools: cfg.CustomTools, Pages: page.Tokens{Key: cfg.PageTokens.Key, TTL: cfg.PageTokens.TTL()}}
 	if len(o.Pages.Key) == 0 {
 		o.Pages.Key = rt.pageKey
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
@@ -39,8 +40,8 @@ type CustomTool struct {
 	// OrderBy, for a read tool, orders its rows by columns of its result ("col [asc|desc]
 	// [nulls first|last], …", ending with a unique one) and makes a truncated answer carry
 	// next_page (custompages.go). "" (the default): rows come as the statement gives them.
-	OrderBy string      `json:"order_by,omitempty"`
-	order   []orderItem // OrderBy resolved against the result's columns when the tool is added
+	OrderBy string     `json:"order_by,omitempty"`
+	order   page.Order // OrderBy resolved against the result's columns when the tool is added
 }
 
 // CustomParam is one parameter of a CustomTool.

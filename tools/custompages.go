@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/ident"
+	"github.com/pgtools/pgtools/tools/page"
 )
 
 // An operator-defined read tool whose definition declares order_by pages like select_query: its
@@ -58,32 +59,32 @@ func checkCustomOrder(ctx context.Context, db *Database, t *CustomTool) error {
 	return nil
 }
 
-// customPageSQL is t's statement as one page: a subquery ordered by t.order, after page's last
+// customPageSQL is t's statement as one page: a subquery ordered by t.order, after pg's last
 // row when there is one, limit+1 rows, with the order's values as trailing hidden columns.
 // Its parameters follow the tool's nParams.
-func customPageSQL(t CustomTool, nParams int, page *pageState, limit int) (string, []any, *Error) {
+func customPageSQL(t CustomTool, nParams int, pg *page.State, limit int) (string, []any, *Error) {
 	var sb strings.Builder
 	sb.WriteString("SELECT *")
 	for _, o := range t.order {
 		sb.WriteString(", ")
-		sb.WriteString(pgx.Identifier{o.col}.Sanitize())
+		sb.WriteString(pgx.Identifier{o.Col}.Sanitize())
 	}
 	// The newlines keep a trailing "--" comment in the statement from swallowing the parenthesis.
 	sb.WriteString(" FROM (\n")
 	sb.WriteString(t.SQL)
 	sb.WriteString("\n) AS pgtools_page")
 	var params []any
-	if page != nil && page.After != nil {
-		cond, kp, err := keysetAfter(t.order, page.After, nParams+1)
+	if pg != nil && pg.After != nil {
+		cond, kp, err := t.order.After(pg.After, nParams+1)
 		if err != nil {
-			return "", nil, pageTokenError("no longer fits the tool: its order_by changed since the token was issued", restartFix)
+			return "", nil, page.TokenError("no longer fits the tool: its order_by changed since the token was issued", page.RestartFix)
 		}
 		sb.WriteString(" WHERE ")
 		sb.WriteString(cond)
 		params = kp
 	}
 	sb.WriteString(" ORDER BY ")
-	sb.WriteString(orderSQL(t.order))
+	sb.WriteString(t.order.SQL())
 	sb.WriteString(" LIMIT ")
 	sb.WriteString(strconv.Itoa(limit + 1))
 	return sb.String(), params, nil

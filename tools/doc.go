@@ -25,4 +25,6 @@
 // tools/internal/pgerr holds the error object and the classification of PostgreSQL errors.
 // tools/approval holds the require_approval rules, the effect they judge and the store of
 // approval requests; the gate that applies them to a write before COMMIT is approvalgate.go.
+// tools/page signs and opens the page tokens of truncated reads and builds the keyset order
+// they continue by; which arguments a token fixes, and whom it is bound to, tools says.
 package tools

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
@@ -78,7 +79,7 @@ type toolEntry struct {
 	decode    argDecoder      // fills the tool's struct from a validated call
 	preview   previewer       // what a confirmation shows (preview.go); nil: nothing to confirm
 	database  string          // fixed database (operator-defined tools); "" takes the argument
-	paging    *pageSpec       // the tool takes page_token and issues next_page (pagetoken.go); nil: not
+	paging    *page.Spec      // the tool takes page_token and issues next_page (pagetoken.go); nil: not
 	plain     json.RawMessage // info.InputSchema without approval_id, listed to callers no approval rule applies to; nil: the same
 }
 
@@ -92,7 +93,7 @@ type Registry struct {
 	sessions  SessionStore
 	observer  Observer
 	txLimit   *TxLimiter
-	pages     *pager
+	pages     *page.Signer
 	approvals *approval.Store
 }
 
@@ -117,7 +118,7 @@ type Options struct {
 	CustomTools []CustomTool
 	// Pages signs and checks the page tokens of truncated reads (select_query's next_page). The
 	// zero value makes a random key: tokens then work on this registry only.
-	Pages PageTokens
+	Pages page.Tokens
 	// Approvals holds approval requests (policy.require_approval). nil: the registry makes one
 	// of its own; pass one to keep requests across configuration reloads.
 	Approvals *approval.Store
@@ -135,7 +136,7 @@ func NewRegistry(ctx context.Context, o Options) (*Registry, error) {
 	if r.approvals == nil {
 		r.approvals = approval.NewStore(approval.Options{Audit: AuditApprovals(o.Auditor)})
 	}
-	if r.pages, err = newPager(o.Pages); err != nil {
+	if r.pages, err = page.NewSigner(o.Pages); err != nil {
 		return nil, err
 	}
 	if len(o.CustomTools) > 0 {
@@ -308,12 +309,12 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[
 	m, _ = args.(map[string]any)
 	// A page token brings the arguments of the call that issued it: merged first, the call
 	// then validates as that one did.
-	var page *pageState
+	var pg *page.State
 	if tok, ok := m["page_token"].(string); ok && t.paging != nil && r.pages != nil {
-		if page, err = r.pages.open(p, t.info.Name, tok); err != nil {
+		if pg, err = r.pages.Open(pageWho(p), t.info.Name, tok); err != nil {
 			return m, nil, err
 		}
-		if err = t.paging.merge(m, page); err != nil {
+		if err = t.paging.Merge(m, pg); err != nil {
 			return m, nil, err
 		}
 	}
@@ -328,7 +329,7 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[
 		return m, nil, argsError(derr, m)
 	}
 	if pa, ok := in.(pageable); ok {
-		pa.setPage(page, r.pages, p, t.paging)
+		pa.setPage(pg, r.pages, p, t.paging)
 	}
 	return m, in, nil
 }

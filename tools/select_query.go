@@ -11,6 +11,7 @@ import (
 	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
@@ -84,14 +85,14 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	if oerr != nil {
 		return nil, withOp(oerr, op, table)
 	}
-	total, keyed := totalOrder(rel, items)
+	total, keyed := items.Total(rel.ReadableKey())
 	if keyed {
 		// The order's values ride along after the caller's columns, unseen, so that the next
 		// page starts after the last row actually sent, whether the row limit or the byte cap
 		// cut the answer.
 		for _, o := range total {
 			sb.WriteString(", ")
-			sb.WriteString(pgx.Identifier{o.col}.Sanitize())
+			sb.WriteString(pgx.Identifier{o.Col}.Sanitize())
 		}
 	}
 	sb.WriteString(" FROM ")
@@ -108,11 +109,11 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		offset = pg.Offset
 		if pg.After != nil {
 			if !keyed || len(pg.After) != len(total) {
-				return nil, withOp(pageTokenError("no longer fits the table: its key or columns changed since the token was issued", restartFix), op, table)
+				return nil, withOp(page.TokenError("no longer fits the table: its key or columns changed since the token was issued", page.RestartFix), op, table)
 			}
-			cond, kp, err := keysetAfter(total, pg.After, len(params)+1)
+			cond, kp, err := total.After(pg.After, len(params)+1)
 			if err != nil {
-				return nil, withOp(pageTokenError("no longer fits the table", restartFix), op, table)
+				return nil, withOp(page.TokenError("no longer fits the table", page.RestartFix), op, table)
 			}
 			if strings.TrimSpace(a.Where) != "" {
 				sb.WriteString(" AND ")
@@ -128,7 +129,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	}
 	if len(total) > 0 {
 		sb.WriteString(" ORDER BY ")
-		sb.WriteString(orderSQL(total))
+		sb.WriteString(total.SQL())
 	}
 	sb.WriteString(" LIMIT ")
 	sb.WriteString(strconv.Itoa(limit + 1))
@@ -204,7 +205,7 @@ func withOp(e *Error, op, table string) *Error {
 }
 
 // parseOrder reads "col [asc|desc] [nulls first|last], …" into catalog-checked order terms.
-func parseOrder(rel *catalog.Relation, spec string) ([]orderItem, *Error) {
+func parseOrder(rel *catalog.Relation, spec string) (page.Order, *Error) {
 	if spec == "" {
 		return nil, nil
 	}
@@ -212,7 +213,7 @@ func parseOrder(rel *catalog.Relation, spec string) ([]orderItem, *Error) {
 		return errorf(ErrInvalidArguments, `Write order_by as "column [asc|desc] [nulls first|last], …", e.g. "placed_at desc, id".`,
 			"Invalid arguments: order_by item %s is not \"column [asc|desc]\"", words.Quote(item))
 	}
-	var out []orderItem
+	var out page.Order
 	for _, item := range ident.SplitList(spec) {
 		words := splitWords(item)
 		if len(words) == 0 || len(words) > 4 {
@@ -222,21 +223,21 @@ func parseOrder(rel *catalog.Relation, spec string) ([]orderItem, *Error) {
 		if cerr != nil {
 			return nil, cerr
 		}
-		o := orderItem{col: col}
+		o := page.Term{Col: col}
 		if i := rel.ColumnIndex(col); i >= 0 && i < len(rel.ColNotNull) {
-			o.notNull = rel.ColNotNull[i]
+			o.NotNull = rel.ColNotNull[i]
 		}
 		rest := words[1:]
 		if len(rest) > 0 {
 			switch strings.ToLower(rest[0]) {
 			case "asc", "desc":
-				o.desc = strings.EqualFold(rest[0], "desc")
+				o.Desc = strings.EqualFold(rest[0], "desc")
 				rest = rest[1:]
 			}
 		}
-		o.nullsFirst = o.desc
+		o.NullsFirst = o.Desc
 		if len(rest) == 2 && strings.EqualFold(rest[0], "nulls") && (strings.EqualFold(rest[1], "first") || strings.EqualFold(rest[1], "last")) {
-			o.nullsFirst = strings.EqualFold(rest[1], "first")
+			o.NullsFirst = strings.EqualFold(rest[1], "first")
 			rest = nil
 		}
 		if len(rest) != 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pgtools/pgtools/tools/internal/ident"
+	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
@@ -43,18 +44,18 @@ type selectArgs struct {
 // paging is what a tool that issues page tokens needs of its call: the token it was given (nil:
 // a first page), the signer and the caller its next token is bound to.
 type paging struct {
-	page   *pageState
-	pages  *pager
+	page   *page.State
+	pages  *page.Signer
 	caller Principal
-	spec   *pageSpec
+	spec   *page.Spec
 }
 
 // pageable is an argument struct that takes page tokens.
 type pageable interface {
-	setPage(st *pageState, pg *pager, p Principal, spec *pageSpec)
+	setPage(st *page.State, pg *page.Signer, p Principal, spec *page.Spec)
 }
 
-func (pa *paging) setPage(st *pageState, pg *pager, p Principal, spec *pageSpec) {
+func (pa *paging) setPage(st *page.State, pg *page.Signer, p Principal, spec *page.Spec) {
 	pa.page, pa.pages, pa.caller, pa.spec = st, pg, p, spec
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/pgtools/pgtools/tools/page"
 )
 
 // toolDef is one built-in tool: its wire name, the gate its calls pass, its arguments' decoder
@@ -14,8 +16,8 @@ type toolDef struct {
 	gate    gate
 	decode  argDecoder
 	run     handler
-	preview previewer // nil: a human is never asked about the tool's calls
-	paging  *pageSpec // takes page_token; its arguments implement pageable
+	preview previewer  // nil: a human is never asked about the tool's calls
+	paging  *page.Spec // takes page_token; its arguments implement pageable
 }
 
 // previewer fills, from a call's decoded arguments (the tool's own struct, and the map the

@@ -16,6 +16,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/session"
 )
 
@@ -295,8 +296,8 @@ func LoadConfigFile(path string) (*Config, error) {
 	if f := cfg.PageTokens.KeyFile; f != "" {
 		var key string
 		readInto("page_tokens.key_file", f, &key)
-		if key != "" && len(key) < tools.PageTokenKeyMinBytes {
-			problems = append(problems, fmt.Sprintf("page_tokens.key_file: the key in %s is %d bytes long; use at least %d (openssl rand -hex 32)", f, len(key), tools.PageTokenKeyMinBytes))
+		if key != "" && len(key) < page.KeyMinBytes {
+			problems = append(problems, fmt.Sprintf("page_tokens.key_file: the key in %s is %d bytes long; use at least %d (openssl rand -hex 32)", f, len(key), page.KeyMinBytes))
 		}
 		cfg.PageTokens.Key = []byte(key)
 	}

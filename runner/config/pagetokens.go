@@ -3,13 +3,13 @@ package config
 import (
 	"time"
 
-	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/page"
 )
 
 // PageTokens is the config file's "page_tokens": how select_query's next_page tokens are signed
 // and how long they stay valid.
 type PageTokens struct {
-	// KeyFile holds the signing key (at least tools.PageTokenKeyMinBytes bytes), read into Key at
+	// KeyFile holds the signing key (at least page.KeyMinBytes bytes), read into Key at
 	// load. Replicas that continue each other's pages share it. "" (the default): the runtime
 	// makes a random key at start, valid on that runner only.
 	KeyFile string `json:"key_file,omitempty"`
@@ -20,7 +20,7 @@ type PageTokens struct {
 }
 
 // DefaultPageTokenTTL is PageTokens.TTLSeconds when unset.
-const DefaultPageTokenTTL = tools.PageTokensTTLDefault
+const DefaultPageTokenTTL = page.TTLDefault
 
 // TTL is TTLSeconds as a duration.
 func (p PageTokens) TTL() time.Duration { return seconds(p.TTLSeconds) }

@@ -36,7 +36,7 @@ type Relation struct {
 	ColNotNull   []bool   // whether the column is NOT NULL
 	// Key is the columns of the table's primary Key, else of its shortest unique index over NOT
 	// NULL columns only (no expression, no predicate, not deferrable): what makes an order total
-	// for paging (keyset.go). nil when there is none (views, tables without such a Key).
+	// for paging (tools/page). nil when there is none (views, tables without such a key).
 	Key       []string
 	Estimate  int64
 	Comment   string
@@ -88,6 +88,18 @@ func (r *Relation) Spelled() string {
 		return ident.Spell(r.Name)
 	}
 	return ident.Spell(r.Schema) + "." + ident.Spell(r.Name)
+}
+
+// ReadableKey is r's key (Key) when the role r was loaded for may read every column of it, else
+// nil: a keyset order may use only columns the caller reads back.
+func (r *Relation) ReadableKey() []string {
+	for _, k := range r.Key {
+		i := r.ColumnIndex(k)
+		if i < 0 || (r.ColRead != nil && !r.ColRead[i]) {
+			return nil
+		}
+	}
+	return r.Key
 }
 
 // EstimateShown is the row estimate to show, or nil where row-level security applies to the
