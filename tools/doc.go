@@ -23,4 +23,6 @@
 // Below it, by layer: tools/internal/wire speaks PostgreSQL's extended protocol (the pipeline, statement
 // cache, binding and row encoder), tools/session owns pg_tx sessions and their manager, and
 // tools/internal/pgerr holds the error object and the classification of PostgreSQL errors.
+// tools/plan reads the plans of agent statements and judges them against cost budgets
+// (max_estimated_cost, max_estimated_rows); budgetgate.go plans a call's statement where it runs.
 package tools
