@@ -27,4 +27,6 @@
 // approval requests; the gate that applies them to a write before COMMIT is approvalgate.go.
 // tools/page signs and opens the page tokens of truncated reads and builds the keyset order
 // they continue by; which arguments a token fixes, and whom it is bound to, tools says.
+// tools/plan reads the plans of agent statements and judges them against cost budgets
+// (max_estimated_cost, max_estimated_rows); budgetgate.go plans a call's statement where it runs.
 package tools

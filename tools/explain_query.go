@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"fmt"
+
+	"github.com/pgtools/pgtools/tools/plan"
 )
 
 type explainArgs struct {
@@ -11,19 +13,13 @@ type explainArgs struct {
 	Params rawValue `json:"params"`
 }
 
-// plannableWords lead the statements explain_query plans: those PostgreSQL's EXPLAIN accepts
-// that do their work only when executed. (EXPLAIN also takes CREATE TABLE AS, DECLARE, EXECUTE
-// and REFRESH, which a model has no reason to plan here.)
-var plannableWords = map[string]bool{"SELECT": true, "WITH": true, "INSERT": true, "UPDATE": true, "DELETE": true,
-	"MERGE": true, "VALUES": true, "TABLE": true}
-
 // explainQuery answers the planner's estimate of one statement without running it: plain EXPLAIN
 // in a READ ONLY transaction acting as the caller, rolled back (planRead). The READ ONLY
 // transaction is what makes "nothing runs" hold even where planning evaluates a function (a
 // mislabelled IMMUTABLE one folded at plan time): PostgreSQL refuses its writes and nextval.
 func explainQuery(ctx context.Context, req *request, a *explainArgs) (Result, *Error) {
 	kw := leadingKeyword(a.SQL)
-	if !plannableWords[kw] {
+	if !plan.Plannable(kw) {
 		what := kw
 		if what == "" {
 			what = "this statement"
@@ -42,9 +38,9 @@ func explainQuery(ctx context.Context, req *request, a *explainArgs) (Result, *E
 	if perr != nil {
 		return nil, perr
 	}
-	plan, err := req.planRead(ctx, nil, a.SQL, params)
+	top, err := req.planRead(ctx, nil, a.SQL, params)
 	if err != nil {
 		return nil, req.statementError(ctx, err, stmtInfo{sql: a.SQL, readOnly: true})
 	}
-	return &PlanResult{Operation: "explain", PlanSummary: *summarize(plan, req.catalogEstimate(ctx))}, nil
+	return &PlanResult{Operation: "explain", PlanSummary: *plan.Summarize(top, req.catalogEstimate(ctx))}, nil
 }

@@ -180,7 +180,7 @@ func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeSt
 	defer phase(ctx, "statement", time.Now())
 	ctx, cancel := withCallDeadline(ctx, pol)
 	defer cancel()
-	if st.budget.set() {
+	if st.budget.Set() {
 		// Planned after the assertions, which then need not run again with the statement.
 		ran, err := writeWithinBudget(ctx, pc, st, pre)
 		if err != nil {

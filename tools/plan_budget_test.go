@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pgtools/pgtools/tools/plan"
 )
 
 // TestPlanBudgetRefusesBeforeRunning: with a budget set, a statement whose plan is over it is
@@ -109,11 +111,11 @@ func TestPlanBudgetLowering(t *testing.T) {
 		{"no budget anywhere", open, bg, testPrincipal, false},
 		{"the token's budget", open, bg, Principal{Name: "t", Scopes: []string{"read"}, MaxEstimatedRows: 10}, true},
 		{"the token's cost budget", open, bg, Principal{Name: "t", Scopes: []string{"read"}, MaxEstimatedCost: 0.5}, true},
-		{"the call's budget", open, WithPlanBudget(bg, 0, 10), testPrincipal, true},
-		{"a call's budget above the need", open, WithPlanBudget(bg, 1e9, 1e6), testPrincipal, false},
+		{"the call's budget", open, plan.WithBudget(bg, 0, 10), testPrincipal, true},
+		{"a call's budget above the need", open, plan.WithBudget(bg, 1e9, 1e6), testPrincipal, false},
 		{"the database's budget", capped, bg, testPrincipal, true},
 		{"a token cannot raise it", capped, bg, Principal{Name: "t", Scopes: []string{"read"}, MaxEstimatedRows: 1e6}, true},
-		{"a call cannot raise it", capped, WithPlanBudget(bg, 1e9, 1e6), testPrincipal, true},
+		{"a call cannot raise it", capped, plan.WithBudget(bg, 1e9, 1e6), testPrincipal, true},
 	}
 	for _, c := range cases {
 		e := call(c.b, c.ctx, c.p)
@@ -159,23 +161,22 @@ func BenchmarkSelectByPKBudget(b *testing.B) {
 	}
 }
 
-// TestBudgetGateWalksItsTables: every plannable leading keyword is planned, every costless one
-// passes unplanned, and anything in neither table is refused (fail closed).
-func TestBudgetGateWalksItsTables(t *testing.T) {
+// TestBudgetGateReadsTheLeadingKeyword: the gate judges a statement by its leading keyword as
+// guard.go reads it, past comments and in any case; a statement that starts with anything else
+// has no keyword and is refused (fail closed). plan's tests walk the gate's tables.
+func TestBudgetGateReadsTheLeadingKeyword(t *testing.T) {
 	t.Parallel()
-	for kw := range plannableWords {
-		if plan, e := budgetGate("/* c */ " + strings.ToLower(kw) + " x"); !plan || e != nil {
-			t.Errorf("%s: plan %v, %v; want planned", kw, plan, e)
+	for _, sql := range []string{"/* c */ select x", "  Update t set a = 1", "-- c\nwith x as (select 1) select * from x"} {
+		if planned, e := plan.Gate(leadingKeyword(sql)); !planned || e != nil {
+			t.Errorf("%q: plan %v, %v; want planned", sql, planned, e)
 		}
 	}
-	for kw := range unplannedWords {
-		if plan, e := budgetGate(kw + " x"); plan || e != nil {
-			t.Errorf("%s: plan %v, %v; want through unplanned", kw, plan, e)
-		}
+	if planned, e := plan.Gate(leadingKeyword("/* c */ show work_mem")); planned || e != nil {
+		t.Errorf("show: plan %v, %v; want through unplanned", planned, e)
 	}
-	for _, sql := range []string{"EXPLAIN ANALYZE SELECT 1", "CREATE TABLE t AS SELECT 1", "DO $$ $$", "CALL p()", "VACUUM", "(SELECT 1)", "", "COPY t TO STDOUT"} {
-		if plan, e := budgetGate(sql); plan || e == nil || e.Type != ErrNotAllowed {
-			t.Errorf("%q: plan %v, %v; want refused", sql, plan, e)
+	for _, sql := range []string{"EXPLAIN ANALYZE SELECT 1", "CREATE TABLE t AS SELECT 1", "DO $$ $$", "(SELECT 1)", ""} {
+		if planned, e := plan.Gate(leadingKeyword(sql)); planned || e == nil || e.Type != ErrNotAllowed {
+			t.Errorf("%q: plan %v, %v; want refused", sql, planned, e)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/page"
+	"github.com/pgtools/pgtools/tools/plan"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
@@ -42,7 +43,7 @@ type request struct {
 	in        any            // the same arguments decoded into the tool's struct (*selectArgs, …)
 	started   time.Time
 	maxBytes  int           // response byte cap: the database's, lowered by the principal's and the call's
-	budget    planBudget    // plan estimate bound: the database's, lowered by the principal's and the call's
+	budget    plan.Budget   // plan estimate bound: the database's, lowered by the principal's and the call's
 	lookAhead bool          // the read's SQL asks for one row past its limit (select_query): not counted by the budget
 	approval  *approvalGate // the approval rules a write answers to, and the approval it claimed (nil: none)
 }
@@ -257,8 +258,8 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	routed = p.mayUse(db.Name)
 	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, in: in, started: started,
 		maxBytes: responseCap(ctx, p, db), budget: planBudgetOf(ctx, p, db)}
-	if req.budget.set() {
-		req.budget.estimates = req.catalogEstimate
+	if req.budget.Set() {
+		req.budget.Estimates = req.catalogEstimate
 	}
 	if err = r.authorize(req, t); err != nil {
 		return nil, out, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/plan"
 )
 
 // Result is a successful tool call's answer (docs/design.md §4): a *RowsResult, *WriteResult,
@@ -164,6 +165,10 @@ var (
 	_ Result = (*TxResult)(nil)
 	_ Result = (*BatchResult)(nil)
 )
+
+// PlanSummary is plan.Summary under the name PlanResult embeds it by, so that its fields are
+// PlanResult's own and its name does not collide with PlanResult's Summary method.
+type PlanSummary = plan.Summary
 
 // PlanResult answers explain_query: the summary of the statement's plan.
 type PlanResult struct {

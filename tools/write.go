@@ -13,6 +13,7 @@ import (
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/pgerr"
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/plan"
 )
 
 // writeStmt is one write to run in a transaction, with the checks that decide whether it commits.
@@ -32,7 +33,7 @@ type writeStmt struct {
 	allowDDL    bool          // policy allows DDL and the principal has the ddl scope
 	ddlFix      string        // without allowDDL: the suggestion naming what would allow DDL
 	who         identity      // the role and claims the statement runs with (outside a session)
-	budget      planBudget    // plan estimate bound, checked in the transaction before the statement
+	budget      plan.Budget   // plan estimate bound, checked in the transaction before the statement
 	approval    *approvalGate // approval rules, decided from the measured effect before COMMIT (nil: none)
 }
 
@@ -151,7 +152,7 @@ func unsafeWriteTag(tag string) bool {
 // SQL (st.free), before is the transaction's effects read just before the statement: DDL and the
 // rows the statement changed are judged by the difference, not by the command tag.
 func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before effects) (out *writeOutcome, keep bool, err error) {
-	if st.budget.set() {
+	if st.budget.Set() {
 		if _, err := writeWithinBudget(ctx, pc, st, nil); err != nil {
 			return nil, false, err
 		}

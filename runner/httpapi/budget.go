@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/plan"
 )
 
 // MaxResponseBytesHeader lowers the byte cap of one tool call's rows below the database's
@@ -63,5 +64,5 @@ func withPlanBudget(ctx context.Context, r *http.Request) (context.Context, *too
 				Suggestion: "Send e.g. " + MaxEstimatedRowsHeader + ": 100000, or leave the header out to use the configured budget."}
 		}
 	}
-	return tools.WithPlanBudget(ctx, c, n), nil
+	return plan.WithBudget(ctx, c, n), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/plan"
 )
 
 // Caller runs one tool call; *tools.Registry is the implementation. Every transport is a thin
@@ -229,7 +230,7 @@ func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (
 	if tc.trace != nil {
 		ctx = propagation.TraceContext{}.Extract(ctx, tc.trace)
 	}
-	ctx = tools.WithPlanBudget(tools.WithMaxResponseBytes(ctx, tc.maxBytes), tc.maxCost, tc.maxRows)
+	ctx = plan.WithBudget(tools.WithMaxResponseBytes(ctx, tc.maxBytes), tc.maxCost, tc.maxRows)
 	ans := c.inv.Invoke(ctx, invoke.Call{Principal: p,
 		Tool: tc.tool, Args: tc.args, RequestID: taskID, Transport: "n8n", Refused: terr})
 	body = ans.Body

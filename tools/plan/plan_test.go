@@ -1,0 +1,51 @@
+package plan
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// updateWithBitmap is EXPLAIN (FORMAT JSON, VERBOSE) of an UPDATE of shop.orders reached by a
+// BitmapOr of two indexes, joined to public.big by a sequential scan.
+const updateWithBitmap = `[{"Plan": {"Node Type": "ModifyTable", "Operation": "Update", "Relation Name": "orders",
+ "Schema": "shop", "Total Cost": 1234.567, "Plan Rows": 0, "Plans": [
+  {"Node Type": "Hash Join", "Total Cost": 1200, "Plan Rows": 41.6, "Plans": [
+   {"Node Type": "Bitmap Heap Scan", "Relation Name": "orders", "Schema": "shop", "Plan Rows": 40,
+    "Recheck Cond": "((id = 1) OR (id = 2))", "Plans": [
+     {"Node Type": "BitmapOr", "Plans": [
+      {"Node Type": "Bitmap Index Scan", "Index Name": "orders_pkey"},
+      {"Node Type": "Bitmap Index Scan", "Index Name": "orders_ref_idx"}]}]},
+   {"Node Type": "Seq Scan", "Relation Name": "big", "Schema": "public", "Plan Rows": 20000,
+    "Filter": "(n > 0)"}]}]}}]`
+
+func TestSummarize(t *testing.T) {
+	t.Parallel()
+	top, err := Parse([]byte(updateWithBitmap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summarize(top, func(schema, name string) (int64, bool) { return 50000, schema == "public" && name == "big" })
+	want := &Summary{Cost: 1234.57, Rows: 0,
+		Scans: []Scan{
+			{Table: "shop.orders", Method: "Bitmap Heap Scan", Index: "orders_pkey, orders_ref_idx", Filter: "((id = 1) OR (id = 2))", Rows: 40},
+			{Table: "big", Method: "Seq Scan", Filter: "(n > 0)", Rows: 20000}},
+		Writes:   []Write{{Operation: "update", Table: "shop.orders", Rows: 42}},
+		Warnings: []string{"Seq Scan reads all of big (about 50000 rows) to apply (n > 0): an index on the filtered columns, or a where on indexed ones, avoids it"}}
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("summary\n%+v\nwant\n%+v", s, want)
+	}
+	if _, err := Parse([]byte(`[]`)); err == nil {
+		t.Error("Parse accepted EXPLAIN output without a plan")
+	}
+}
+
+func TestShiftPosition(t *testing.T) {
+	t.Parallel()
+	err := ShiftPosition(&pgconn.PgError{Position: int32(len(ExplainPrefix)) + 8})
+	if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Position != 8 {
+		t.Errorf("position %+v, want 8: the agent's statement's own", err)
+	}
+}
