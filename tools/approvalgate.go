@@ -11,7 +11,6 @@ import (
 
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/wire"
-	"github.com/pgtools/pgtools/tools/words"
 )
 
 // approvalGate is one write call under approval rules: it decides, from the effect its
@@ -136,21 +135,6 @@ func (p Principal) Party() approval.Party {
 	return a
 }
 
-// AuditApprovals is the approval store's audit callback (approval.Options.Audit) that reports
-// each event of a request to a, as an AuditEvent with Outcome "approval_" and the event; nil
-// when a is nil.
-func AuditApprovals(a Auditor) func(approval.Event) {
-	if a == nil {
-		return nil
-	}
-	return func(ev approval.Event) {
-		ap := ev.Request
-		total := int(ap.Effect.Total)
-		a.Audit(AuditEvent{Time: ev.Time, Principal: ap.Principal, Tool: ap.Tool, Database: ap.Database,
-			Outcome: "approval_" + ev.What, ApprovalID: ap.ID, Digest: ap.Digest, Approver: ev.Approver, AffectedRows: &total})
-	}
-}
-
 // execReadings runs pgtools' own fixed SQL followed, in the same round trip, by the table
 // writes reading tw (when not "") and the effects reading (when withEffects), and returns them.
 func execReadings(ctx context.Context, pc *pgconn.PgConn, sql, tw string, withEffects bool) (before effects, tables []approval.TableRows, err error) {
@@ -200,30 +184,4 @@ func effectOf(tables []approval.TableRows, outs ...*writeOutcome) approval.Effec
 		e.Destructive = e.Destructive || isDestructive(o.tag)
 	}
 	return e
-}
-
-// Approvals is the registry's approval store (Options.Approvals, or the one it made).
-func (r *Registry) Approvals() *approval.Store { return r.approvals }
-
-// ClientMayApprove reports whether the user of p's MCP client may decide p's pending request id
-// itself (Policy.ApprovalByClient on the request's database).
-func (r *Registry) ClientMayApprove(p Principal, id string) bool {
-	ap, ok := r.approvals.Own(p.Party(), id)
-	if !ok {
-		return false
-	}
-	db, ok := r.dbs[ap.Database]
-	return ok && db.Policy.ApprovalByClient && ap.Status == approval.Pending
-}
-
-// DecideByClient records the decision of the user of p's MCP client on p's own pending request
-// id, where the request's database allows it (ClientMayApprove). The approver is recorded as
-// "client-user:" and p's name: the person behind the client, as the client reported it.
-func (r *Registry) DecideByClient(p Principal, id string, approve bool) (approval.Request, *Error) {
-	if !r.ClientMayApprove(p, id) {
-		return approval.Request{}, &Error{Type: ErrNotAllowed,
-			Message:    fmt.Sprintf("Approval request %s cannot be decided by this client: it is not pending, or its database does not let clients approve", words.Quote(id)),
-			Suggestion: "An approver must decide it: another person's token with the approve scope, on the runner's /approvals page or POST /v1/approvals/{id}."}
-	}
-	return r.approvals.DecideUnchecked(approval.Party{Name: "client-user:" + p.Name}, id, approve)
 }

@@ -1,281 +1,335 @@
 package tools
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
+	"math/big"
+	"reflect"
 	"strconv"
 	"strings"
 
+	"github.com/pgtools/pgtools/tools/internal/ident"
+	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/words"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
-// What invalid_arguments says is read by a model and paid for per token, and a caller controls
-// every byte of the arguments. So a message repeats at most a short prefix of any value or name
-// it was sent (a 1 MB session_id must not come back whole), lists a bounded number of failing
-// paths, and says in plain words what to send instead of quoting the schema's regular
-// expressions.
-const (
-	// maxListedPaths bounds the failing argument paths one invalid_arguments message lists.
-	maxListedPaths = 10
-	// maxListedNames bounds the unknown property names one message lists.
-	maxListedNames = 10
-	// maxKindRunes caps a validator message whose wording this file does not choose, in case a
-	// future schema keyword's message repeats the value (format and const messages do).
-	maxKindRunes = 160
-)
+// This file holds each tool's arguments as a typed struct. Call parses a call's JSON once, into
+// the map the schema validates, and then fills its tool's struct from that map, so handlers read
+// fields rather than probing a map, and a value the schema lets through but Go cannot hold (limit 1e30) is an
+// invalid_arguments answer instead of a silent default.
 
-// Patterns of schemas/*.json, each with the advice a model reads instead of the expression.
-const (
-	patternNotBlank  = `\S`
-	patternSessionID = `^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
-	patternParams    = `^\s*(\[[\s\S]*\])?\s*$`
-	patternSavepoint = `^[A-Za-z_][A-Za-z0-9_]{0,62}$`
-)
-
-func patternAdvice(pattern string) string {
-	switch pattern {
-	case patternNotBlank:
-		return "must not be blank"
-	case patternSessionID:
-		return "must be a session id as pg_tx begin returned it (a UUID)"
-	case patternParams:
-		return `must be a JSON array such as [42, "shipped"], or a string holding one`
-	case patternSavepoint:
-		return "must be a savepoint name: letters, digits and underscores, not starting with a digit, at most 63 characters"
-	}
-	return "does not have the form the tool's description of this argument gives"
+// target is the routing part every tool takes.
+type target struct {
+	Database  string `json:"database"`
+	SessionID string `json:"session_id"`
 }
 
-// kindMessage words one failed schema keyword. typeOnly reports a mismatch of JSON type alone,
-// which under anyOf is usually the branch the caller did not mean.
-func kindMessage(k jsonschema.ErrorKind, p *message.Printer) (msg string, typeOnly bool) {
-	switch k := k.(type) {
-	case *kind.Pattern:
-		return patternAdvice(k.Want), false
-	case *kind.Type:
-		return k.LocalizedString(p), true
-	case *kind.MinLength:
-		if k.Want == 1 {
-			return "must not be empty", false
-		}
-		return fmt.Sprintf("must be at least %d characters long", k.Want), false
-	case *kind.MaxLength:
-		return fmt.Sprintf("must be at most %d characters long (got %d)", k.Want, k.Got), false
-	case *kind.AdditionalProperties:
-		word := "unknown property "
-		if len(k.Properties) > 1 {
-			word = "unknown properties "
-		}
-		return word + quotedNames(k.Properties), false
-	}
-	short, cut := words.Clip(k.LocalizedString(p), maxKindRunes)
-	if cut {
-		short += "…"
-	}
-	return short, false
+type selectArgs struct {
+	target
+	Format  string   `json:"format"`
+	Table   string   `json:"table"`
+	Columns nameList `json:"columns"`
+	Where   string   `json:"where"`
+	Params  rawValue `json:"params"`
+	OrderBy string   `json:"order_by"`
+	Limit   count    `json:"limit"`
+	Offset  count    `json:"offset"`
+	// PageToken is checked and merged into the other arguments by Registry.decodeCall; page is
+	// what it held, nil on a first page.
+	PageToken string `json:"page_token"`
+	paging
 }
 
-// quotedNames lists agent-supplied names for a message: at most maxListedNames, each quoted and
-// clipped by quoteForMessage.
-func quotedNames(names []string) string {
-	quoted := make([]string, 0, min(len(names), maxListedNames))
-	for _, n := range names[:min(len(names), maxListedNames)] {
-		quoted = append(quoted, words.Quote(n))
-	}
-	list := strings.Join(quoted, ", ")
-	if more := len(names) - len(quoted); more > 0 {
-		list += fmt.Sprintf(" and %d more", more)
-	}
-	return list
+// paging is what a tool that issues page tokens needs of its call: the token it was given (nil:
+// a first page), the signer and the caller its next token is bound to.
+type paging struct {
+	page   *page.State
+	pages  *page.Signer
+	caller Principal
+	spec   *page.Spec
 }
 
-// argPath writes a JSON-pointer-like location as messages show it: "rows/3/name", or
-// "(arguments)" for the whole object. Every segment is clipped: keys come from the caller.
-func argPath(loc []string) string {
-	if len(loc) == 0 {
-		return "(arguments)"
-	}
-	segs := make([]string, len(loc))
-	for i, s := range loc {
-		segs[i] = words.Unquoted(s)
-	}
-	return strings.Join(segs, "/")
+// pageable is an argument struct that takes page tokens.
+type pageable interface {
+	setPage(st *page.State, pg *page.Signer, p Principal, spec *page.Spec)
 }
 
-// validationError lists the failing argument paths in one message, at most maxListedPaths.
-func validationError(err error, t *toolEntry) *Error {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return errorf(ErrInvalidArguments, "Check the arguments against the tool's schema.", "Invalid arguments")
+func (pa *paging) setPage(st *page.State, pg *page.Signer, p Principal, spec *page.Spec) {
+	pa.page, pa.pages, pa.caller, pa.spec = st, pg, p, spec
+}
+
+type describeArgs struct {
+	target
+	Table  string `json:"table"`
+	Schema string `json:"schema"`
+}
+
+type executeArgs struct {
+	target
+	Format             string   `json:"format"`
+	SQL                string   `json:"sql"`
+	Params             rawValue `json:"params"`
+	Mode               string   `json:"mode"`
+	ConfirmDestructive bool     `json:"confirm_destructive"`
+	Autocommit         bool     `json:"autocommit"`
+}
+
+type insertArgs struct {
+	target
+	Format     string           `json:"format"`
+	Table      string           `json:"table"`
+	Row        map[string]any   `json:"row"`
+	Rows       []map[string]any `json:"rows"`
+	Returning  nameList         `json:"returning"`
+	OnConflict *conflictArgs    `json:"on_conflict"`
+	Autocommit bool             `json:"autocommit"`
+}
+
+type conflictArgs struct {
+	Columns       nameList `json:"columns"`
+	Action        string   `json:"action"`
+	UpdateColumns nameList `json:"update_columns"`
+}
+
+// changeArgs are update_data's and delete_data's (delete has no set).
+type changeArgs struct {
+	target
+	Format          string         `json:"format"`
+	Table           string         `json:"table"`
+	Set             map[string]any `json:"set"`
+	Where           string         `json:"where"`
+	Params          rawValue       `json:"params"`
+	Returning       nameList       `json:"returning"`
+	DryRun          bool           `json:"dry_run"`
+	MaxAffectedRows count          `json:"max_affected_rows"`
+	Autocommit      bool           `json:"autocommit"`
+}
+
+type txArgs struct {
+	target
+	Action         string `json:"action"`
+	Name           string `json:"name"`
+	IsolationLevel string `json:"isolation_level"`
+	ReadOnly       bool   `json:"read_only"`
+}
+
+type batchArgs struct {
+	target
+	Format     string `json:"format"`
+	Action     string `json:"action"`
+	Operations []struct {
+		SQL    string   `json:"sql"`
+		Params rawValue `json:"params"`
+	} `json:"operations"`
+}
+
+// argDecoder builds a tool's argument struct from the call's arguments as Call decoded them for
+// the schema (numbers as json.Number).
+type argDecoder func(args map[string]any) (any, error)
+
+// decoderFor returns the decoder of T. The call's JSON is parsed once, into the map the schema
+// validates; the struct is filled from that map by a field plan made here, once per type, so no
+// call parses its JSON a second time.
+func decoderFor[T any]() argDecoder {
+	fill := structFiller(reflect.TypeFor[T]())
+	return func(args map[string]any) (any, error) {
+		v := new(T)
+		return v, fill(reflect.ValueOf(v).Elem(), args, "")
 	}
-	printer := message.NewPrinter(language.English)
-	type failure struct {
-		msgs     []string
-		typeOnly []bool
+}
+
+// argValue is an argument type that takes its value as decoded JSON (count, nameList, rawValue).
+type argValue interface{ setArg(v any) error }
+
+// filler sets dst from v, a decoded JSON value; path names the argument for errors.
+type filler func(dst reflect.Value, v any, path string) error
+
+// structFiller returns the filler of struct type t: each field by its json tag, embedded structs
+// flattened. An absent or null argument leaves the field zero.
+func structFiller(t reflect.Type) func(dst reflect.Value, args map[string]any, path string) error {
+	type field struct {
+		index []int
+		name  string
+		fill  filler
 	}
-	byKey := map[string]*failure{} // keyed by the unclipped location, so clipping merges nothing
-	display := map[string]string{}
-	var unknown []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
+	var fields []field
+	for _, f := range reflect.VisibleFields(t) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous || name == "" || name == "-" {
+			continue
 		}
-		key := strings.Join(e.InstanceLocation, "\x00")
-		msg, typeOnly := kindMessage(e.ErrorKind, printer)
-		if ap, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
-			unknown = append(unknown, ap.Properties...)
-		}
-		f := byKey[key]
-		if f == nil {
-			f = &failure{}
-			byKey[key] = f
-			display[key] = argPath(e.InstanceLocation)
-		}
-		if !slices.Contains(f.msgs, msg) {
-			f.msgs = append(f.msgs, msg)
-			f.typeOnly = append(f.typeOnly, typeOnly)
-		}
+		fields = append(fields, field{f.Index, name, fillerOf(f.Type)})
 	}
-	walk(ve)
-	// Under anyOf a value fails every branch: "got string, want array" from the array branch is
-	// noise when the string branch's own check (a pattern, a length) failed at the same place or
-	// below it, which means the caller meant that branch.
-	meant := func(key string) bool {
-		for other, f := range byKey {
-			if other != key && !(key == "" || strings.HasPrefix(other, key+"\x00")) {
+	return func(dst reflect.Value, args map[string]any, path string) error {
+		for _, f := range fields {
+			v, ok := args[f.name]
+			if !ok || v == nil {
 				continue
 			}
-			if slices.Contains(f.typeOnly, false) {
-				return true
+			if err := f.fill(dst.FieldByIndex(f.index), v, path+f.name); err != nil {
+				return err
 			}
 		}
-		return false
-	}
-	var lines []string
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return display[keys[i]] < display[keys[j]] })
-	for _, k := range keys {
-		f := byKey[k]
-		msgs := f.msgs
-		if slices.Contains(f.typeOnly, true) && meant(k) {
-			msgs = nil
-			for i, m := range f.msgs {
-				if !f.typeOnly[i] {
-					msgs = append(msgs, m)
-				}
-			}
-		}
-		if len(msgs) > 0 {
-			lines = append(lines, display[k]+": "+strings.Join(msgs, " or "))
-		}
-	}
-	msg := "Invalid arguments: "
-	if len(lines) > maxListedPaths {
-		msg += strings.Join(lines[:maxListedPaths], "; ") + fmt.Sprintf("; and %d more arguments with errors", len(lines)-maxListedPaths)
-	} else {
-		msg += strings.Join(lines, "; ")
-	}
-	suggestion := "Fix each listed argument and call again."
-	if len(unknown) > 0 {
-		suggestion = "Remove the unknown properties " + quotedNames(unknown) + ". Allowed: " + strings.Join(t.props, ", ") + "."
-	}
-	return &Error{Type: ErrInvalidArguments, Message: msg, Suggestion: suggestion}
-}
-
-// maxNULPaths bounds the argument paths a NUL error names.
-const maxNULPaths = 5
-
-// nulError reports the arguments that contain a NUL character, or nil. PostgreSQL refuses NUL in
-// every text value (and pgx would send it only to see the statement fail with a misleading
-// encoding error), so a call is refused before anything reaches the database, naming each place.
-// base is the path of v ("" for the arguments object).
-func nulError(v any, base string) *Error {
-	var paths []string
-	total := 0
-	var walk func(v any, path string)
-	walk = func(v any, path string) {
-		switch x := v.(type) {
-		case string:
-			if strings.IndexByte(x, 0) >= 0 {
-				total++
-				if len(paths) < maxNULPaths {
-					paths = append(paths, path)
-				}
-			}
-		case []any:
-			for i, el := range x {
-				walk(el, joinPath(path, strconv.Itoa(i)))
-			}
-		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if strings.IndexByte(k, 0) >= 0 {
-					total++
-					if len(paths) < maxNULPaths {
-						where := path
-						if where == "" {
-							where = "(arguments)"
-						}
-						paths = append(paths, "the property name "+words.Quote(k)+" in "+where)
-					}
-					continue
-				}
-				walk(x[k], joinPath(path, words.Unquoted(k)))
-			}
-		}
-	}
-	walk(v, base)
-	if total == 0 {
 		return nil
 	}
-	list := strings.Join(paths, ", ")
-	verb := "contains"
-	if total > 1 {
-		verb = "contain"
-	}
-	if total > len(paths) {
-		list += fmt.Sprintf(" and %d more", total-len(paths))
-	}
-	return errorf(ErrInvalidArguments, "Remove every NUL character from the named arguments; send binary data as base64 or hex text instead.",
-		"Invalid arguments: %s %s a NUL character (\\u0000), which PostgreSQL cannot accept in text", list, verb)
 }
 
-func joinPath(base, seg string) string {
-	if base == "" {
-		return seg
+// fillerOf returns the filler of an argument field's type.
+func fillerOf(t reflect.Type) filler {
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[argValue]()) {
+		return func(dst reflect.Value, v any, _ string) error { return dst.Addr().Interface().(argValue).setArg(v) }
 	}
-	return base + "/" + seg
+	typeError := func(v any, path string) error {
+		return &json.UnmarshalTypeError{Value: fmt.Sprintf("%T", v), Type: t, Field: path}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return func(dst reflect.Value, v any, path string) error {
+			s, ok := v.(string)
+			if !ok {
+				return typeError(v, path)
+			}
+			dst.SetString(s)
+			return nil
+		}
+	case reflect.Bool:
+		return func(dst reflect.Value, v any, path string) error {
+			b, ok := v.(bool)
+			if !ok {
+				return typeError(v, path)
+			}
+			dst.SetBool(b)
+			return nil
+		}
+	case reflect.Map: // map[string]any: a row or a set, kept as decoded
+		return func(dst reflect.Value, v any, path string) error {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return typeError(v, path)
+			}
+			dst.Set(reflect.ValueOf(m))
+			return nil
+		}
+	case reflect.Pointer:
+		elem := fillerOf(t.Elem())
+		return func(dst reflect.Value, v any, path string) error {
+			p := reflect.New(t.Elem())
+			if err := elem(p.Elem(), v, path); err != nil {
+				return err
+			}
+			dst.Set(p)
+			return nil
+		}
+	case reflect.Slice:
+		elem := fillerOf(t.Elem())
+		return func(dst reflect.Value, v any, path string) error {
+			list, ok := v.([]any)
+			if !ok {
+				return typeError(v, path)
+			}
+			out := reflect.MakeSlice(t, len(list), len(list))
+			for i, item := range list {
+				if item == nil {
+					continue
+				}
+				if err := elem(out.Index(i), item, path+"."+strconv.Itoa(i)); err != nil {
+					return err
+				}
+			}
+			dst.Set(out)
+			return nil
+		}
+	case reflect.Struct:
+		fill := structFiller(t)
+		return func(dst reflect.Value, v any, path string) error {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return typeError(v, path)
+			}
+			return fill(dst, m, path+".")
+		}
+	}
+	panic(fmt.Sprintf("tools: no argument filler for %s", t)) // a programming error, found by any test
 }
 
-// Bounds of the backstop every failed call passes through (clipEchoes).
-const (
-	// maxMessageRunes and maxSuggestionRunes cap an error's two texts. A suggestion may list 60
-	// column names of up to 63 bytes.
-	maxMessageRunes    = 2000
-	maxSuggestionRunes = 4500
-)
-
-// clipEchoes is the last step of every failed call, after values were masked: whatever built the
-// error — PostgreSQL's `syntax error at or near "<a 1 MB token>"` included — a quoted span keeps
-// at most words.MaxEchoRunes characters once it is longer than any real name, and each text is capped.
-func clipEchoes(e *Error) {
-	e.Message = words.Cap(words.ClipQuoted(e.Message), maxMessageRunes)
-	e.Suggestion = words.Cap(words.ClipQuoted(e.Suggestion), maxSuggestionRunes)
+// argsError is the answer to a validated call whose value Go cannot hold; args, the same call
+// as a map, names the argument.
+func argsError(err error, args map[string]any) *Error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return errorf(ErrInvalidArguments, "Fix the named argument and call again.", "Invalid arguments: %s: %s", strings.ReplaceAll(te.Field, ".", "/"), plainTypeError(te))
+	}
+	var ce *countError
+	if errors.As(err, &ce) {
+		name := "a number"
+		for k, v := range args {
+			if n, ok := v.(json.Number); ok && string(n) == ce.raw {
+				name = k
+			}
+		}
+		return errorf(ErrInvalidArguments, "Give a whole number that is not too large, e.g. 100.", "Invalid arguments: %s: %s", name, ce.Error())
+	}
+	return errorf(ErrInvalidArguments, "Check the arguments against the tool's schema.", "Invalid arguments: they do not fit the tool's argument types")
 }
+
+func plainTypeError(te *json.UnmarshalTypeError) string {
+	return "must be " + map[string]string{"string": "a string", "bool": "true or false", "map[string]interface {}": "an object",
+		"[]map[string]interface {}": "an array of objects"}[te.Type.String()]
+}
+
+// count is an optional whole number: the schema's integer, which JSON may write as 100, 100.0 or
+// 1e2. It is exact (never through float64) and refuses what does not fit an int64.
+type count struct {
+	n   int64
+	set bool
+}
+
+type countError struct{ raw, text string }
+
+func (e *countError) Error() string { return e.text }
+
+func (c *count) setArg(v any) error {
+	n, ok := v.(json.Number)
+	if !ok {
+		return &countError{fmt.Sprint(v), fmt.Sprintf("%s is not a number", words.Quote(fmt.Sprint(v)))}
+	}
+	raw := string(n)
+	if i, err := strconv.ParseInt(raw, 10, 64); err == nil {
+		c.n, c.set = i, true
+		return nil
+	}
+	// 1e2 and 100.0 are whole numbers too; read them exactly, never through float64.
+	f, _, err := big.ParseFloat(raw, 10, 256, big.ToNearestEven)
+	if err != nil || !f.IsInt() {
+		return &countError{raw, fmt.Sprintf("%s is not a whole number", words.Quote(raw))}
+	}
+	i, acc := f.Int64()
+	if acc != big.Exact {
+		return &countError{raw, fmt.Sprintf("%s is too large", words.Quote(raw))}
+	}
+	c.n, c.set = i, true
+	return nil
+}
+
+// or returns the number, or def when the argument was absent.
+func (c count) or(def int64) int64 {
+	if !c.set {
+		return def
+	}
+	return c.n
+}
+
+// nameList is a list of names given as a JSON array or one comma-separated string.
+type nameList struct{ v any }
+
+func (l *nameList) setArg(v any) error { l.v = v; return nil }
+
+// names returns the list (nil when absent or empty).
+func (l nameList) names() []string { return ident.List(l.v) }
+
+// rawValue is an argument kept as decoded JSON (numbers as json.Number): params, which is an array
+// or a string holding one.
+type rawValue struct{ v any }
+
+func (r *rawValue) setArg(v any) error { r.v = v; return nil }

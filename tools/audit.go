@@ -7,36 +7,6 @@ import (
 	"github.com/pgtools/pgtools/tools/approval"
 )
 
-// AuditEvent is one write attempt as the audit log records it. It never holds values, SQL text or
-// secrets: who, which tool, where, how many rows, and how it ended.
-type AuditEvent struct {
-	Time         time.Time
-	Principal    string
-	Tool         string
-	Database     string
-	Table        string
-	SessionID    string
-	AffectedRows *int
-	// Outcome is "committed", "dry_run", "in_session" (applied inside an open session) or "error".
-	Outcome   string
-	ErrorType ErrorType
-	Duration  time.Duration
-	// ApprovalID names the approval request the event belongs to: one a call made
-	// (approval_required), used or mismatched, or one an approver decided (Outcome
-	// "approval_approved", "approval_denied"; "approval_requested", "approval_expired",
-	// "approval_used", "approval_mismatched" as the store records them).
-	ApprovalID string
-	// Digest is the approved call's digest (tool, database, arguments); Approver who decided.
-	Digest   string
-	Approver string
-}
-
-// Auditor receives one event per write attempt, allowed or refused. Implementations must be safe
-// for concurrent use and must not block for long.
-type Auditor interface {
-	Audit(ev AuditEvent)
-}
-
 // audit reports a write attempt where route sent it (out); a call refused before it was
 // routed names the database its arguments ask for, or the tool's own.
 func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Outcome, res Result, err *Error, started time.Time) {
@@ -69,4 +39,19 @@ func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Out
 		}
 	}
 	r.auditor.Audit(ev)
+}
+
+// AuditApprovals is the approval store's audit callback (approval.Options.Audit) that reports
+// each event of a request to a, as an AuditEvent with Outcome "approval_" and the event; nil
+// when a is nil.
+func AuditApprovals(a Auditor) func(approval.Event) {
+	if a == nil {
+		return nil
+	}
+	return func(ev approval.Event) {
+		ap := ev.Request
+		total := int(ap.Effect.Total)
+		a.Audit(AuditEvent{Time: ev.Time, Principal: ap.Principal, Tool: ap.Tool, Database: ap.Database,
+			Outcome: "approval_" + ev.What, ApprovalID: ap.ID, Digest: ap.Digest, Approver: ev.Approver, AffectedRows: &total})
+	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/plan"
@@ -97,24 +95,4 @@ func (req *request) readOn(ctx context.Context, sess *Session, st wire.Stmt) (*w
 		return nil, err
 	}
 	return runReadOn(ctx, req.db, sess, req.who(), st)
-}
-
-// writeWithinBudget plans st inside its transaction on pc, after pre (the identity and timeouts
-// asserted again, in the same round trip), and refuses it when over st.budget. ran reports
-// whether pre ran: a statement the budget lets through unplanned (SET, SHOW) sends nothing.
-func writeWithinBudget(ctx context.Context, pc *pgconn.PgConn, st writeStmt, pre []wire.Exec) (ran bool, err error) {
-	if planned, e := plan.Gate(leadingKeyword(st.sql)); !planned {
-		if e != nil {
-			return false, e
-		}
-		return false, nil
-	}
-	top, err := plan.In(ctx, pc, st.sql, st.params, st.colOIDs, pre)
-	if err != nil {
-		return true, err
-	}
-	if e := st.budget.Check(ctx, top); e != nil {
-		return true, e
-	}
-	return true, nil
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/catalog"
+	"github.com/pgtools/pgtools/tools/internal/pgerr"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -242,85 +244,54 @@ func (db *Database) Ping(ctx context.Context) error {
 	return db.Pool.Ping(ctx)
 }
 
-// Principal is who makes a call: an API token, an MCP client or a task broker. Sessions and
-// scopes are bound to it.
-type Principal struct {
-	// Name identifies the principal in logs, audit lines and session ownership.
-	Name string
-	// Scopes are the granted scopes: "read", "write", "ddl".
-	Scopes []string
-	// Databases limits the databases the principal may use; empty means all.
-	Databases []string
-	// MaxResponseBytes lowers every database's response byte cap for this principal (0: the
-	// database's cap applies).
-	MaxResponseBytes int
-	// MaxEstimatedCost and MaxEstimatedRows lower every database's plan budget for this
-	// principal (0: the database's applies); they cannot raise or lift it.
-	MaxEstimatedCost float64
-	MaxEstimatedRows int64
-	// Role is the PostgreSQL role every transaction of this principal's calls runs as
-	// (SET LOCAL ROLE, asserted again before every statement of a session or batch); "" runs as
-	// the runner's login role. The login role must be a member of it (docs/design.md §11).
-	Role string
-	// DefaultFormat is the row format of this principal's calls that give none, before the
-	// database's ("" for the database's).
-	DefaultFormat string
-	// Claims is a JSON object visible to SQL as the transaction-local setting request.jwt.claims
-	// (for row-level security policies); nil sets nothing.
-	Claims []byte
-	// Tools, when set, is the only tools (wire names) the principal may list and call; empty
-	// allows every tool its scopes and databases permit.
-	Tools []string
-	// Quota names the owner whose shares of the session slots, pg_transaction connections and
-	// concurrent calls this principal counts against first: the API token an end user is acted
-	// for, or the JWT issuer's name. Its subjects then share the owner's quota, each within a
-	// subject share of its own, so spreading calls over many subjects does not lift the bound.
-	// "" means Name: the principal is its own owner.
-	Quota string
-	// Grant is how Scopes were configured (default GrantToken), so a refusal for a missing
-	// scope names the fix the caller can act on: a token, or pgtools mcp's --scopes.
-	Grant Grant
-	// RequireApproval adds approval rules to every database's for this principal's calls (they
-	// can add rules, never lift the database's).
-	RequireApproval []approval.Rule
-	// Credential names the secret the principal proves itself with, when several principals
-	// share one: an act-as token's subjects all hold the token's. "" means Name. An approval is
-	// never given with the credential that asked for it.
-	Credential string
-}
-
-// credential is the secret p holds: Credential, else Name.
-func (p Principal) credential() string {
-	if p.Credential != "" {
-		return p.Credential
-	}
-	return p.Name
-}
-
-// QuotaOwner is the name p's quota is counted under: Quota, or Name when p is its own owner.
-func (p Principal) QuotaOwner() string {
-	if p.Quota != "" {
-		return p.Quota
-	}
-	return p.Name
-}
-
-// IsSubject reports whether p is one of several end users sharing another owner's quota (an
-// act-as subject or a JWT's sub), so a subject share applies to it within the owner's.
-func (p Principal) IsSubject() bool { return p.Quota != "" && p.Quota != p.Name }
-
-// Can reports whether the principal holds scope.
-func (p Principal) Can(scope string) bool { return slices.Contains(p.Scopes, scope) }
-
-// allows reports whether p's tool allow-list permits tool.
-func (p Principal) allows(tool string) bool {
-	return len(p.Tools) == 0 || slices.Contains(p.Tools, tool)
-}
-
-func (p Principal) mayUse(db string) bool {
-	return len(p.Databases) == 0 || slices.Contains(p.Databases, db)
-}
-
 // WithDefaults returns p with every unset field at its default, as NewDatabase applies it; for
 // showing the effective policy (pgtools check-config).
 func (p Policy) WithDefaults() Policy { return p.withDefaults() }
+
+// acquire takes a connection from the stateless pool, waiting at most poolWait.
+func (db *Database) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	wait := db.Policy.PoolWait
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	actx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	defer phase(ctx, "pool_wait", time.Now())
+	conn, err := db.Pool.Acquire(actx)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return nil, pgerr.ErrPoolWait
+		}
+		return nil, fmt.Errorf("acquiring a connection: %w", err)
+	}
+	return conn, nil
+}
+
+// sessionCall is the policy a call inside a pg_tx session runs under: the database's, with the
+// statement timeout cut to the call's bound (Policy.TransactionTimeout) when that is shorter.
+func (p *Policy) sessionCall() *Policy {
+	q := *p
+	q.StatementTimeout = min(p.StatementTimeout, p.TransactionTimeout)
+	return &q
+}
+
+// The values of Policy.TableLists.
+const (
+	// TableListsEnforced makes allow_tables and deny_tables grants: pgtools refuses to start
+	// while a role a caller can act as may read, write or own a table they keep from callers.
+	TableListsEnforced = "enforced"
+	// TableListsAdvisory keeps the lists checks of the table argument only; where, execute_sql,
+	// pg_transaction and sessions still reach every table the role can.
+	TableListsAdvisory = "advisory"
+)
+
+// TableListsAreGrants reports whether p's table lists must hold as grants. Anything but
+// TableListsAdvisory counts as enforced, so a misspelt value fails closed.
+func (p Policy) TableListsAreGrants() bool { return p.TableLists != TableListsAdvisory }
+
+// ClassifyError turns an error from database work on db into the *Error a model reads, values
+// masked as db's policy says. (The session manager, which cannot import tools, gets the same
+// answer from pgerr.Classify with what session.Target carries.)
+func ClassifyError(ctx context.Context, err error, db *Database) *Error {
+	return classify(ctx, err, callContext{Database: db.Name}, db.Policy.MasksErrorValues())
+}

@@ -15,29 +15,8 @@ import (
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
-// maxBindParams is the protocol's limit on parameters in one statement.
-const maxBindParams = 65535
-
 // previewRows is how many rows a dry run shows.
 const previewRows = 10
-
-// intentExample shows the caller's own call with autocommit added, values elided.
-func intentExample(tool string, args map[string]any) string {
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		if k != "autocommit" && k != "session_id" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString(tool + " {")
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%q: …, ", k)
-	}
-	b.WriteString(`"autocommit": true}`)
-	return b.String()
-}
 
 // returningClause resolves the returning argument. The default is every column the caller's role
 // may read (RETURNING needs SELECT on each column it returns), and nothing where it may read none:
@@ -160,4 +139,11 @@ func runDML(ctx context.Context, req *request, sess *Session, op string, rel *ca
 		noteOverCap(res, out.affected, maxAffected)
 	}
 	return res, nil
+}
+
+// noteOverCap tells, in a dry run's hint, that applying it would be refused by the cap.
+func noteOverCap(res *WriteResult, affected int64, capN int) {
+	if capN > 0 && affected > int64(capN) {
+		res.Hint += fmt.Sprintf(" Note: %d rows is more than max_affected_rows (%d), so applying it as is would be refused.", affected, capN)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgtools/pgtools/tools/internal/pgerr"
+	"github.com/pgtools/pgtools/tools/plan"
 )
 
 // Error is the one shape every failure takes, from every transport (pgerr.Error).
@@ -64,11 +65,6 @@ type callContext = pgerr.Context
 func classify(ctx context.Context, err error, cc callContext, maskValues bool) *Error {
 	return pgerr.Classify(ctx, err, cc, maskValues)
 }
-
-// minRedactLen is the shortest value, in characters, that redactValues masks: masking "1" or
-// "id" would garble messages about columns and positions, and so short a value reveals little.
-// The same bound applies to the names a value is cut into (valueMasker).
-const minRedactLen = 4
 
 // redactValues masks, in a failed call's message and suggestion, every value the caller passed as
 // data (params, row, rows, set, operations[].params) wherever PostgreSQL echoed it, whatever the
@@ -134,7 +130,7 @@ func redactValues(e *Error, args map[string]any) {
 // maskPlan masks the values a refused statement's plan summary echoes (a filter shows its bound
 // parameters as literals), field by field; a summary that cannot be read is dropped.
 func maskPlan(raw json.RawMessage, m *valueMasker) json.RawMessage {
-	var s PlanSummary
+	var s plan.Summary
 	if json.Unmarshal(raw, &s) != nil {
 		return nil
 	}
@@ -151,9 +147,12 @@ func maskPlan(raw json.RawMessage, m *valueMasker) json.RawMessage {
 	return out
 }
 
-// ClassifyError turns an error from database work on db into the *Error a model reads, values
-// masked as db's policy says. (The session manager, which cannot import tools, gets the same
-// answer from pgerr.Classify with what session.Target carries.)
-func ClassifyError(ctx context.Context, err error, db *Database) *Error {
-	return classify(ctx, err, callContext{Database: db.Name}, db.Policy.MasksErrorValues())
+func withOp(e *Error, op, table string) *Error {
+	if e.Operation == "" {
+		e.Operation = op
+	}
+	if e.Table == "" {
+		e.Table = table
+	}
+	return e
 }

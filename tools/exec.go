@@ -2,35 +2,12 @@ package tools
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgtools/pgtools/tools/internal/wire"
-
-	"github.com/pgtools/pgtools/tools/internal/pgerr"
 )
-
-// acquire takes a connection from the stateless pool, waiting at most poolWait.
-func (db *Database) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	wait := db.Policy.PoolWait
-	if wait <= 0 {
-		wait = 5 * time.Second
-	}
-	actx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	defer phase(ctx, "pool_wait", time.Now())
-	conn, err := db.Pool.Acquire(actx)
-	if err != nil {
-		if ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
-			return nil, pgerr.ErrPoolWait
-		}
-		return nil, fmt.Errorf("acquiring a connection: %w", err)
-	}
-	return conn, nil
-}
 
 // release returns conn to the pool, or destroys it when its session state cannot be trusted.
 func release(conn *pgxpool.Conn, destroy bool) {

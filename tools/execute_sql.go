@@ -62,8 +62,3 @@ func executeWrite(ctx context.Context, req *request, sess *Session) (Result, *Er
 	res.Command = out.tag
 	return res, nil
 }
-
-func txControlRefused() *Error {
-	return &Error{Type: ErrNotAllowed, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION, …) are not allowed in execute_sql; nothing was run",
-		Suggestion: `Use pg_tx to manage transactions ({"action":"begin"}, then session_id on each call, then {"action":"commit"}), or pg_transaction to run several statements atomically.`}
-}

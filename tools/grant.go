@@ -5,19 +5,6 @@ import (
 	"strings"
 )
 
-// Grant is how a principal's scopes were configured, so that a refusal names the change that
-// lifts it. Its zero value, GrantToken, fits every caller that presents a token.
-type Grant string
-
-const (
-	// GrantToken is a principal of a token: an API token, an act-as token's end user, a JWT, an
-	// n8n broker task. The operator issues tokens, so the fix is a token with other scopes.
-	GrantToken Grant = ""
-	// GrantMCPFlags is the client of pgtools mcp over stdio. There is no token: its scopes are
-	// the --scopes flag, set where the MCP client's configuration starts pgtools.
-	GrantMCPFlags Grant = "pgtools-mcp-flags"
-)
-
 // grantWords is how the refusals of each Grant read. Every Grant has an entry (TestGrantWords
 // walks them); a value without one reads as GrantToken, the wording that promises least.
 var grantWords = map[Grant]struct {

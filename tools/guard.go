@@ -1,12 +1,7 @@
 package tools
 
 import (
-	"context"
 	"fmt"
-	"strconv"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // This file holds the limits an agent's SQL cannot switch off: which statements a path accepts at
@@ -102,93 +97,7 @@ func sessionStateSuggestion(kw string) string {
 	return "Send plain SELECT, INSERT, UPDATE, DELETE or MERGE statements; pgtools manages connections and their state."
 }
 
-// callDeadlineMargin is how long past the statement timeout a call's context deadline falls: the
-// server's own timeout answers first with its SQLSTATE; the deadline cancels on the server if it
-// does not (a timeout the statement found a way around, a server that stopped answering).
-const callDeadlineMargin = 2 * time.Second
-
-// withCallDeadline bounds one statement's run (after its connection was acquired, so a wait for
-// a connection is never counted as statement time) by the policy's statement timeout plus a margin.
-func withCallDeadline(ctx context.Context, p *Policy) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, p.StatementTimeout+callDeadlineMargin)
-}
-
-// timeoutsSQL asserts the policy's statement and lock timeouts for the rest of the transaction.
-// Sessions and pg_transaction run it before every agent statement: a statement may have changed
-// them (SET, set_config(…, false)), and what it changed must not hold for the next one.
-func timeoutsSQL(p *Policy) string {
-	return "SET LOCAL statement_timeout = " + strconv.FormatInt(p.StatementTimeout.Milliseconds(), 10) +
-		"; SET LOCAL lock_timeout = " + strconv.FormatInt(p.LockTimeout.Milliseconds(), 10)
-}
-
-// effectsSQL reads what the current transaction has done so far, from PostgreSQL's own
-// per-transaction counters (which include open subtransactions, so a session's savepoint is
-// seen): rows written to the system catalogs that DDL changes, rows updated or deleted in user
-// tables, and whether counting is on at all. Compared before and after an agent's statement, the
-// difference is what that statement did, whatever its command tag says: CREATE TABLE AS and SELECT
-// INTO report SELECT, and a writable CTE or an INSERT … SELECT wrapping an UPDATE reports the
-// outer command's rows only. One pass over pg_class gives both sums: the user-table sum is what
-// pg_stat_xact_user_tables' n_tup_upd + n_tup_del add up to (tables, matviews and partitioned
-// tables outside pg_catalog and information_schema; TOAST tables are relkind t), without that
-// view's join and aggregation, which made a reading cost several times a plain statement.
-const effectsSQL = `SELECT coalesce(sum(pg_catalog.pg_stat_get_xact_tuples_inserted(c.oid) + pg_catalog.pg_stat_get_xact_tuples_updated(c.oid) + pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid))
-    FILTER (WHERE c.oid = ANY ('{pg_catalog.pg_class,pg_catalog.pg_attribute,pg_catalog.pg_type,pg_catalog.pg_proc,pg_catalog.pg_namespace,pg_catalog.pg_constraint,pg_catalog.pg_index,pg_catalog.pg_trigger,pg_catalog.pg_rewrite,pg_catalog.pg_policy,pg_catalog.pg_extension,pg_catalog.pg_description,pg_catalog.pg_attrdef,pg_catalog.pg_sequence,pg_catalog.pg_depend,pg_catalog.pg_authid,pg_catalog.pg_auth_members,pg_catalog.pg_database,pg_catalog.pg_shdepend,pg_catalog.pg_default_acl,pg_catalog.pg_event_trigger,pg_catalog.pg_publication,pg_catalog.pg_subscription}'::pg_catalog.regclass[])), 0),
- coalesce(sum(pg_catalog.pg_stat_get_xact_tuples_updated(c.oid) + pg_catalog.pg_stat_get_xact_tuples_deleted(c.oid))
-    FILTER (WHERE c.relkind IN ('r', 'm', 'p') AND c.relnamespace <> 'pg_catalog'::pg_catalog.regnamespace
-      AND c.relnamespace IS DISTINCT FROM pg_catalog.to_regnamespace('information_schema')), 0),
- current_setting('track_counts')::bool,
- current_user::text, coalesce(current_setting('request.jwt.claims', true), '')
- FROM pg_catalog.pg_class c`
-
-// effects is one reading of effectsSQL.
-type effects struct {
-	catalog int64  // catalog rows written
-	changed int64  // user-table rows updated or deleted
-	user    string // the role the transaction runs as
-	claims  string // request.jwt.claims
-}
-
-// sub is what happened between an earlier reading and this one.
-func (e effects) sub(before effects) effects {
-	return effects{catalog: e.catalog - before.catalog, changed: e.changed - before.changed}
-}
-
-// sameIdentity reports whether the transaction still acts as it did at the earlier reading.
-func (e effects) sameIdentity(before effects) bool {
-	return e.user == before.user && e.claims == before.claims
-}
-
-// execReading runs pgtools' own fixed SQL whose last statement is effectsSQL, through the simple
-// protocol (one round trip for BEGIN, SAVEPOINT or SET LOCAL and the reading), and returns the
-// reading.
-func execReading(ctx context.Context, pc *pgconn.PgConn, sql string) (effects, error) {
-	results, err := pc.Exec(ctx, sql).ReadAll()
-	if err != nil {
-		return effects{}, err
-	}
-	if len(results) == 0 {
-		return effects{}, fmt.Errorf("reading the transaction's effects: no result")
-	}
-	return effectsOf(results[len(results)-1].Rows)
-}
-
-// effectsOf decodes the rows effectsSQL returned.
-func effectsOf(rows [][][]byte) (effects, error) {
-	if len(rows) != 1 || len(rows[0]) != 5 {
-		return effects{}, fmt.Errorf("reading the transaction's effects: no row")
-	}
-	row := rows[0]
-	if string(row[2]) != "t" {
-		return effects{}, &Error{Type: ErrInternal, Message: "The database has track_counts off, so pgtools cannot tell what a statement changed; the statement was not run",
-			Suggestion: "The operator must turn track_counts on (its default) for pgtools to run agent-written writes."}
-	}
-	e := effects{user: string(row[3]), claims: string(row[4])}
-	var err error
-	if e.catalog, err = strconv.ParseInt(string(row[0]), 10, 64); err == nil {
-		e.changed, err = strconv.ParseInt(string(row[1]), 10, 64)
-	}
-	if err != nil {
-		return effects{}, fmt.Errorf("reading the transaction's effects: %w", err)
-	}
-	return e, nil
+func txControlRefused() *Error {
+	return &Error{Type: ErrNotAllowed, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION, …) are not allowed in execute_sql; nothing was run",
+		Suggestion: `Use pg_tx to manage transactions ({"action":"begin"}, then session_id on each call, then {"action":"commit"}), or pg_transaction to run several statements atomically.`}
 }

@@ -277,3 +277,8 @@ func sortLongestFirst(ss []string) {
 		return strings.Compare(a, b)
 	})
 }
+
+// minRedactLen is the shortest value, in characters, that redactValues masks: masking "1" or
+// "id" would garble messages about columns and positions, and so short a value reveals little.
+// The same bound applies to the names a value is cut into (valueMasker).
+const minRedactLen = 4

@@ -1,24 +1,9 @@
 package tools
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
-
-// decodeJSON decodes with UseNumber so every number keeps its exact text and is bound as written.
-func decodeJSON(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("unexpected data after the JSON value")
-	}
-	return nil
-}
 
 // paramList normalises the params argument: a JSON array, or a string holding a JSON array
 // (n8n's $fromAI sends json parameters as strings). It refuses more values than one statement
@@ -61,3 +46,6 @@ func checkParamCount(n int, what string) *Error {
 		fmt.Sprintf("Bind a list as one array value instead, e.g. where id = ANY($1) with params [[1, 2, 3]], or split the work into calls of at most %d values.", maxBindParams),
 		"Invalid arguments: %s has %d values, more than the %d parameters PostgreSQL accepts in one statement", what, n, maxBindParams)
 }
+
+// maxBindParams is the protocol's limit on parameters in one statement.
+const maxBindParams = 65535

@@ -4,20 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/pgtools/pgtools/schemas"
-
 	"github.com/pgtools/pgtools/tools/approval"
-	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/page"
-	"github.com/pgtools/pgtools/tools/plan"
-	"github.com/pgtools/pgtools/tools/words"
 )
 
 // ToolInfo describes a tool for catalogs (HTTP /v1/tools, MCP tools/list, OpenAPI).
@@ -28,43 +21,6 @@ type ToolInfo struct {
 	ReadOnly    bool            `json:"readOnlyHint"`
 	Destructive bool            `json:"destructiveHint"`
 	Idempotent  bool            `json:"idempotentHint"`
-}
-
-// request is one validated call as a handler sees it.
-type request struct {
-	sessions  SessionStore
-	txLimit   *TxLimiter // bound on pg_transaction connections; nil: none
-	principal Principal
-	db        *Database
-	session   *Session       // the session session_id names, locked for the call (nil: stateless)
-	allowDDL  bool           // the database allows DDL and the principal has the ddl scope
-	ddlFix    string         // without allowDDL: the suggestion naming what would allow DDL
-	args      map[string]any // validated arguments, numbers as json.Number (for policy, masking and audit)
-	in        any            // the same arguments decoded into the tool's struct (*selectArgs, …)
-	started   time.Time
-	maxBytes  int           // response byte cap: the database's, lowered by the principal's and the call's
-	budget    plan.Budget   // plan estimate bound: the database's, lowered by the principal's and the call's
-	lookAhead bool          // the read's SQL asks for one row past its limit (select_query): not counted by the budget
-	approval  *approvalGate // the approval rules a write answers to, and the approval it claimed (nil: none)
-}
-
-// format is the row format of the call: its format argument (validated by the schema), else the
-// principal's default, else the database's.
-func (req *request) format(arg string) wire.Format {
-	for _, s := range []string{arg, req.principal.DefaultFormat, req.db.Policy.DefaultFormat} {
-		if f, ok := wire.ParseFormat(s); ok && s != "" {
-			return f
-		}
-	}
-	return wire.Objects
-}
-
-// who is the identity the call acts as: its session's (fixed at begin), else its principal's.
-func (req *request) who() identity {
-	if req.session != nil {
-		return sessionIdentity(req.session)
-	}
-	return identityOf(req.principal)
 }
 
 type handler func(ctx context.Context, req *request) (Result, *Error)
@@ -125,68 +81,6 @@ type Options struct {
 	Approvals *approval.Store
 }
 
-// NewRegistry compiles every tool schema and registers the built-in tools and o.CustomTools over
-// o.Databases. The registry is complete when it returns: nothing is set on it afterwards, so it
-// is safe for concurrent use at once.
-func NewRegistry(ctx context.Context, o Options) (*Registry, error) {
-	r, err := newBuiltinRegistry(o.Databases)
-	if err != nil {
-		return nil, err
-	}
-	r.sessions, r.txLimit, r.auditor, r.observer, r.approvals = o.Sessions, o.TxLimiter, o.Auditor, o.Observer, o.Approvals
-	if r.approvals == nil {
-		r.approvals = approval.NewStore(approval.Options{Audit: AuditApprovals(o.Auditor)})
-	}
-	if r.pages, err = page.NewSigner(o.Pages); err != nil {
-		return nil, err
-	}
-	if len(o.CustomTools) > 0 {
-		if err := r.addCustomTools(ctx, o.CustomTools); err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
-}
-
-func newBuiltinRegistry(dbs []*Database) (*Registry, error) {
-	r := &Registry{dbs: map[string]*Database{}, tools: map[string]*toolEntry{}}
-	for _, db := range dbs {
-		r.dbs[db.Name] = db
-	}
-	defs := builtinTools()
-	if err := checkToolTable(defs, schemas.ToolNames()); err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	for _, name := range schemas.ToolNames() {
-		// Present: checkToolTable matched every schema with a definition.
-		def := defs[slices.IndexFunc(defs, func(d toolDef) bool { return d.name == name })]
-		raw, _ := schemas.Validation(name) // compiled with every keyword; served as schemas.Tool
-		served, _ := schemas.Tool(name)
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-		if err != nil {
-			return nil, fmt.Errorf("schema %s: %w", name, err)
-		}
-		url := "mem://schemas/" + name + ".json"
-		if err := c.AddResource(url, doc); err != nil {
-			return nil, fmt.Errorf("schema %s: %w", name, err)
-		}
-		sch, err := c.Compile(url)
-		if err != nil {
-			return nil, fmt.Errorf("schema %s: %w", name, err)
-		}
-		meta, _ := schemas.Meta(name)
-		r.tools[name] = &toolEntry{
-			info: ToolInfo{Name: name, Description: schemas.Description(name), InputSchema: served,
-				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
-			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: def.run,
-			gate: def.gate, decode: def.decode, preview: def.preview, paging: def.paging, plain: withoutApprovalID(served),
-		}
-		r.order = append(r.order, name)
-	}
-	return r, nil
-}
-
 // writes reports tools whose calls may commit a write that approval rules judge: every tool
 // but the read-only ones and pg_tx, whose begin, commit and rollback write nothing of their own.
 func (t *toolEntry) writes() bool { return !t.info.ReadOnly && t.info.Name != "pg_tx" }
@@ -216,123 +110,125 @@ func (r *Registry) Database(name string) (*Database, bool) {
 	return db, ok
 }
 
-// Call validates rawArgs against the tool's schema and runs it for principal. Every failure is an
-// *Error; a nil error means res is set. out says where the call ran, also when it failed after
-// being routed.
-func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs []byte) (res Result, out Outcome, err *Error) {
-	started := time.Now()
-	t, ok := r.tools[tool]
-	if !ok {
-		e := r.unknownTool(tool)
-		r.observe("", nil, false, nil, e, started)
-		return nil, out, e
-	}
-	var m map[string]any
-	var db *Database
-	routed := false // the principal may use db
-	defer func() {
-		if err != nil {
-			finishError(err, t, db, m)
-		}
-		if res != nil {
-			res.setExecutionTime(formatDuration(time.Since(started)))
-		}
-		r.audit(p, t, m, out, res, err, started)
-		r.observe(tool, db, routed, res, err, started)
-	}()
-	m, in, err := r.decodeCall(p, t, rawArgs)
-	if err != nil {
-		return nil, out, err
-	}
-	// Route once: the session session_id names fixes the database; every gate then applies to it.
-	var sess *Session
-	db, sess, err = r.route(ctx, p, t, m)
-	if err != nil {
-		return nil, out, err
-	}
-	out.Database = db.Name
-	if sess != nil {
-		out.Session = sess.ID
-		defer r.sessions.Release(sess)
-	}
-	routed = p.mayUse(db.Name)
-	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, in: in, started: started,
-		maxBytes: responseCap(ctx, p, db), budget: planBudgetOf(ctx, p, db)}
-	if req.budget.Set() {
-		req.budget.Estimates = req.catalogEstimate
-	}
-	if err = r.authorize(req, t); err != nil {
-		return nil, out, err
-	}
-	if t.writes() {
-		if req.approval, err = newApprovalGate(r.approvals, p, db, tool, m); err != nil {
-			return nil, out, err
-		}
-		defer req.approval.release()
-	}
-	res, err = t.run(ctx, req)
-	if sess != nil {
-		res, err = settleSession(req, t, res, err)
-	}
-	return res, out, err
+// previewer fills, from a call's decoded arguments (the tool's own struct, and the map the
+// schema validated) and its raw JSON, what a confirmation shows a human and the arguments it
+// sends on (Preview).
+type previewer func(in any, args map[string]any, raw []byte, pv *Preview)
+
+// Outcome is where a call ran, as Call routed it: what logs, metrics, the audit log, traces and
+// confirmations name, so that no transport reads the arguments again to guess it.
+type Outcome struct {
+	// Database is the configured database the call ran on: the session's for a call in a
+	// session, the tool's own for an operator-defined tool bound to one, else the database
+	// argument or "default". "" when the call was refused before it was routed (unknown tool,
+	// bad arguments, a database the principal may not use).
+	Database string
+	// Session is the id of the session the call ran in, "" for a call outside any session.
+	Session string
 }
 
-// finishError completes a failed call's error as the model reads it: the tool's operation, the
-// caller's values masked where echoed (unless db shows them), long echoes clipped.
-func finishError(err *Error, t *toolEntry, db *Database, args map[string]any) {
-	if err.Operation == "" {
-		err.Operation = t.operation
-	}
-	if db == nil || db.Policy.MasksErrorValues() {
-		redactValues(err, args)
-	}
-	clipEchoes(err) // after masking, which must see whole values
+// Preview is what a human is shown before a call that cannot be undone, and what is sent on
+// once they agree. Registry.Preview fills it without running the call, routed as Call routes
+// it, so transports name neither tools nor arguments.
+type Preview struct {
+	// Tool is the tool's wire name.
+	Tool string
+	// Database is the database the call would run on (Outcome.Database).
+	Database string
+	// Session is the session the call would run in, "" for none.
+	Session string
+	// Table is the table the call names, "" when it names none.
+	Table string
+	// Statement is the SQL text the call sends, "" for tools that take none; shown to the human.
+	Statement string
+	// CountArgs are the call's arguments as a dry run that counts the rows it would change; nil
+	// when the call cannot be counted that way (a read, or already a dry run).
+	CountArgs []byte
+	// ConfirmedArgs are the call's arguments with the human's confirmation of a destructive
+	// statement given; nil when the tool takes no such confirmation or the call already has it.
+	ConfirmedArgs []byte
+
+	verb string // what CountArgs counts: "update", "delete"; "" for an operator-defined tool
 }
 
-func (r *Registry) unknownTool(tool string) *Error {
-	return &Error{Type: ErrUnknownTool, Message: fmt.Sprintf("Unknown tool %s", words.Quote(tool)),
-		Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
+// AskRows is the question for a human before a call whose dry run counted rows rows of table
+// (as the dry run's result names it), above the threshold over.
+func (pv Preview) AskRows(rows int, table string, over int) string {
+	what := fmt.Sprintf("%s %d rows of table %s", pv.verb, rows, table)
+	if pv.verb == "" {
+		what = fmt.Sprintf("change %d rows with tool %s", rows, pv.Tool)
+	}
+	return fmt.Sprintf("The agent wants to %s in database %s (counted by a dry run; pgtools asks above %d rows). Allow it?",
+		what, pv.Database, over)
 }
 
-// decodeCall checks p's scope for t and decodes rawArgs: parsed once into the map the schema
-// validates, then into the tool's struct. m is set as far as parsing got, for masking.
-func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[string]any, in any, err *Error) {
-	if !p.Can(t.scope) {
-		return nil, nil, p.lacksScope(t.scope, t.info.Name, "")
+// AskDestructive is the question for a human before a statement the tool refused without
+// confirmation; refusal is that refusal's message.
+func (pv Preview) AskDestructive(refusal string) string {
+	return fmt.Sprintf("The agent wants to run a statement that cannot be undone, on database %s: %s\n\n%s\n\nAllow it?",
+		pv.Database, refusal, clipForHuman(pv.Statement, 2000))
+}
+
+// CallEvent is one finished tool call as metrics see it: what ran where, how it ended and how
+// long it took. It never holds arguments, values, SQL or the principal.
+type CallEvent struct {
+	// Tool is the tool's wire name, or "" when the name was not a known tool.
+	Tool string
+	// Database is the configured database the call was routed to, or "" when it never got that
+	// far (bad arguments, a database the principal may not use, an unknown name).
+	Database string
+	// ErrorType is the failure's category, or "" for a success.
+	ErrorType ErrorType
+	// Duration is the time spent in Registry.Call, validation included.
+	Duration time.Duration
+	// Rows is the result's rowCount (rows returned), 0 when it has none.
+	Rows int
+	// Truncated reports a result cut at its row limit or byte cap.
+	Truncated bool
+}
+
+// Observer receives one event per Registry.Call, on the caller's goroutine, after the call has
+// finished. Implementations must be safe for concurrent use and cheap: they run on every call.
+type Observer interface {
+	ObserveCall(ev CallEvent)
+}
+
+// AuditEvent is one write attempt as the audit log records it. It never holds values, SQL text or
+// secrets: who, which tool, where, how many rows, and how it ended.
+type AuditEvent struct {
+	Time         time.Time
+	Principal    string
+	Tool         string
+	Database     string
+	Table        string
+	SessionID    string
+	AffectedRows *int
+	// Outcome is "committed", "dry_run", "in_session" (applied inside an open session) or "error".
+	Outcome   string
+	ErrorType ErrorType
+	Duration  time.Duration
+	// ApprovalID names the approval request the event belongs to: one a call made
+	// (approval_required), used or mismatched, or one an approver decided (Outcome
+	// "approval_approved", "approval_denied"; "approval_requested", "approval_expired",
+	// "approval_used", "approval_mismatched" as the store records them).
+	ApprovalID string
+	// Digest is the approved call's digest (tool, database, arguments); Approver who decided.
+	Digest   string
+	Approver string
+}
+
+// Auditor receives one event per write attempt, allowed or refused. Implementations must be safe
+// for concurrent use and must not block for long.
+type Auditor interface {
+	Audit(ev AuditEvent)
+}
+
+// clipForHuman shortens s to at most n bytes for a message to a human.
+func clipForHuman(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	var args any
-	if len(strings.TrimSpace(string(rawArgs))) == 0 {
-		args = map[string]any{}
-	} else if e := decodeJSON(rawArgs, &args); e != nil {
-		return nil, nil, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
-			"Invalid arguments: the body is not valid JSON")
-	}
-	m, _ = args.(map[string]any)
-	// A page token brings the arguments of the call that issued it: merged first, the call
-	// then validates as that one did.
-	var pg *page.State
-	if tok, ok := m["page_token"].(string); ok && t.paging != nil && r.pages != nil {
-		if pg, err = r.pages.Open(pageWho(p), t.info.Name, tok); err != nil {
-			return m, nil, err
-		}
-		if err = t.paging.Merge(m, pg); err != nil {
-			return m, nil, err
-		}
-	}
-	if verr := t.schema.Validate(args); verr != nil {
-		return m, nil, validationError(verr, t)
-	}
-	if e := nulError(m, ""); e != nil {
-		return m, nil, e
-	}
-	in, derr := t.decode(m)
-	if derr != nil {
-		return m, nil, argsError(derr, m)
-	}
-	if pa, ok := in.(pageable); ok {
-		pa.setPage(pg, r.pages, p, t.paging)
-	}
-	return m, in, nil
+	return s[:n] + "…"
 }
 
 func schemaProperties(raw json.RawMessage) []string {
@@ -346,16 +242,4 @@ func schemaProperties(raw json.RawMessage) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// formatDuration renders a duration for executionTime: "3ms", "0.42ms", "1.2s".
-func formatDuration(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	case d >= 10*time.Millisecond:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	default:
-		return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000)
-	}
 }

@@ -15,12 +15,6 @@ import (
 	"github.com/pgtools/pgtools/tools/words"
 )
 
-// sessionsUnavailable answers calls naming a session on a registry without a session manager.
-func sessionsUnavailable(op string) *Error {
-	return &Error{Operation: op, Type: ErrSessionNotFound, Message: "No open session has this session_id",
-		Suggestion: "Omit session_id: transaction sessions are not enabled on this runner. A write then needs autocommit: true instead."}
-}
-
 // rowLimit checks the limit argument against the policy.
 func rowLimit(req *request, arg count) (int, *Error) {
 	p := req.db.Policy
@@ -192,16 +186,6 @@ func rowsResult(op, table string, rs *wire.RowSet, limit, offset, maxBytes int) 
 		res.Hint = fmt.Sprintf("Only the first %d rows are shown; add LIMIT/OFFSET or a narrower WHERE to your SQL to see others.", limit)
 	}
 	return res
-}
-
-func withOp(e *Error, op, table string) *Error {
-	if e.Operation == "" {
-		e.Operation = op
-	}
-	if e.Table == "" {
-		e.Table = table
-	}
-	return e
 }
 
 // parseOrder reads "col [asc|desc] [nulls first|last], …" into catalog-checked order terms.

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,15 +11,6 @@ import (
 	"github.com/pgtools/pgtools/tools/session"
 )
 
-// Session is a pg_tx session (session.Session): the tools run statements on its connection.
-type Session = session.Session
-
-// SessionInfo is a session as pg_tx list and active_session show it (session.Info).
-type SessionInfo = session.Info
-
-// TxOptions are the options of pg_tx begin (session.Options).
-type TxOptions = session.Options
-
 // sessionTarget is what a session of p on db is opened with: the database's connection
 // configuration and p's identity, asserted at begin (and, by readIn and writeIn, before every
 // statement).
@@ -29,32 +19,6 @@ func sessionTarget(p Principal, db *Database) session.Target {
 	return session.Target{Database: db.Name, Config: db.Pool.Config().ConnConfig, Who: session.Identity{Role: who.role, Claims: who.claims},
 		Assert: who.sql(false), MaskValues: db.Policy.MasksErrorValues(), Quota: p.QuotaOwner(), Warm: db.sessionWarm.warmUp()}
 }
-
-// sessionIdentity is the identity s acts as, fixed at begin.
-func sessionIdentity(s *Session) identity { return identity{role: s.Who.Role, claims: s.Who.Claims} }
-
-// SessionStore is the session manager as the tools use it, by principal name. session.Manager
-// implements it.
-type SessionStore interface {
-	// Begin opens a session for principal on t, or answers session_limit_reached.
-	Begin(ctx context.Context, principal string, t session.Target, opts TxOptions) (*Session, *Error)
-	// Acquire finds principal's session id, waits for it to be free, locks it and slides its TTL.
-	// The caller must Release it. Another principal's session is session_not_found; an expired
-	// one, session_expired.
-	Acquire(ctx context.Context, principal, id string) (*Session, *Error)
-	// Release unlocks a session taken with Acquire.
-	Release(s *Session)
-	// Finish removes an ended session (committed, rolled back or lost) and closes it. The caller
-	// holds its lock.
-	Finish(s *Session)
-	// List returns principal's open sessions.
-	List(principal string) []*Session
-}
-
-var _ SessionStore = (*session.Manager)(nil)
-
-// errSessionLost marks a session whose transaction the database ended.
-var errSessionLost = errors.New("session lost")
 
 // sessionLost is the error for a session whose connection or transaction is gone.
 func sessionLost(s *Session) *Error {
@@ -182,4 +146,10 @@ func openSessionsHint(req *request) string {
 		parts = append(parts, fmt.Sprintf("%s (idle %s, expires in %s)", s.ID, info.Idle, info.ExpiresIn))
 	}
 	return " Your open sessions: " + strings.Join(parts, ", ") + "."
+}
+
+// sessionsUnavailable answers calls naming a session on a registry without a session manager.
+func sessionsUnavailable(op string) *Error {
+	return &Error{Operation: op, Type: ErrSessionNotFound, Message: "No open session has this session_id",
+		Suggestion: "Omit session_id: transaction sessions are not enabled on this runner. A write then needs autocommit: true instead."}
 }

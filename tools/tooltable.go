@@ -20,11 +20,6 @@ type toolDef struct {
 	paging  *page.Spec // takes page_token; its arguments implement pageable
 }
 
-// previewer fills, from a call's decoded arguments (the tool's own struct, and the map the
-// schema validated) and its raw JSON, what a confirmation shows a human and the arguments it
-// sends on (Preview).
-type previewer func(in any, args map[string]any, raw []byte, pv *Preview)
-
 // defineTool binds a handler to its arguments' type A and to its gate. The gate is a required
 // value whose zero value is refused by NewRegistry, so a tool cannot be registered without
 // saying whether and when it writes.

@@ -73,14 +73,6 @@ func txTimeoutError(db *Database, outcome string) *Error {
 		"The transaction ran past its time limit of %s for the whole call (policy.transaction_timeout_ms); %s", db.Policy.TransactionTimeout, outcome)
 }
 
-// sessionCall is the policy a call inside a pg_tx session runs under: the database's, with the
-// statement timeout cut to the call's bound (Policy.TransactionTimeout) when that is shorter.
-func (p *Policy) sessionCall() *Policy {
-	q := *p
-	q.StatementTimeout = min(p.StatementTimeout, p.TransactionTimeout)
-	return &q
-}
-
 // sessionCallTimeout returns the answer for a session call that err ended at its bound (the
 // transaction timeout, shorter than the statement timeout, fired, and the caller did not
 // cancel), else nil. The statement was cancelled on the server and rolled back to the savepoint

@@ -78,13 +78,6 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 	return runDML(ctx, req, sess, op, rel, &sb, params, oids, paramCols, a.Returning, req.format(a.Format), a.DryRun, affectedCap(req, a.MaxAffectedRows))
 }
 
-// noteOverCap tells, in a dry run's hint, that applying it would be refused by the cap.
-func noteOverCap(res *WriteResult, affected int64, capN int) {
-	if capN > 0 && affected > int64(capN) {
-		res.Hint += fmt.Sprintf(" Note: %d rows is more than max_affected_rows (%d), so applying it as is would be refused.", affected, capN)
-	}
-}
-
 // dryRunCheck evaluates where in a READ ONLY transaction before a dry run executes the change and
 // rolls it back: a where that calls nextval, setval or another function with effects a rollback
 // does not undo is refused by PostgreSQL there, so a dry run changes nothing at all.

@@ -37,15 +37,6 @@ type writeStmt struct {
 	approval    *approvalGate // approval rules, decided from the measured effect before COMMIT (nil: none)
 }
 
-// writeOutcome is what a write did.
-type writeOutcome struct {
-	rows     *wire.RowSet
-	tag      string
-	affected int64
-	after    effects // a free statement's effects reading after it, identity checked
-	ddl      bool    // a free statement changed the schema (judged allowed)
-}
-
 // errCommitUnknown marks a COMMIT whose answer never arrived.
 var errCommitUnknown = errors.New("commit outcome unknown")
 
@@ -237,11 +228,6 @@ func describeTag(tag string) string {
 	return tag
 }
 
-// isDestructive reports statements that need confirm_destructive.
-func isDestructive(tag string) bool {
-	return strings.HasPrefix(tag, "DROP") || tag == "TRUNCATE TABLE" || tag == "TRUNCATE"
-}
-
 // execStmt runs one statement through the extended protocol (so PostgreSQL refuses a second
 // statement) and encodes the first keepRows returned rows. A statement built by a tool runs
 // with its identity checked right after it, in the same round trip: its where is the agent's,
@@ -369,3 +355,23 @@ func connectionEnded(err error) bool {
 // of session state, then COMMIT, in one simple-protocol query ("; "-separated). Exported for the
 // benchmark's raw-pgx floor, which must pay for the same statements.
 const CommitCleanSQL = wire.SQLCommitClean
+
+// writeWithinBudget plans st inside its transaction on pc, after pre (the identity and timeouts
+// asserted again, in the same round trip), and refuses it when over st.budget. ran reports
+// whether pre ran: a statement the budget lets through unplanned (SET, SHOW) sends nothing.
+func writeWithinBudget(ctx context.Context, pc *pgconn.PgConn, st writeStmt, pre []wire.Exec) (ran bool, err error) {
+	if planned, e := plan.Gate(leadingKeyword(st.sql)); !planned {
+		if e != nil {
+			return false, e
+		}
+		return false, nil
+	}
+	top, err := plan.In(ctx, pc, st.sql, st.params, st.colOIDs, pre)
+	if err != nil {
+		return true, err
+	}
+	if e := st.budget.Check(ctx, top); e != nil {
+		return true, e
+	}
+	return true, nil
+}
