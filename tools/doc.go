@@ -1,6 +1,6 @@
-// Package tools hosts the PostgreSQL tools an agent calls (select_query, describe_schema,
-// execute_sql, insert_data, update_data, delete_data, pg_tx, pg_transaction and operator-defined
-// tools) and the one pipeline every call takes, whatever its transport. Each built-in tool is
+// Package tools hosts the PostgreSQL tools an agent calls (the built-in ones schemas/ defines,
+// select_query, execute_sql, pg_tx and the rest, and operator-defined tools) and the one
+// pipeline every call takes, whatever its transport. Each built-in tool is
 // one definition in the tool table (tooltable.go: name, gate, typed arguments, handler), checked
 // against schemas/ when the registry is built; operator-defined tools get their gate in custom.go.
 //
