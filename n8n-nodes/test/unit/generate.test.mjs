@@ -46,25 +46,27 @@ function addSchema(dir, tool, displayName, order) {
 
 test('a schema without its node fails the check; generate writes the node and registers it in canonical order', (t) => {
 	const dir = checkout(t);
-	addSchema(dir, 'count_rows', 'Count Rows', 75);
+	// Between the first two tools (the files leave gaps between orders).
+	const [first, second] = builtInTools(dir);
+	addSchema(dir, 'planted_tool', 'Planted Tool', first.order + 1);
 	assert.deepEqual(generate(dir, { check: true }).sort(), [
-		'n8n-nodes/nodes/CountRows/CountRows.node.json is missing',
-		'n8n-nodes/nodes/CountRows/CountRows.node.ts is missing',
+		'n8n-nodes/nodes/PlantedTool/PlantedTool.node.json is missing',
+		'n8n-nodes/nodes/PlantedTool/PlantedTool.node.ts is missing',
 		'n8n-nodes/shared/schemaFiles.ts is out of date',
 		'package.json is out of date',
 	]);
 	assert.deepEqual(generate(dir), []);
 	assert.deepEqual(generate(dir, { check: true }), []);
-	const source = readFileSync(join(dir, 'n8n-nodes/nodes/CountRows/CountRows.node.ts'), 'utf8');
-	assert.match(source, /toolNode\('count_rows'\)/);
-	assert.match(source, /export class CountRows implements INodeType/);
-	const codex = JSON.parse(readFileSync(join(dir, 'n8n-nodes/nodes/CountRows/CountRows.node.json'), 'utf8'));
-	assert.equal(codex.node, 'n8n-nodes-pgtools.countRows');
+	const source = readFileSync(join(dir, 'n8n-nodes/nodes/PlantedTool/PlantedTool.node.ts'), 'utf8');
+	assert.match(source, /toolNode\('planted_tool'\)/);
+	assert.match(source, /export class PlantedTool implements INodeType/);
+	const codex = JSON.parse(readFileSync(join(dir, 'n8n-nodes/nodes/PlantedTool/PlantedTool.node.json'), 'utf8'));
+	assert.equal(codex.node, 'n8n-nodes-pgtools.plantedTool');
 	assert.deepEqual(codex.alias, ['postgres', 'sql', 'new']);
 	const nodes = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).n8n.nodes.map((f) => f.split('/').at(-2));
-	assert.deepEqual(nodes.slice(nodes.indexOf('ExplainQuery'), nodes.indexOf('ExplainQuery') + 3), ['ExplainQuery', 'CountRows', 'TransactionSession']);
+	assert.deepEqual(nodes.slice(0, 3), [first.className, 'PlantedTool', second.className]);
 	assert.deepEqual(nodes.slice(-2), ['CustomTool', 'PgtoolsApproval'], 'the hand-written nodes follow the tool nodes');
-	assert.match(readFileSync(join(dir, 'n8n-nodes/shared/schemaFiles.ts'), 'utf8'), /import countRows from '\.\.\/\.\.\/schemas\/count_rows\.json';[\s\S]*\tcount_rows: countRows,/);
+	assert.match(readFileSync(join(dir, 'n8n-nodes/shared/schemaFiles.ts'), 'utf8'), /import plantedTool from '\.\.\/\.\.\/schemas\/planted_tool\.json';[\s\S]*\tplanted_tool: plantedTool,/);
 });
 
 test('a generated node whose schema is gone fails the check; generate removes it', (t) => {
