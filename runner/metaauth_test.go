@@ -99,7 +99,7 @@ func refusedAs(t *testing.T, method, url, token, body string) refusal {
 func TestMetadataNeedsAToken(t *testing.T) {
 	t.Parallel()
 	api := newMetaAPI(t, mcpTokens(), httpapi.HandlerOptions{})
-	readTools := []string{"describe_schema", "execute_sql", "explain_query", metaCustomTool, "pg_tx", "select_query"}
+	readTools := slices.Sorted(slices.Values(append(builtinTools("read"), metaCustomTool)))
 	for _, token := range []string{"", "wrong-token-0123456789abcdef", "eyJhbGciOiJIUzI1NiJ9.e30.x"} {
 		want := refusedAs(t, http.MethodPost, api.srv.URL+"/v1/tools/select_query", token, `{"table": "orders"}`)
 		if want.status != http.StatusUnauthorized || want.body["errorType"] != "authentication_error" || want.challenge == "" {
@@ -147,7 +147,7 @@ func TestOpenAPIPublic(t *testing.T) {
 		t.Errorf("public /openapi.json: %d %v, want the built-in tools %v", status, got, builtins)
 	}
 	status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", readToken, "")
-	want := []string{"describe_schema", "execute_sql", "explain_query", metaCustomTool, "pg_tx", "select_query"}
+	want := slices.Sorted(slices.Values(append(builtinTools("read"), metaCustomTool)))
 	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("/openapi.json with a read token: %d %v, want %v", status, got, want)
 	}
@@ -173,7 +173,9 @@ func TestOpenAPIPublicHidesDisabledBuiltins(t *testing.T) {
 	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), OpenAPIPublic: true}))
 	t.Cleanup(srv.Close)
 	status, body, _ := apitest.Call(t, http.MethodGet, srv.URL+"/openapi.json", "", "")
-	want := []string{"describe_schema", "explain_query", "pg_tx", "select_query"}
+	// The read tools but execute_sql: a read-only database hides only the tools that always write,
+	// which are the write-scope ones.
+	want := slices.Sorted(slices.Values(slices.DeleteFunc(builtinTools("read"), func(n string) bool { return n == "execute_sql" })))
 	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("public /openapi.json over a read-only database without execute_sql: %d %v, want %v", status, got, want)
 	}

@@ -5,16 +5,21 @@
 // The schema files are the single source of the words a model reads: their
 // descriptions are served over MCP, HTTP (GET /v1/tools) and the n8n nodes,
 // which import the same files at build time. The "x-pgtools" object of a
-// tool schema names the tool and its class (scope, read-only, destructive)
-// for the runner and the n8n build alike; it is read with Meta and never
-// served. Every function returns a fresh copy of the bytes, so callers may
+// tool schema names the tool, its place in the list and its class (scope,
+// read-only, destructive) for the runner and the n8n build alike; it is read
+// with Meta and never served. The files are the list of tools: ToolNames is
+// read from them. Every function returns a fresh copy of the bytes, so callers may
 // keep or modify the result; all functions are safe for concurrent use.
 package schemas
 
 import (
+	"cmp"
 	"embed"
 	"encoding/json"
+	"io/fs"
 	"slices"
+	"strings"
+	"sync"
 )
 
 //go:embed *.json
@@ -23,23 +28,45 @@ var files embed.FS
 // configFile is the name of the configuration schema inside files.
 const configFile = "config.schema.json"
 
-// ToolNames returns the wire names of the built-in tools in their canonical
-// order: select_query, insert_data, update_data, delete_data, execute_sql,
-// describe_schema, explain_query, pg_tx, pg_transaction. Each call returns a
-// new slice.
+// ToolNames returns the wire names of the built-in tools in their canonical order, the order
+// of /v1/tools, MCP tools/list and the n8n package: every embedded schema file but the config
+// schema is a tool named by its file, placed by the "order" of its "x-pgtools" metadata
+// (select_query, insert_data, update_data, delete_data, execute_sql, describe_schema,
+// explain_query, pg_tx, pg_transaction). Adding a tool's file adds the tool; no list is kept
+// here. Each call returns a new slice.
 func ToolNames() []string {
-	return []string{
-		"select_query",
-		"insert_data",
-		"update_data",
-		"delete_data",
-		"execute_sql",
-		"describe_schema",
-		"explain_query",
-		"pg_tx",
-		"pg_transaction",
-	}
+	return slices.Clone(toolNames())
 }
+
+// toolNames reads the names and order of the tools from the embedded files once. The files are
+// compiled in and checked by the tests (TestToolNames: distinct orders), so a file without
+// valid metadata is a build defect and panics.
+var toolNames = sync.OnceValue(func() []string {
+	paths, err := fs.Glob(files, "*.json")
+	if err != nil {
+		panic("schemas: " + err.Error())
+	}
+	type tool struct {
+		name  string
+		order int
+	}
+	var all []tool
+	for _, p := range paths {
+		if p == configFile {
+			continue
+		}
+		name := strings.TrimSuffix(p, ".json")
+		all = append(all, tool{name, readMeta(name).Order})
+	}
+	// Ties (which the tests refuse) fall back to the name, so the order never depends on the
+	// file system's.
+	slices.SortFunc(all, func(a, b tool) int { return cmp.Or(cmp.Compare(a.order, b.order), strings.Compare(a.name, b.name)) })
+	names := make([]string, len(all))
+	for i, t := range all {
+		names[i] = t.name
+	}
+	return names
+})
 
 // Tool returns the JSON Schema of the arguments of the tool with the given
 // wire name (for example "select_query") as clients are shown it: the file

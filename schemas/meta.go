@@ -16,10 +16,18 @@ const metaKey = "x-pgtools"
 // object of schemas/<tool>.json. The runner and the n8n nodes both read it, so the list of
 // tools and their read/write class are written down once.
 type ToolMeta struct {
-	// Name is the wire name: HTTP path segment, MCP tool name, task settings "tool".
+	// Name is the wire name: HTTP path segment, MCP tool name, task settings "tool". It is also
+	// the file's name (schemas/<name>.json).
 	Name string `json:"name"`
-	// DisplayName is the n8n node's name, e.g. "Select Query".
+	// Order places the tool in ToolNames: ascending, one value per tool. The files leave gaps
+	// (10, 20, …) so a new tool can go between two without renumbering the others.
+	Order int `json:"order"`
+	// DisplayName is the n8n node's name, e.g. "Select Query"; the node's class and type name
+	// are made from it (SelectQuery, selectQuery).
 	DisplayName string `json:"displayName"`
+	// NodeAlias are the words n8n's node search finds the node by (its codex "alias"), beside
+	// "postgres" and "sql", which every tool node has.
+	NodeAlias []string `json:"nodeAlias"`
 	// Operation is the "operation" field of the tool's answers and errors, e.g. "select".
 	Operation string `json:"operation"`
 	// Scope is the token scope a caller needs to call the tool at all: "read" or "write".
@@ -39,6 +47,11 @@ func Meta(name string) (ToolMeta, bool) {
 	if !slices.Contains(ToolNames(), name) {
 		return ToolMeta{}, false
 	}
+	return readMeta(name), true
+}
+
+// readMeta decodes the metadata of the embedded file <name>.json.
+func readMeta(name string) ToolMeta {
 	var doc struct {
 		Meta *ToolMeta `json:"x-pgtools"`
 	}
@@ -46,7 +59,7 @@ func Meta(name string) (ToolMeta, bool) {
 	if err := dec.Decode(&doc); err != nil || doc.Meta == nil {
 		panic(fmt.Sprintf("schemas: %s.json has no valid %s object: %v", name, metaKey, err))
 	}
-	return *doc.Meta, true
+	return *doc.Meta
 }
 
 // unserved are the top-level members of a tool schema file that Tool leaves out: the metadata,

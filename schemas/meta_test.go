@@ -33,6 +33,18 @@ func TestMetaFields(t *testing.T) {
 					t.Errorf("%s.%s = %#v, want true or false", metaKey, k, obj[k])
 				}
 			}
+			if n, ok := obj["order"].(float64); !ok || n < 1 || n != float64(int(n)) {
+				t.Errorf("%s.order = %#v, want a positive integer", metaKey, obj["order"])
+			}
+			if list, ok := obj["nodeAlias"].([]any); !ok || len(list) == 0 {
+				t.Errorf("%s.nodeAlias = %#v, want a non-empty array of words", metaKey, obj["nodeAlias"])
+			} else {
+				for _, v := range list {
+					if s, ok := v.(string); !ok || s == "" || s == "postgres" || s == "sql" {
+						t.Errorf("%s.nodeAlias has %#v, want a non-empty word other than postgres and sql (every node has those)", metaKey, v)
+					}
+				}
+			}
 			props, _ := file["properties"].(map[string]any)
 			if h, present := obj["hiddenInNodes"]; present {
 				list, ok := h.([]any)
@@ -46,7 +58,7 @@ func TestMetaFields(t *testing.T) {
 				}
 			}
 			for k := range obj {
-				if !slices.Contains(strs, k) && !slices.Contains(bools, k) && k != "hiddenInNodes" {
+				if !slices.Contains(strs, k) && !slices.Contains(bools, k) && !slices.Contains([]string{"order", "nodeAlias", "hiddenInNodes"}, k) {
 					t.Errorf("%s has unknown key %q", metaKey, k)
 				}
 			}

@@ -57,18 +57,35 @@ func decode(tb testing.TB, raw []byte) map[string]any {
 	return m
 }
 
+// TestToolNames checks the list read from the files: every tool file once, each named as its
+// file, in the order of their "order" values, which are distinct (the canonical order itself is
+// pinned where it is served: tools' TestToolsFor).
 func TestToolNames(t *testing.T) {
 	t.Parallel()
-	want := []string{
-		"select_query", "insert_data", "update_data", "delete_data",
-		"execute_sql", "describe_schema", "explain_query", "pg_tx", "pg_transaction",
+	names := ToolNames()
+	if len(names) == 0 {
+		t.Fatal("ToolNames() is empty")
 	}
-	if got := ToolNames(); !slices.Equal(got, want) {
-		t.Fatalf("ToolNames() = %v, want %v", got, want)
+	orders := map[int]string{}
+	last := 0
+	for _, name := range names {
+		meta := readMeta(name)
+		if meta.Name != name {
+			t.Errorf("%s.json: %s.name = %q, want the file's name", name, metaKey, meta.Name)
+		}
+		if other, dup := orders[meta.Order]; dup {
+			t.Errorf("%s.json: %s.order %d is also %s's", name, metaKey, meta.Order, other)
+		}
+		orders[meta.Order] = name
+		if meta.Order <= last {
+			t.Errorf("%s (order %d) comes after order %d", name, meta.Order, last)
+		}
+		last = meta.Order
 	}
 	// The result is a fresh slice: changing it must not change the next one.
+	first := names[0]
 	ToolNames()[0] = "changed"
-	if ToolNames()[0] != "select_query" {
+	if ToolNames()[0] != first {
 		t.Fatal("ToolNames returns shared state")
 	}
 }

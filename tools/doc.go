@@ -1,9 +1,9 @@
-// Package tools hosts the PostgreSQL tools an agent calls (select_query, describe_schema,
-// explain_query, execute_sql, insert_data, update_data, delete_data, pg_tx, pg_transaction and
-// operator-defined tools) and the one pipeline every call takes, whatever its transport. Each
-// built-in tool is one definition in the tool table (tooltable.go: name, gate, typed arguments,
-// handler), checked against schemas/ when the registry is built (build.go); operator-defined
-// tools (customtool.go) get their gate and handler in custom.go.
+// Package tools hosts the PostgreSQL tools an agent calls (the built-in ones schemas/ defines,
+// select_query, execute_sql, pg_tx and the rest, and operator-defined tools) and the one
+// pipeline every call takes, whatever its transport. Each built-in tool is one definition in
+// the tool table (tooltable.go: name, gate, typed arguments, handler), checked against schemas/
+// when the registry is built (build.go); operator-defined tools (customtool.go) get their gate
+// and handler in custom.go.
 //
 //  1. Registry.Call (call.go) parses the arguments once and validates them against the tool's
 //     schema (schemas/*.json; the wording of invalid_arguments is validation.go), then fills the

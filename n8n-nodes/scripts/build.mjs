@@ -1,15 +1,25 @@
-// Builds the package into dist/: a strict tsc compile (the nodes import schemas/*.json, which
-// tsc copies to dist/schemas/), then the icons and the codex files n8n reads beside each node.
-// Plain node + tsc rather than `n8n-node build`, whose asset copy would pick up stray SVGs from
-// anywhere in the repository.
+// Builds the package into dist/: a check that the files generate.mjs derives from schemas/ (the
+// tool nodes, shared/schemaFiles.ts, package.json n8n.nodes) are current, a strict tsc compile
+// (the nodes import schemas/*.json, which tsc copies to dist/schemas/), then the icons and the
+// codex files n8n reads beside each node. Plain node + tsc rather than `n8n-node build`, whose
+// asset copy would pick up stray SVGs from anywhere in the repository.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { generate } from './generate.mjs';
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const src = join(root, 'n8n-nodes');
 const dist = join(root, 'dist');
+
+// A package built from stale generated files would lack a tool, or keep one schemas/ dropped.
+const stale = generate(root, { check: true });
+if (stale.length > 0) {
+	console.error(`build: ${stale.join('; ')}: run npm run generate and commit what it writes`);
+	process.exit(1);
+}
 
 rmSync(dist, { recursive: true, force: true });
 try {

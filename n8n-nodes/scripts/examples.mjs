@@ -1,6 +1,6 @@
 // Writes the importable example workflows in examples/n8n/ (the files users import and the
 // end-to-end test runs). Each is a Manual Trigger feeding an AI Agent with an OpenAI chat model
-// and the pgtools tools: all nine tool nodes (over the runner's HTTP API with the pgtools API
+// and the pgtools tools: every tool node (over the runner's HTTP API with the pgtools API
 // credential, or through n8n's task runner with none), n8n's own MCP Client Tool on the
 // runner's /mcp, or Custom Tool nodes for the operator-defined tools of
 // examples/config/custom-tools.json. Edit the prompt and run. The approvals example (a chat agent
@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { approvalExample, approvalWorkflow } from './approval-example.mjs';
+import { builtInTools } from './generate.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const out = join(root, 'examples', 'n8n');
@@ -39,17 +40,8 @@ export const actAsExpression = `={{ $('${endUserNode}').first().json.userId }}`;
 /** mcpNodeName names the MCP Client Tool node; n8n prefixes each MCP tool name with it (pgtools_select_query). */
 export const mcpNodeName = 'pgtools';
 
-const tools = [
-	['selectQuery', 'select_query'],
-	['insertData', 'insert_data'],
-	['updateData', 'update_data'],
-	['deleteData', 'delete_data'],
-	['executeSql', 'execute_sql'],
-	['describeSchema', 'describe_schema'],
-	['explainQuery', 'explain_query'],
-	['transactionSession', 'pg_tx'],
-	['atomicTransaction', 'pg_transaction'],
-];
+// Every tool node, in the runner's canonical order: [node type name, wire name].
+const tools = builtInTools().map((t) => [t.typeName, t.tool]);
 
 const system =
 	'You answer questions about a PostgreSQL database and change it when asked, using the pgtools tools. ' +
@@ -70,7 +62,7 @@ const mcpSystem = `The tools come from the pgtools MCP server, so their names st
  * examples lists every workflow: file name, id, name, prompt, parameters pinned per tool, and how
  * the agent reaches pgtools (connection of the tool nodes: http by default or taskRunner; mcp,
  * n8n's MCP Client Tool in place of the tool nodes; or custom, one Custom Tool node per name in
- * customTools in place of the nine).
+ * customTools in place of the tool nodes).
  */
 export const examples = [
 	{

@@ -1,15 +1,7 @@
 // The tools' JSON Schemas, read from schemas/ at build time (tsc copies them into dist/schemas/),
 // so the nodes show the model the same words as the HTTP API and MCP, and take each tool's name,
 // node name and class from the same "x-pgtools" object the runner reads.
-import deleteData from '../../schemas/delete_data.json';
-import describeSchema from '../../schemas/describe_schema.json';
-import executeSql from '../../schemas/execute_sql.json';
-import explainQuery from '../../schemas/explain_query.json';
-import insertData from '../../schemas/insert_data.json';
-import pgTransaction from '../../schemas/pg_transaction.json';
-import pgTx from '../../schemas/pg_tx.json';
-import selectQuery from '../../schemas/select_query.json';
-import updateData from '../../schemas/update_data.json';
+import { schemaFiles } from './schemaFiles';
 
 /** SchemaProperty is the part of a JSON Schema property the nodes read. */
 export interface SchemaProperty {
@@ -30,8 +22,12 @@ export interface SchemaProperty {
 export interface ToolMeta {
 	/** name is the wire name: the HTTP path segment, the MCP tool name and the task's tool. */
 	name: string;
+	/** order places the tool in the canonical order (ascending). */
+	order: number;
 	/** displayName is the node's name in n8n, e.g. Select Query. */
 	displayName: string;
+	/** nodeAlias are the node's search words in n8n (its codex alias, beside postgres and sql). */
+	nodeAlias: readonly string[];
 	operation: string;
 	/** scope is the token scope the tool needs: read or write. */
 	scope: string;
@@ -51,24 +47,15 @@ export interface ToolSchema {
 	'x-pgtools': ToolMeta;
 }
 
-// The one list of tools on the TypeScript side: tsc bundles only the JSON files it sees imported.
-const schemas = {
-	select_query: selectQuery,
-	insert_data: insertData,
-	update_data: updateData,
-	delete_data: deleteData,
-	execute_sql: executeSql,
-	describe_schema: describeSchema,
-	explain_query: explainQuery,
-	pg_tx: pgTx,
-	pg_transaction: pgTransaction,
-};
-
 /** ToolName is a tool's wire name: the HTTP path segment and the MCP tool name. */
-export type ToolName = keyof typeof schemas;
+export type ToolName = keyof typeof schemaFiles;
 
-/** toolSchemas maps every tool to its argument schema, in the runner's canonical order. */
-export const toolSchemas: Record<ToolName, ToolSchema> = schemas;
+/**
+ * toolSchemas maps every tool to its argument schema, in the runner's canonical order. The list
+ * is schemas/ itself: npm run generate writes schemaFiles.ts from it, and the build fails while
+ * that file is stale.
+ */
+export const toolSchemas: Record<ToolName, ToolSchema> = schemaFiles;
 
 /** toolNames lists the wire names in the runner's canonical order. */
 export const toolNames = Object.keys(toolSchemas) as ToolName[];

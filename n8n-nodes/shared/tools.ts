@@ -1,5 +1,6 @@
-// The eight tools as nodes: each node file is one toolNode(...) call plus the few fields the
-// community-node lint must read in the file itself. Everything else comes from the tool's
+// The built-in tools as nodes: each node file, written from the tool's schema by
+// scripts/generate.mjs, is one toolNode(...) call plus the few fields the community-node lint
+// must read in the file itself. Everything else comes from the tool's
 // schema: its arguments, its description and its "x-pgtools" metadata.
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties, INodeTypeDescription } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';

@@ -1,30 +1,25 @@
 // What n8n and the model read from the package: node descriptions, parameters and their
 // $fromAI() defaults (parsed with n8n's own parser), the credential, and the package layout.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 
+import { builtInTools } from '../../scripts/generate.mjs';
 import { fromAICall, hiddenInNodes, loadCredential, loadNode, modelArguments, nodeFiles, otherNodes, pkg, require, root, schemaOf, workflow } from '../helpers.mjs';
 
 const { z } = require(require.resolve('zod', { paths: [dirname(require.resolve('n8n-workflow'))] }));
 
-const expected = {
-	SelectQuery: { tool: 'select_query', displayName: 'Select Query' },
-	InsertData: { tool: 'insert_data', displayName: 'Insert Data' },
-	UpdateData: { tool: 'update_data', displayName: 'Update Data' },
-	DeleteData: { tool: 'delete_data', displayName: 'Delete Data' },
-	ExecuteSql: { tool: 'execute_sql', displayName: 'Execute SQL' },
-	DescribeSchema: { tool: 'describe_schema', displayName: 'Describe Schema' },
-	ExplainQuery: { tool: 'explain_query', displayName: 'Explain Query' },
-	TransactionSession: { tool: 'pg_tx', displayName: 'Transaction Session' },
-	AtomicTransaction: { tool: 'pg_transaction', displayName: 'Atomic Transaction' },
-};
+// The tool nodes the package must have: one per schemas/ file, named from its x-pgtools.
+const expected = Object.fromEntries(builtInTools().map((t) => [t.className, { tool: t.tool, displayName: t.displayName }]));
 
 const connectionParams = ['connection', 'taskRunnerNotice'];
 
 test('package.json registers one node per tool, the Custom Tool and Approval nodes and the credential, all built', () => {
 	assert.deepEqual(Object.keys(nodeFiles).sort(), [...Object.keys(expected), ...otherNodes].sort());
+	// Every node folder is registered: n8n loads only what package.json lists.
+	const folders = readdirSync(join(root, 'n8n-nodes', 'nodes'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+	assert.deepEqual(folders.sort(), Object.keys(nodeFiles).sort());
 	for (const file of [...pkg.n8n.nodes, ...pkg.n8n.credentials]) {
 		assert.ok(existsSync(join(root, file)), `${file} is built`);
 	}

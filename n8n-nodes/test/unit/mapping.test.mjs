@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
+import { builtInTools } from '../../scripts/generate.mjs';
 import { answer, context, loadNode, toolParameters } from '../helpers.mjs';
 
 const ok = async () => answer(200, { success: true, operation: 'x' });
@@ -306,16 +307,7 @@ test('with the n8n task runner, a call is a pgtools task: tool, args, database a
 });
 
 test('every tool goes by its wire name', async () => {
-	for (const [className, tool] of [
-		['InsertData', 'insert_data'],
-		['UpdateData', 'update_data'],
-		['DeleteData', 'delete_data'],
-		['ExecuteSql', 'execute_sql'],
-		['DescribeSchema', 'describe_schema'],
-		['ExplainQuery', 'explain_query'],
-		['TransactionSession', 'pg_tx'],
-		['AtomicTransaction', 'pg_transaction'],
-	]) {
+	for (const { className, tool } of builtInTools()) {
 		const { ctx } = await run(className, { pinned: taskRunner, startJob: done({ success: true }) });
 		assert.equal(ctx.jobs[0].settings.tool, tool, className);
 	}
