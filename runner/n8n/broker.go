@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -113,6 +114,10 @@ type Client struct {
 	wsURL    string
 	dialer   websocket.Dialer
 	attempts int // connection attempts since the last registered connection; Run's goroutine only
+	// taskTimeout and maxArgs start as Options.TaskTimeout and Options.MaxArgsBytes; a
+	// configuration reload changes them (SetTaskTimeout, SetMaxArgsBytes) for the tasks that
+	// start after it.
+	taskTimeout, maxArgs atomic.Int64
 }
 
 // New validates opts and returns a client for one broker. It does not connect: Run does.
@@ -164,6 +169,8 @@ func New(opts Options) (*Client, error) {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	c := &Client{opts: opts, id: "pgtools-" + newID(), base: u.Scheme + "://" + u.Host}
+	c.taskTimeout.Store(int64(opts.TaskTimeout))
+	c.maxArgs.Store(opts.MaxArgsBytes)
 	c.log = opts.Log.With().Str("component", "n8n-broker").Str("broker", c.base).Str("runner_id", c.id).Logger()
 	c.inv = invoke.NewInvoker(opts.Caller, c.log)
 	c.inv.SetTracerProvider(opts.Tracer)
@@ -209,6 +216,24 @@ func brokerURL(raw string) (*url.URL, error) {
 	}
 	u.RawPath = ""
 	return u, nil
+}
+
+// SetTaskTimeout changes n8n's task timeout (Options.TaskTimeout; 0 or less: DefaultTaskTimeout)
+// for the tasks that start after it; a task already running keeps the bound it started with.
+func (c *Client) SetTaskTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultTaskTimeout
+	}
+	c.taskTimeout.Store(int64(d))
+}
+
+// SetMaxArgsBytes changes the cap on a task's args (Options.MaxArgsBytes; 0 or less:
+// config.DefaultMaxBodyBytes) for the tasks that start after it.
+func (c *Client) SetMaxArgsBytes(n int64) {
+	if n <= 0 {
+		n = config.DefaultMaxBodyBytes
+	}
+	c.maxArgs.Store(n)
 }
 
 // Run connects to the broker and serves tasks until ctx ends, reconnecting whenever the
