@@ -29,7 +29,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -131,7 +130,7 @@ func New(opts Options) (*Client, error) {
 	if opts.Principal.Name == "" {
 		return nil, errors.New("n8n: Options.Principal has no name")
 	}
-	u, err := brokerURL(opts.URL)
+	u, err := config.BrokerURL(opts.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -182,40 +181,6 @@ func New(opts Options) (*Client, error) {
 	c.wsURL = ws.String()
 	c.dialer = websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: 10 * time.Second}
 	return c, nil
-}
-
-// ValidateURL checks a broker URL the way New does, so a configuration can be refused before
-// anything starts.
-func ValidateURL(raw string) error {
-	_, err := brokerURL(raw)
-	return err
-}
-
-// brokerURL parses a broker URL and fills in the default path "/runners".
-func brokerURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Host == "" {
-		// Not echoed: a malformed URL may hold credentials.
-		return nil, errors.New("an n8n broker URL is not a URL like http://127.0.0.1:5679")
-	}
-	switch u.Scheme {
-	case "http", "https":
-	case "ws":
-		u.Scheme = "http"
-	case "wss":
-		u.Scheme = "https"
-	default:
-		return nil, fmt.Errorf("n8n broker URL %q: the scheme must be http or https", u.Redacted())
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("n8n broker URL %q must have no credentials, query or fragment; give the auth token in N8N_RUNNERS_AUTH_TOKEN", u.Redacted())
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	if u.Path == "" {
-		u.Path = "/runners"
-	}
-	u.RawPath = ""
-	return u, nil
 }
 
 // SetTaskTimeout changes n8n's task timeout (Options.TaskTimeout; 0 or less: DefaultTaskTimeout)
