@@ -61,6 +61,7 @@ type Runtime struct {
 
 	reloadMu sync.Mutex // one reload at a time
 	gen      atomic.Pointer[generation]
+	pending  atomic.Pointer[[]string] // PendingRestart, set by each accepted reload
 }
 
 // generation is what one successfully loaded config serves: calls started under it finish
