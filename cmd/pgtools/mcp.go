@@ -22,10 +22,7 @@ const stdioPrincipal = "mcp-stdio"
 func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	settings := register(fs, getenv, mcpSettings, false)
-	// The listen address and the n8n brokers only concern pgtools serve: a config file's must
-	// not stop stdio.
-	settings.remove = []string{"listen", "n8n"}
+	settings := mcpSettingsFor(fs, getenv)
 	scopeList := fs.String("scopes", "read,write", "what the MCP client may do, comma-separated: read, write, ddl")
 	confirmRows := fs.Int("confirm-rows", mcpapi.DefaultMCPConfirmRows, "an update_data, delete_data or operator-defined write tool call that would change more rows asks the human first (clients with elicitation); 0 or less: never")
 	fs.Usage = func() {
@@ -92,6 +89,15 @@ Flags:
 	}
 	log.Info().Msg("pgtools mcp stopped")
 	return 0
+}
+
+// mcpSettingsFor registers pgtools mcp's settings on fs: serve's database settings and
+// --structured-content. The listen address and the n8n brokers only concern pgtools serve, so a
+// config file's (or anyone's) are left out and cannot stop stdio.
+func mcpSettingsFor(fs *flag.FlagSet, getenv func(string) string) *settings {
+	s := register(fs, getenv, mcpSettings, false)
+	s.remove = []string{"listen", "n8n"}
+	return s
 }
 
 // parseScopes parses a comma-separated scope list such as "read,write".

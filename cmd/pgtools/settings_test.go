@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,5 +140,29 @@ func TestBadSettingsNameTheirFlagOrVariable(t *testing.T) {
 	if code := run(context.Background(), []string{"serve", "--statement-timeout", "1500us"}, &out, &errOut, envOf(nil)); code != 2 ||
 		!strings.Contains(errOut.String(), `invalid value "1500us" for flag -statement-timeout`) {
 		t.Errorf("--statement-timeout 1500us: exit %d, %q", code, errOut.String())
+	}
+}
+
+// TestMCPLeavesOutServeKeys: pgtools mcp loads a config file written for serve — a listen
+// address beyond loopback without tokens, n8n brokers without their token — since it serves
+// neither; its --structured-content gives mcp.structured_content.
+func TestMCPLeavesOutServeKeys(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "pgtools.json")
+	doc := `{"listen": "0.0.0.0:8080", "databases": {"default": {"url": "postgres://u@127.0.0.1/app"}}, "n8n": {"brokers": ["http://127.0.0.1:5679"]}}`
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	s := mcpSettingsFor(fs, envOf(nil))
+	if err := fs.Parse([]string{"--config", file, "--structured-content"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != config.DefaultListen || cfg.N8N.Joins() || !cfg.MCP.StructuredContent {
+		t.Errorf("mcp's configuration: listen %q, brokers %v, structured content %v", cfg.Listen, cfg.N8N.Brokers, cfg.MCP.StructuredContent)
 	}
 }
