@@ -34,7 +34,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	fs.SetOutput(stderr)
 	settings := register(fs, getenv, serveSettings, true)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pgtools serve [flags]\n\nServes the tools over HTTP (POST /v1/tools/{name}) and MCP (Streamable HTTP at /mcp). Needs a database:\n  DATABASE_URL=postgres://app@localhost/app pgtools serve --token \"$(openssl rand -hex 24):read\"\n\nEach flag gives the config file key in parentheses and wins over it (docs/configuration.md).\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: pgtools serve [flags]\n\nServes the tools over HTTP (POST /v1/tools/{name}) and MCP (Streamable HTTP at /mcp). Needs a database:\n  DATABASE_URL=postgres://app@localhost/app pgtools serve --token \"$(openssl rand -hex 24):read\"\n\nEach flag gives the config file key it names and wins over it (docs/configuration.md).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -21,7 +21,7 @@ type setting struct {
 	env   string // "" when only a flag gives it
 	key   string // the config key, e.g. "databases.default.policy.read_only"
 	kind  kind   // how the text becomes the key's value
-	usage string
+	usage string // what --help says; "; key <key>" is added
 	// instead is a key beside key that the setting replaces: a URL given by DATABASE_URL
 	// replaces the file's url_file, and the other way round.
 	instead string
@@ -46,9 +46,9 @@ var (
 	databaseSettings = []setting{
 		{env: "DATABASE_URL_FILE", key: "databases.default.url_file", instead: "url"},
 		{flag: "database-url", env: "DATABASE_URL", key: "databases.default.url", instead: "url_file",
-			usage: "PostgreSQL URL of the \"default\" database; env DATABASE_URL, or DATABASE_URL_FILE naming a file that holds it (databases.default.url)"},
-		{flag: "log-level", env: "PGTOOLS_LOG_LEVEL", key: "log_level", usage: "debug, info (default), warn or error; env PGTOOLS_LOG_LEVEL (log_level)"},
-		{flag: "audit-log", env: "PGTOOLS_AUDIT_LOG", key: "audit_log", usage: "audit log of write attempts: a file (appended) or - for stderr; env PGTOOLS_AUDIT_LOG (audit_log)"},
+			usage: "PostgreSQL URL of the \"default\" database; env DATABASE_URL, or DATABASE_URL_FILE naming a file that holds it"},
+		{flag: "log-level", env: "PGTOOLS_LOG_LEVEL", key: "log_level", usage: "debug, info (default), warn or error; env PGTOOLS_LOG_LEVEL"},
+		{flag: "audit-log", env: "PGTOOLS_AUDIT_LOG", key: "audit_log", usage: "audit log of write attempts: a file (appended) or - for stderr; env PGTOOLS_AUDIT_LOG"},
 		{flag: "read-only", key: policyKey + "read_only", kind: boolean, usage: "policy of the default database: refuse every write"},
 		{flag: "allow-ddl", key: policyKey + "allow_ddl", kind: boolean, usage: "policy of the default database: let execute_sql write run DDL for tokens with the ddl scope"},
 		{flag: "max-affected-rows", key: policyKey + "max_affected_rows", kind: integer, usage: "policy of the default database: most rows one update/delete may change (default 1000)"},
@@ -63,19 +63,19 @@ var (
 	// serveSettings are serve's and check-config's: the shared ones, where and to whom the HTTP
 	// API listens, and the n8n brokers it joins. The API tokens are given apart (tokenSources).
 	serveSettings = append(databaseSettings[:len(databaseSettings):len(databaseSettings)],
-		setting{flag: "listen", env: "PGTOOLS_LISTEN", key: "listen", usage: "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN (listen)"},
-		setting{flag: "metrics-listen", env: "PGTOOLS_METRICS_LISTEN", key: "metrics_listen", usage: "separate address for /metrics, /healthz and /readyz only (default: /metrics on --listen); env PGTOOLS_METRICS_LISTEN (metrics_listen)"},
-		setting{flag: "replica-id", env: "PGTOOLS_REPLICA_ID", key: "replica_id", usage: "name of this replica, whose tag starts every session id (default: the host name); env PGTOOLS_REPLICA_ID (replica_id)"},
-		setting{flag: "n8n-broker", env: "PGTOOLS_N8N_BROKERS", key: "n8n.brokers", kind: list, usage: "n8n task broker to join as an external task runner of type pgtools, e.g. http://127.0.0.1:5679 (repeatable: one per n8n process); env PGTOOLS_N8N_BROKERS=\"url1,url2\" (n8n.brokers)"},
+		setting{flag: "listen", env: "PGTOOLS_LISTEN", key: "listen", usage: "HTTP listen address (default 127.0.0.1:8080); env PGTOOLS_LISTEN"},
+		setting{flag: "metrics-listen", env: "PGTOOLS_METRICS_LISTEN", key: "metrics_listen", usage: "separate address for /metrics, /healthz and /readyz only (default: /metrics on --listen); env PGTOOLS_METRICS_LISTEN"},
+		setting{flag: "replica-id", env: "PGTOOLS_REPLICA_ID", key: "replica_id", usage: "name of this replica, whose tag starts every session id (default: the host name); env PGTOOLS_REPLICA_ID"},
+		setting{flag: "n8n-broker", env: "PGTOOLS_N8N_BROKERS", key: "n8n.brokers", kind: list, usage: "n8n task broker to join as an external task runner of type pgtools, e.g. http://127.0.0.1:5679 (repeatable: one per n8n process); env PGTOOLS_N8N_BROKERS=\"url1,url2\""},
 		setting{env: "N8N_RUNNERS_AUTH_TOKEN", key: "n8n.token", instead: "token_file"},
-		setting{flag: "n8n-broker-token-file", key: "n8n.token_file", instead: "token", usage: "file holding the brokers' auth token, the N8N_RUNNERS_AUTH_TOKEN n8n runs with (default: env N8N_RUNNERS_AUTH_TOKEN) (n8n.token_file)"},
+		setting{flag: "n8n-broker-token-file", key: "n8n.token_file", instead: "token", usage: "file holding the brokers' auth token, the N8N_RUNNERS_AUTH_TOKEN n8n runs with (default: env N8N_RUNNERS_AUTH_TOKEN)"},
 		setting{flag: "n8n-principal", key: "n8n.principal", usage: "principal that broker tasks run as, with scopes read,write; it owns the sessions they open (default: the config file's n8n.principal, or n8n-broker)"},
 		setting{flag: "n8n-role", key: "n8n.role", usage: "PostgreSQL role broker tasks run as (SET LOCAL ROLE; checked at start like a token's role); default: the config file's n8n.role, or the login role"},
-		setting{flag: "n8n-act-as", key: "n8n.act_as", kind: boolean, usage: "let broker tasks name an end user in the \"subject\" setting (the node's \"Act as user\" field): they run as <n8n-principal>:<subject> with request.jwt.claims {\"sub\", \"via\"} (n8n.act_as)"},
+		setting{flag: "n8n-act-as", key: "n8n.act_as", kind: boolean, usage: "let broker tasks name an end user in the \"subject\" setting (the node's \"Act as user\" field): they run as <n8n-principal>:<subject> with request.jwt.claims {\"sub\", \"via\"}"},
 	)
 	// mcpSettings are pgtools mcp's: the shared ones and the MCP results' shape.
 	mcpSettings = append(databaseSettings[:len(databaseSettings):len(databaseSettings)],
-		setting{flag: "structured-content", key: "mcp.structured_content", kind: boolean, usage: "also send each result as structuredContent, with an outputSchema per tool (mcp.structured_content); default: once, as text"},
+		setting{flag: "structured-content", key: "mcp.structured_content", kind: boolean, usage: "also send each result as structuredContent, with an outputSchema per tool (default: once, as text)"},
 	)
 )
 
@@ -105,10 +105,10 @@ func register(fs *flag.FlagSet, getenv func(string) string, table []setting, tok
 		}
 		v := &flagValue{kind: st.kind}
 		s.given[st.flag] = v
-		fs.Var(v, st.flag, st.usage)
+		fs.Var(v, st.flag, st.usage+"; key "+st.key)
 	}
 	if tokens {
-		fs.Func("token", "API token as SECRET:SCOPES[:ROLE], e.g. s3cret-value-0123456:read,write or s3cret-value-0123456:read:tenant_agent to run its calls as PostgreSQL role tenant_agent (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write:role\", or PGTOOLS_TOKENS_FILE naming a file with one per line (tokens)",
+		fs.Func("token", "API token as SECRET:SCOPES[:ROLE], e.g. s3cret-value-0123456:read,write or s3cret-value-0123456:read:tenant_agent to run its calls as PostgreSQL role tenant_agent (repeatable); env PGTOOLS_TOKENS=\"a:read;b:read,write:role\", or PGTOOLS_TOKENS_FILE naming a file with one per line; key tokens[]",
 			func(v string) error { s.tokens = append(s.tokens, v); return nil })
 	}
 	return s
