@@ -378,7 +378,7 @@ func TestApprovalsSurviveReload(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(f.logs.String(), `"approvals"`) || f.rt.Approvals().TTL() != 600*time.Second {
+	if !strings.Contains(f.logs.String(), `"settings":["approvals.ttl_seconds"]`) || f.rt.Approvals().TTL() != 600*time.Second {
 		t.Fatalf("approvals.ttl_seconds on reload: store TTL %s, log:\n%s", f.rt.Approvals().TTL(), f.logs.String())
 	}
 	// Without the rule after a reload, the same delete commits without approval.

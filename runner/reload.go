@@ -13,19 +13,19 @@ import (
 
 // Reload reads the configuration again with load (which validates it, as at start) and makes it
 // the config of new calls, or refuses it and keeps the current one, logging one error line that
-// names the problem. It builds a registry and handler from cfg over the pools opened at Build and runs the
-// start-up checks on them (BuildOptions.Check); only when all pass does it publish them as the
-// next generation, in one atomic step. Calls already running finish under their generation.
+// names the problem. It builds a registry and handler from cfg over the pools opened at Build and
+// runs the start-up checks on them (BuildOptions.Check); only when all pass does it publish them
+// as the next generation, in one atomic step. Calls already running finish under their
+// generation.
 //
-// What changes: tokens, JWT and OAuth settings, per-token limits, the body cap, structured
-// content, openapi_public, each database's policy (but for the settings baked into its pool) and
-// custom tools. What needs a restart, and is logged as such and kept: the n8n brokers, database URLs, passwords,
-// max_conns and the timeouts and exec mode the pool's connections carry, the listen addresses,
-// the replica id, the audit log, session and pg_transaction limits and the session TTL, the
-// approval store's ttl_seconds and max_pending, drain and shutdown timings, the log level. Adding or removing a database is refused: the new
-// generation could not serve it, and a removed one must not stay reachable.
+// Every setting is compared (config.Changes) and decided by reloadTable: a changed setting that
+// applies live is logged as applied ("configuration reloaded", "applied"); one that needs a
+// restart keeps its running value and is logged as such, and the number of loaded settings that
+// differ from the running ones is the metric pgtools_config_restart_pending (PendingRestart
+// lists them). Adding or removing a database is refused: the new generation could not serve it,
+// and a removed one must not stay reachable.
 //
-// The approval store is shared too: requests made or approved before a reload keep their state,
+// The approval store is shared: requests made or approved before a reload keep their state,
 // and the new generation's require_approval rules decide which calls need one.
 //
 // The session manager is shared: an open pg_tx session keeps its connection, role and claims,
@@ -51,72 +51,79 @@ func (rt *Runtime) Reload(ctx context.Context, load func() (*config.Config, erro
 	if cfg.Tracer == nil {
 		cfg.Tracer = rt.opened.Tracer
 	}
-	var restart []string
+	applied, restart, err := rt.decide(cur.cfg, cfg)
+	if err != nil {
+		return err
+	}
+	// The brokers keep running as they joined: the checks see their principal and role as they
+	// are, and only the task timeout follows the new configuration.
+	n8nCfg := rt.opened.N8N
+	n8nCfg.TaskTimeoutMS = cfg.N8N.TaskTimeoutMS
+	cfg.N8N = n8nCfg
 	dbs := make([]*tools.Database, 0, len(cfg.Databases))
 	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
-		was, now := rt.opened.Databases[name], cfg.Databases[name]
-		for _, f := range poolChanges(was, now) {
-			restart = append(restart, "databases."+name+"."+f)
-		}
-		pol := now.Policy
-		// The pool's connections carry these as session defaults: keep what they were opened with.
-		pol.StatementTimeout, pol.LockTimeout, pol.PreparedStatements = was.Policy.StatementTimeout, was.Policy.LockTimeout, was.Policy.PreparedStatements
-		dbs = append(dbs, tools.NewDatabase(name, rt.dbs[name].Pool, pol))
+		dbs = append(dbs, tools.NewDatabase(name, rt.dbs[name].Pool, poolPolicy(rt.opened.Databases[name].Policy, cfg.Databases[name].Policy)))
 	}
-	restart = append(restart, processChanges(rt.opened, cfg)...)
 	g, err := rt.newGeneration(ctx, cfg, dbs, cur.n+1)
 	if err != nil {
 		return err
 	}
 	g.api = rt.handler(g)
 	rt.publish(g)
+	rt.brokers.apply(cfg)
+	rt.pending.Store(&restart)
 	rt.metrics.Reloaded(true)
-	ev := rt.log.Info().Int64("config_generation", g.n).Int("tokens", len(cfg.Tokens)).Int("custom_tools", len(cfg.CustomTools))
-	ev.Msg("configuration reloaded")
+	rt.metrics.SetRestartPending(len(restart))
+	rt.log.Info().Int64("config_generation", g.n).Int("tokens", len(cfg.Tokens)).Int("custom_tools", len(cfg.CustomTools)).
+		Strs("applied", applied).Msg("configuration reloaded")
 	if len(restart) > 0 {
 		rt.log.Warn().Strs("settings", restart).Msg("configuration reload: these settings changed but need a restart; the running values stay")
 	}
 	return nil
 }
 
-// changeList collects the names of the settings that changed.
-type changeList []string
-
-func (c *changeList) add(changed bool, name string) {
-	if changed {
-		*c = append(*c, name)
+// decide compares every setting of now with the current generation's (cur) and with the ones
+// running since Build, and sorts the changes by reloadTable: applied are the paths of changed
+// settings the reload applies, restart those whose loaded value differs from the running one and
+// needs a restart to take effect (a key the table lacks among them).
+func (rt *Runtime) decide(cur, now *config.Config) (applied, restart []string, err error) {
+	since, err := config.Changes(cur, now)
+	if err != nil {
+		return nil, nil, err
 	}
+	for _, c := range since {
+		if reloadTable[c.Key] == appliesLive {
+			applied = append(applied, c.Path)
+		}
+	}
+	running, err := config.Changes(rt.opened, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range running {
+		if reloadTable[c.Key] != appliesLive {
+			restart = append(restart, c.Path)
+		}
+	}
+	return applied, restart, nil
 }
 
-// poolChanges names the settings of a database entry that its open pool carries.
-func poolChanges(was, now config.DatabaseConfig) []string {
-	var out changeList
-	add := out.add
-	add(was.URL != now.URL, "url")
-	add(was.Password != now.Password, "password")
-	add(was.MaxConns != now.MaxConns, "max_conns")
-	add(was.Policy.StatementTimeout != now.Policy.StatementTimeout, "statement_timeout")
-	add(was.Policy.LockTimeout != now.Policy.LockTimeout, "lock_timeout")
-	add(was.Policy.PreparesStatements() != now.Policy.PreparesStatements(), "prepared_statements")
-	return out
+// PendingRestart lists the settings whose value in the configuration last loaded differs from
+// the running one because a change of them needs a restart (reloadTable), by path, e.g.
+// "databases.main.max_conns"; none at Build.
+func (rt *Runtime) PendingRestart() []string {
+	if p := rt.pending.Load(); p != nil {
+		return slices.Clone(*p)
+	}
+	return nil
 }
 
-// processChanges names the process-wide settings that changed between was and now.
-func processChanges(was, now *config.Config) []string {
-	var out changeList
-	add := out.add
-	add(was.Listen != now.Listen, "listen")
-	add(was.MetricsListen != now.MetricsListen, "metrics_listen")
-	add(was.ReplicaID != now.ReplicaID, "replica_id")
-	add(was.AuditLog != now.AuditLog, "audit_log")
-	add(was.LogLevel != now.LogLevel, "log_level")
-	add(was.ConnLimits() != now.ConnLimits(), "session and pg_transaction limits")
-	add(was.Sessions.TTLSeconds != now.Sessions.TTLSeconds, "sessions.ttl_seconds")
-	add(was.Approvals != now.Approvals, "approvals")
-	add(was.Shutdown.DrainDelay() != now.Shutdown.DrainDelay() || was.Shutdown.Grace() != now.Shutdown.Grace(), "shutdown")
-	wn, nn := was.N8N, now.N8N
-	add(!slices.Equal(wn.Brokers, nn.Brokers) || wn.Token != nn.Token || wn.Principal != nn.Principal || wn.Role != nn.Role || wn.ActAs != nn.ActAs, "n8n")
-	return out
+// poolPolicy is now with the settings an open pool's connections carry as session defaults
+// (tools.PoolConfig: statement_timeout, lock_timeout, the exec mode) kept as the pool was opened
+// with them (was): a reload cannot change them, and a policy that said otherwise would mislead.
+func poolPolicy(was, now tools.Policy) tools.Policy {
+	now.StatementTimeout, now.LockTimeout, now.PreparedStatements = was.StatementTimeout, was.LockTimeout, was.PreparedStatements
+	return now
 }
 
 func diffKeys(was, now map[string]config.DatabaseConfig) (added, removed []string) {

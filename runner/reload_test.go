@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/n8n/brokertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -60,7 +63,7 @@ func TestReloadPolicyPoolsAndDatabaseSet(t *testing.T) {
 	if after.Pool != before.Pool || after.Policy.StatementTimeout != 7*time.Second {
 		t.Errorf("the reload replaced the pool or its statement_timeout (%v)", after.Policy.StatementTimeout)
 	}
-	for _, want := range []string{"databases.default.max_conns", "databases.default.statement_timeout", "need a restart"} {
+	for _, want := range []string{"databases.default.max_conns", "databases.default.policy.statement_timeout_ms", "need a restart"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the log does not say %q:\n%s", want, logs.String())
 		}
@@ -77,10 +80,11 @@ func TestReloadPolicyPoolsAndDatabaseSet(t *testing.T) {
 	}
 }
 
-// TestPoolChangesCoverWhatThePoolCarries walks every field of tools.Policy and DatabaseConfig:
-// each one that changes the pool configuration tools.PoolConfig builds must be named by
-// poolChanges, or a reload would apply it to a policy whose pool still runs the old value.
-func TestPoolChangesCoverWhatThePoolCarries(t *testing.T) {
+// TestPoolPolicyKeepsWhatThePoolCarries walks every field of tools.Policy and DatabaseConfig:
+// each one that changes the pool configuration tools.PoolConfig builds must be kept by
+// poolPolicy, and its key must need a restart in reloadTable, or a reload would apply it to a
+// policy whose pool still runs the old value.
+func TestPoolPolicyKeepsWhatThePoolCarries(t *testing.T) {
 	t.Parallel()
 	const dsn = "postgres://u@127.0.0.1:1/d"
 	carried := func(d config.DatabaseConfig) string {
@@ -89,6 +93,31 @@ func TestPoolChangesCoverWhatThePoolCarries(t *testing.T) {
 			t.Fatal(err)
 		}
 		return fmt.Sprint(c.ConnConfig.RuntimeParams, c.ConnConfig.DefaultQueryExecMode, c.MaxConns, c.ConnConfig.Host)
+	}
+	// restartKeys are the keys config.Changes finds between base and d, each of which must need
+	// a restart.
+	restartKeys := func(base, d config.DatabaseConfig) []string {
+		t.Helper()
+		was := &config.Config{Databases: map[string]config.DatabaseConfig{"default": base}}
+		now := &config.Config{Databases: map[string]config.DatabaseConfig{"default": d}}
+		if err := was.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := now.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		changes, err := config.Changes(was, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A key whose default follows the pool's (transaction_timeout_ms) may change beside it.
+		var keys []string
+		for _, c := range changes {
+			if reloadTable[c.Key] == needsRestart {
+				keys = append(keys, c.Key)
+			}
+		}
+		return keys
 	}
 	base := config.DatabaseConfig{URL: dsn}
 	set := func(v reflect.Value) {
@@ -117,16 +146,128 @@ func TestPoolChangesCoverWhatThePoolCarries(t *testing.T) {
 		}
 	}
 	pt := reflect.TypeOf(tools.Policy{})
+	pooled := 0
 	for i := 0; i < pt.NumField(); i++ {
 		d := base
 		set(reflect.ValueOf(&d.Policy).Elem().Field(i))
-		if carried(d) != carried(base) && len(poolChanges(base, d)) == 0 {
-			t.Errorf("Policy.%s changes the pool, but poolChanges does not name it", pt.Field(i).Name)
+		if carried(d) == carried(base) {
+			continue
+		}
+		pooled++
+		kept := base
+		kept.Policy = poolPolicy(base.Policy, d.Policy)
+		if carried(kept) != carried(base) {
+			t.Errorf("Policy.%s changes the pool, but poolPolicy does not keep it", pt.Field(i).Name)
+		}
+		if len(restartKeys(base, d)) == 0 {
+			t.Errorf("Policy.%s changes the pool, but reloadTable applies every key it changes live", pt.Field(i).Name)
 		}
 	}
-	d := base
-	d.URL, d.Password, d.MaxConns = "postgres://u@127.0.0.2:1/d", "p", 9
-	if got := poolChanges(base, d); strings.Join(got, ",") != "url,password,max_conns" {
-		t.Errorf("poolChanges(url, password, max_conns) = %v", got)
+	if pooled < 2 {
+		t.Errorf("only %d policy fields change the pool", pooled)
 	}
+	d := base
+	d.URL, d.MaxConns = "postgres://u@127.0.0.2:1/d", 9
+	if got := strings.Join(restartKeys(base, d), ","); got != "databases.*.max_conns,databases.*.url" {
+		t.Errorf("changes of url and max_conns: %v", got)
+	}
+}
+
+// TestReloadTableCoversTheSchema walks every key of schemas/config.schema.json: each must have
+// an entry in reloadTable (a key without one would need a restart, silently), and every entry
+// must be a key of the schema.
+func TestReloadTableCoversTheSchema(t *testing.T) {
+	t.Parallel()
+	keys, err := config.SchemaKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) < 100 {
+		t.Fatalf("the schema has only %d keys: %v", len(keys), keys)
+	}
+	inSchema := map[string]bool{}
+	for _, k := range keys {
+		inSchema[k] = true
+		if _, ok := reloadTable[k]; !ok {
+			t.Errorf("%s: no entry in reloadTable; say whether a reload applies it (appliesLive) or it needs a restart (needsRestart)", k)
+		}
+	}
+	for k := range reloadTable {
+		if !inSchema[k] {
+			t.Errorf("reloadTable has %s, which is no key of the schema", k)
+		}
+	}
+}
+
+// TestReloadAppliesTaskTimeoutAndReportsRestarts: Build joins the n8n broker of the config; a
+// reload that lowers n8n.task_timeout_ms applies it to the next task, which ends at the new
+// bound, while a changed listen address is reported as needing a restart (logged, in
+// PendingRestart and pgtools_config_restart_pending) until a reload brings it back.
+func TestReloadAppliesTaskTimeoutAndReportsRestarts(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	dsn := db.RoleDSN(t, "rlb")
+	const brokerToken = "n8n-runners-auth-token-for-reload-0123"
+	b := brokertest.New(t, brokerToken)
+	load := func(timeoutMS int64, listen string) func() (*config.Config, error) {
+		return func() (*config.Config, error) {
+			c := &config.Config{Listen: listen, Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}},
+				N8N: config.N8NConfig{Brokers: []string{b.URL}, Token: brokerToken, TaskTimeoutMS: timeoutMS}}
+			return c, c.Validate()
+		}
+	}
+	first, err := load(60_000, "127.0.0.1:0")()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	rt, err := Build(context.Background(), first, zerolog.New(logs), BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	rn := b.NextRunner(t, 10*time.Second)
+
+	if err := rt.Reload(context.Background(), load(2000, "127.0.0.1:1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.PendingRestart(); strings.Join(got, ",") != "listen" {
+		t.Errorf("PendingRestart after changing listen: %v, want [listen]", got)
+	}
+	for _, want := range []string{`"applied":["n8n.task_timeout_ms"]`, `"settings":["listen"]`, "need a restart"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the reload's log lacks %s:\n%s", want, logs.String())
+		}
+	}
+	if got := metricSample(t, rt, "pgtools_config_restart_pending"); got != "1" {
+		t.Errorf("pgtools_config_restart_pending = %s, want 1", got)
+	}
+	slow := rn.StartTask(t, map[string]any{"tool": "execute_sql", "args": map[string]any{"sql": "select pg_sleep(20)"}})
+	if ans := rn.Answer(t, slow, 10*time.Second); ans.Type != "runner:taskerror" || !strings.Contains(string(ans.Error), "n8n's task timeout (2 s)") {
+		t.Fatalf("a task after the reload to 2 s: %s", ans.Raw)
+	}
+
+	if err := rt.Reload(context.Background(), load(2000, "127.0.0.1:0")); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.PendingRestart(); len(got) != 0 {
+		t.Errorf("PendingRestart once listen is back: %v", got)
+	}
+	if got := metricSample(t, rt, "pgtools_config_restart_pending"); got != "0" {
+		t.Errorf("pgtools_config_restart_pending = %s, want 0", got)
+	}
+}
+
+// metricSample is the value of a sample without labels on the runtime's /metrics.
+func metricSample(t *testing.T, rt *Runtime, name string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	rt.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("%s not on /metrics:\n%s", name, rec.Body.String())
+	return ""
 }

@@ -38,10 +38,10 @@ type BuildOptions struct {
 }
 
 // Runtime is pgtools assembled from one Config: the database pools, the session manager and
-// the pg_transaction bound, the audit log, metrics and readiness, which live as long as the
-// process, and a generation (registry and HTTP handler) that Reload replaces atomically. It is
-// the one place every command (serve, mcp, demo, the benchmark) builds pgtools from. It is safe
-// for concurrent use.
+// the pg_transaction bound, the audit log, metrics and readiness, and the n8n task brokers it
+// joined (n8n), which live as long as the process, and a generation (registry and HTTP handler)
+// that Reload replaces atomically. It is the one place every command (serve, mcp, demo, the
+// benchmark) builds pgtools from. It is safe for concurrent use.
 type Runtime struct {
 	log        zerolog.Logger
 	opts       BuildOptions
@@ -56,12 +56,14 @@ type Runtime struct {
 	closeDBs   func()
 	closeAudit func() error
 	stopSweep  context.CancelFunc
+	brokers    *brokers // the n8n brokers joined; they call the current generation
 	// pageKey signs page tokens when the config names no page_tokens.key_file: made once at
 	// Build, so that a reload keeps the tokens already handed out valid.
 	pageKey []byte
 
 	reloadMu sync.Mutex // one reload at a time
 	gen      atomic.Pointer[generation]
+	pending  atomic.Pointer[[]string] // PendingRestart, set by each accepted reload
 }
 
 // generation is what one successfully loaded config serves: calls started under it finish
@@ -74,8 +76,9 @@ type generation struct {
 	api    http.Handler
 }
 
-// Build opens cfg's databases (validated: defaults filled), starts the session manager and
-// builds the first generation, checked with opts.Check. Close releases everything.
+// Build opens cfg's databases (validated: defaults filled), starts the session manager, builds
+// the first generation, checked with opts.Check, and joins the n8n task brokers of cfg.N8N,
+// whose tasks call the current generation as cfg.N8N.TaskPrincipal. Close releases everything.
 func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts BuildOptions) (rt *Runtime, err error) {
 	rt = &Runtime{log: log, opts: opts, opened: cfg, dbs: map[string]*tools.Database{}}
 	dbs, closeDBs, err := OpenDatabases(ctx, cfg)
@@ -129,6 +132,9 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 	rt.health = httpapi.NewHealth(g.reg, log, rt.metrics)
 	g.api = rt.handler(g)
 	rt.publish(g)
+	if rt.brokers, err = joinBrokers(cfg, rt, log); err != nil {
+		return rt, err
+	}
 	return rt, nil
 }
 
@@ -221,13 +227,18 @@ func (rt *Runtime) Server() *Server {
 }
 
 // Run serves the runtime on ln (and the probes and metrics on metricsLn, when set) until ctx
-// ends: Server.Run.
+// ends: Server.Run. When ctx ends, the n8n brokers stop taking tasks too, and those in flight
+// get their grace to finish while the HTTP calls get theirs.
 func (rt *Runtime) Run(ctx context.Context, ln, metricsLn net.Listener) error {
+	stop := context.AfterFunc(ctx, rt.brokers.drain)
+	defer stop()
 	return rt.Server().Run(ctx, ln, metricsLn)
 }
 
-// Close rolls back every open session, then closes the audit log and the pools, last.
+// Close stops the n8n brokers (their tasks in flight finish first, within their grace), rolls
+// back every open session, then closes the audit log and the pools, last.
 func (rt *Runtime) Close() {
+	rt.brokers.stop()
 	if rt.stopSweep != nil {
 		rt.stopSweep()
 	}

@@ -23,8 +23,7 @@ import (
 func cmdCheckConfig(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var f serveFlags
-	f.register(fs, getenv)
+	settings := register(fs, getenv, serveSettings, true)
 	database := fs.Bool("database", false, "also connect to the databases as serve would and print, instead of the effective configuration, the SQL (GRANT, REVOKE, ALTER) that makes them match it: the roles callers act as, the table lists as grants, statement text hidden between subjects of one role, temp_file_limit; exit 1 while there is any")
 	noSecrets := fs.Bool("no-secrets", false, "check the config file's structure without reading the files it names for secrets and TLS (token_file, password_file, url_file, n8n.token_file, sslrootcert, sslcert, sslkey): placeholders stand in, e.g. in CI where they are not mounted")
 	fs.Usage = func() {
@@ -54,33 +53,30 @@ Flags:
 		return 2
 	}
 	restore := func(s string) string { return s }
-	if *noSecrets && f.configFile != "" {
+	if *noSecrets && settings.configFile != "" {
 		dir, err := os.MkdirTemp("", "pgtools-check-config-")
 		if err != nil {
 			fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		ws, err := configWithoutSecrets(f.configFile, dir)
+		ws, err := configWithoutSecrets(settings.configFile, dir)
 		if err != nil {
 			fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
 			return 1
 		}
-		f.configFile, restore = ws.Path, ws.Restore
+		settings.configFile, restore = ws.Path, ws.Restore
 		for _, s := range ws.Skipped {
 			fmt.Fprintf(stderr, "pgtools check-config: --no-secrets: not read: %s\n", s)
 		}
 	}
-	cfg, err := f.config()
+	cfg, err := settings.load()
 	if err != nil {
 		fmt.Fprintf(stderr, "pgtools check-config: %v\n", restore(err.Error()))
 		return 1
 	}
-	if len(f.brokers.urls) > 0 || getenv("PGTOOLS_N8N_BROKERS") != "" || len(cfg.N8N.Brokers) > 0 {
-		cfg.ExtraPrincipals = 1 // as serve counts the broker principal in the per-principal shares
-	}
 	if *database {
-		return checkDatabases(ctx, cfg, f.brokers, stdout, stderr)
+		return checkDatabases(ctx, cfg, stdout, stderr)
 	}
 	out, err := cfg.EffectiveJSON()
 	if err != nil {
@@ -102,16 +98,7 @@ Flags:
 }
 
 // checkDatabases is check-config --database: the start-up checks of serve, as SQL on stdout.
-func checkDatabases(ctx context.Context, cfg *config.Config, bf brokerFlags, stdout, stderr io.Writer) int {
-	var callers []config.ExtraCaller
-	if len(bf.urls) > 0 {
-		b, err := bf.config(cfg)
-		if err != nil {
-			fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
-			return 1
-		}
-		callers = b.callers()
-	}
+func checkDatabases(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) int {
 	dbs, closeDBs, err := runner.OpenDatabases(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
@@ -131,7 +118,7 @@ func checkDatabases(ctx context.Context, cfg *config.Config, bf brokerFlags, std
 			fmt.Fprintf(stderr, "pgtools check-config: database %q: %s\n", d.Name, l)
 		}
 	}
-	rep, err := config.CheckSetup(ctx, cfg, cfg.ActingRoles(callers...), func(name string) (*tools.Database, bool) {
+	rep, err := config.CheckSetup(ctx, cfg, cfg.ActingRoles(), func(name string) (*tools.Database, bool) {
 		d, ok := byName[name]
 		return d, ok
 	})

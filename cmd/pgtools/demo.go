@@ -116,7 +116,7 @@ Flags:
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
 	log := newLogger(io.Discard, "info")
-	go func() { errc <- serve(ctx, cfg, brokerConfig{}, log, ready, reloader{}) }()
+	go func() { errc <- serve(ctx, cfg, log, ready, reloader{}) }()
 	select {
 	case addr := <-ready:
 		printDemoHelp(stdout, demoHelp{addr: addr, token: token, tenantToken: tenantToken, dsn: printedDSN, cmd: invokedAs(), abs: executablePath()})

@@ -13,7 +13,8 @@ import (
 
 // envNames lists the environment variables pgtools reads, found in this package's source as the
 // literal arguments of the injected getenv (getenv(…), f.getenv(…)) and of os.Getenv and
-// os.LookupEnv, so tests and the docker-compose check cannot drift from the code.
+// os.LookupEnv, and as the env of the settings tables (setting{env: "…"}), so tests and the
+// docker-compose check cannot drift from the code.
 func envNames(t *testing.T) []string {
 	t.Helper()
 	files, _ := filepath.Glob("*.go")
@@ -28,6 +29,15 @@ func envNames(t *testing.T) []string {
 			t.Fatal(err)
 		}
 		ast.Inspect(file, func(n ast.Node) bool {
+			if kv, ok := n.(*ast.KeyValueExpr); ok {
+				if key, ok := kv.Key.(*ast.Ident); ok && key.Name == "env" {
+					if lit, ok := kv.Value.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						name, _ := strconv.Unquote(lit.Value)
+						seen[name] = true
+					}
+				}
+				return true
+			}
 			call, ok := n.(*ast.CallExpr)
 			if !ok || len(call.Args) != 1 {
 				return true

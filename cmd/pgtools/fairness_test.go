@@ -41,7 +41,8 @@ func TestCheckConfigSharedRoleNoteAndShares(t *testing.T) {
 	if strings.Contains(stderr, "note:") || s["max_sessions_per_principal"] != 10 || s["max_transactions_per_principal"] != 10 {
 		t.Errorf("a single token: %v\n%s", s, stderr)
 	}
-	env["PGTOOLS_N8N_BROKERS"] = "http://127.0.0.1:5679"
+	// check-config checks the brokers' settings as serve would: joining needs the auth token.
+	env["PGTOOLS_N8N_BROKERS"], env["N8N_RUNNERS_AUTH_TOKEN"] = "http://127.0.0.1:5679", "n8n-runners-auth-token-0123456789"
 	if _, _, s = shares("--token", "reader-secret-0123456789:read"); s["max_sessions_per_principal"] != 5 {
 		t.Errorf("a token beside the n8n broker: %v", s)
 	}

@@ -34,7 +34,7 @@ func startOnce(t *testing.T, cfg *config.Config) (string, error) {
 	defer cancel()
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- serve(ctx, cfg, brokerConfig{}, newLogger(&logs, "info"), ready, reloader{}) }()
+	go func() { errc <- serve(ctx, cfg, newLogger(&logs, "info"), ready, reloader{}) }()
 	select {
 	case <-ready:
 		cancel()

@@ -22,10 +22,8 @@ const stdioPrincipal = "mcp-stdio"
 func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var f dbFlags
-	f.register(fs, getenv)
+	settings := mcpSettingsFor(fs, getenv)
 	scopeList := fs.String("scopes", "read,write", "what the MCP client may do, comma-separated: read, write, ddl")
-	structured := fs.Bool("structured-content", false, "also send each result as structuredContent, with an outputSchema per tool (the config's mcp.structured_content); default: once, as text")
 	confirmRows := fs.Int("confirm-rows", mcpapi.DefaultMCPConfirmRows, "an update_data, delete_data or operator-defined write tool call that would change more rows asks the human first (clients with elicitation); 0 or less: never")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: pgtools mcp [flags]
@@ -55,19 +53,14 @@ Flags:
 		fmt.Fprintf(stderr, "pgtools mcp: --scopes: %v\n", err)
 		return 2
 	}
-	cfg, err := f.load()
-	if err == nil {
-		// The listen address only concerns the HTTP server; a config file's must not stop stdio.
-		cfg.Listen = ""
-		err = cfg.Validate()
-	}
+	cfg, err := settings.load()
 	if err != nil {
 		fmt.Fprintf(stderr, "pgtools mcp: %v\n", err)
 		return 2
 	}
 	// The stdio client is the only principal: the config file's tokens do not apply, and it gets
 	// every session and pg_transaction slot.
-	cfg.Tokens, cfg.ExtraPrincipals = nil, 0
+	cfg.Tokens = nil
 	log := newLogger(stderr, cfg.LogLevel)
 	if dbs := cfg.UnapprovableOnStdio(); len(dbs) > 0 {
 		log.Warn().Strs("databases", dbs).Msg("require_approval rules apply, but pgtools mcp serves no approvals API: calls they match answer approval_required and can never be approved here; " +
@@ -86,7 +79,7 @@ Flags:
 	p := tools.Principal{Name: stdioPrincipal, Scopes: scopes, Grant: tools.GrantMCPFlags}
 	log.Info().Str("transport", "stdio").Strs("databases", reg.Databases()).Strs("scopes", scopes).
 		Str("version", version.Version).Msg("pgtools mcp serving")
-	opts := mcpapi.MCPOptions{ConfirmRowsOver: *confirmRows, StructuredContent: *structured || cfg.MCP.StructuredContent}
+	opts := mcpapi.MCPOptions{ConfirmRowsOver: *confirmRows, StructuredContent: cfg.MCP.StructuredContent}
 	if *confirmRows <= 0 {
 		opts.ConfirmRowsOver = -1
 	}
@@ -96,6 +89,15 @@ Flags:
 	}
 	log.Info().Msg("pgtools mcp stopped")
 	return 0
+}
+
+// mcpSettingsFor registers pgtools mcp's settings on fs: serve's database settings and
+// --structured-content. The listen address and the n8n brokers only concern pgtools serve, so a
+// config file's (or anyone's) are left out and cannot stop stdio.
+func mcpSettingsFor(fs *flag.FlagSet, getenv func(string) string) *settings {
+	s := register(fs, getenv, mcpSettings, false)
+	s.remove = []string{"listen", "n8n"}
+	return s
 }
 
 // parseScopes parses a comma-separated scope list such as "read,write".

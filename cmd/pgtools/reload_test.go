@@ -48,13 +48,12 @@ func startReloadServer(t *testing.T, cfgText string) *reloadServer {
 	t.Helper()
 	s := &reloadServer{file: filepath.Join(t.TempDir(), "pgtools.json"), logs: &lockedBuffer{}, trigger: make(chan struct{})}
 	s.write(t, cfgText)
-	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	f.register(fs, func(string) string { return "" })
+	settings := register(fs, envOf(nil), serveSettings, true)
 	if err := fs.Parse([]string{"--config", s.file}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := f.config()
+	cfg, err := settings.load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +61,7 @@ func startReloadServer(t *testing.T, cfgText string) *reloadServer {
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- serve(ctx, cfg, brokerConfig{}, newLogger(s.logs, "info"), ready, reloader{trigger: s.trigger, load: f.config})
+		errc <- serve(ctx, cfg, newLogger(s.logs, "info"), ready, reloader{trigger: s.trigger, load: settings.load})
 	}()
 	select {
 	case addr := <-ready:

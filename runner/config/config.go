@@ -2,7 +2,6 @@ package config
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -16,7 +15,6 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/tools"
-	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/session"
 )
 
@@ -103,10 +101,6 @@ type Config struct {
 	// statements are checked on their databases when the registry is built (tools.Options.CustomTools).
 	CustomTools []tools.CustomTool `json:"custom_tools"`
 
-	// ExtraPrincipals counts the principals besides the API tokens (or the open-access local
-	// principal) that share the session and transaction limits: 1 when serve joins n8n brokers.
-	// The command sets it; it only changes the per-principal defaults.
-	ExtraPrincipals int `json:"-"`
 	// Tracer, when set, traces every tool call and its database round trips with OpenTelemetry
 	// (the command builds it from the OTEL_* environment: TracingEnabled, NewTracerProvider);
 	// nil, the default, traces nothing.
@@ -121,27 +115,6 @@ type MCPConfig struct {
 	// AllowedOrigins are the browser origins /mcp accepts besides its own host
 	// (mcpapi.MCPOptions.AllowedOrigins; default none).
 	AllowedOrigins []string `json:"allowed_origins"`
-}
-
-// N8NConfig is the config file's "n8n": the task brokers serve joins and as whom their tasks
-// run. serve's flags and environment override it (cmd/pgtools).
-type N8NConfig struct {
-	// Brokers are the brokers' URLs; none joins none.
-	Brokers []string `json:"brokers"`
-	// TokenFile holds the brokers' auth token (N8N_RUNNERS_AUTH_TOKEN), read into Token at load.
-	TokenFile string `json:"token_file,omitempty"`
-	// Token is the brokers' auth token. A secret: never logged or printed.
-	Token string `json:"-"`
-	// Principal is the principal broker tasks run as, with scopes read and write (default
-	// DefaultN8NPrincipal).
-	Principal string `json:"principal"`
-	// Role is the PostgreSQL role broker tasks run as ("": the login role).
-	Role string `json:"role"`
-	// ActAs lets a task name an end user it acts for.
-	ActAs bool `json:"act_as"`
-	// TaskTimeoutMS is n8n's N8N_RUNNERS_TASK_TIMEOUT in milliseconds; a task's call ends with
-	// a timeout answer before it (default DefaultN8NTaskTimeoutMS).
-	TaskTimeoutMS int64 `json:"task_timeout_ms"`
 }
 
 // Limits are the config file's "limits": the per-principal call limits, over HTTP and MCP alike
@@ -241,104 +214,6 @@ func (e *ConfigError) Error() string {
 	return head + "\n  " + strings.Join(e.Problems, "\n  ")
 }
 
-// LoadConfigFile reads a JSON config file, validates it against the schema and reads the secrets
-// its *_file keys name. Every problem is reported, one line per path, naming the fix; the error
-// is then a *ConfigError (or an I/O error when the file cannot be read at all).
-func LoadConfigFile(path string) (*Config, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading config file: %w", err)
-	}
-	source := "config file " + path
-	if problems := validateConfigDoc(raw); len(problems) > 0 {
-		return nil, &ConfigError{Source: source, Problems: problems}
-	}
-	cfg := &Config{}
-	if err := json.Unmarshal(raw, cfg); err != nil {
-		// The schema accepted the document, so this is a type the struct cannot hold.
-		return nil, &ConfigError{Source: source, Problems: []string{err.Error()}}
-	}
-	cfg.File = path
-	var problems []string
-	for i := range cfg.Tokens {
-		t := &cfg.Tokens[i]
-		t.Origin = fmt.Sprintf("config file tokens[%d]", i)
-		if t.TokenFile == "" {
-			continue
-		}
-		s, err := readSecretFile(t.TokenFile)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("tokens[%d].token_file: %v", i, err))
-			continue
-		}
-		if len(s) < minTokenLen {
-			problems = append(problems, fmt.Sprintf("tokens[%d].token_file: the token in %s is %d characters long; use at least %d (openssl rand -hex 24)", i, t.TokenFile, len(s), minTokenLen))
-			continue
-		}
-		t.Secret = s
-	}
-	if cfg.JWT != nil {
-		problems = append(problems, readJWTFiles(cfg.JWT)...)
-	}
-	// readInto reads the secret file named at key into *into, if one is named.
-	readInto := func(key, file string, into *string) {
-		if file == "" {
-			return
-		}
-		s, err := readSecretFile(file)
-		if err != nil {
-			problems = append(problems, key+": "+err.Error())
-			return
-		}
-		*into = s
-	}
-	readInto("n8n.token_file", cfg.N8N.TokenFile, &cfg.N8N.Token)
-	if f := cfg.PageTokens.KeyFile; f != "" {
-		var key string
-		readInto("page_tokens.key_file", f, &key)
-		if key != "" && len(key) < page.KeyMinBytes {
-			problems = append(problems, fmt.Sprintf("page_tokens.key_file: the key in %s is %d bytes long; use at least %d (openssl rand -hex 32)", f, len(key), page.KeyMinBytes))
-		}
-		cfg.PageTokens.Key = []byte(key)
-	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
-		d := cfg.Databases[name]
-		d.Origin = "config file"
-		readInto("databases."+name+".url_file", d.URLFile, &d.URL)
-		readInto("databases."+name+".password_file", d.PasswordFile, &d.Password)
-		cfg.Databases[name] = d
-	}
-	if len(problems) > 0 {
-		return nil, &ConfigError{Source: source, Problems: problems}
-	}
-	return cfg, nil
-}
-
-// minTokenLen is the shortest accepted API token.
-const minTokenLen = 16
-
-// readSecretFile reads a secret from a file, trimming surrounding whitespace (a trailing newline
-// from echo or an editor). The error names the file, never its content.
-func readSecretFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("cannot read %s: %w", path, unwrapPathError(err))
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return s, nil
-}
-
-// unwrapPathError drops the *fs.PathError wrapper, whose text repeats the path.
-func unwrapPathError(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
-}
-
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // ValidateConfig checks a config document against schemas/config.schema.json. The error, a
@@ -415,9 +290,9 @@ func parseScopes(list string) (scopes []string, bad string, ok bool) {
 
 // withDefaults returns c with every unset field at its default: the Default* constants above,
 // a burst of RatePerSecond rounded up (at least 1) when a rate is set, and every database's
-// policy through tools.Policy.WithDefaults. The per-principal shares depend on
-// ExtraPrincipals, which the command may set after Validate, so ConnLimits derives them. The
-// databases map is copied, so c's is never changed.
+// policy through tools.Policy.WithDefaults. The per-principal shares are left to ConnLimits,
+// which derives them from the number of principals. The databases map is copied, so c's is
+// never changed.
 func (c Config) withDefaults() Config {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
@@ -495,9 +370,6 @@ func (c *Config) Validate() error {
 	if c.MetricsListen != "" && c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
 		add("metrics_listen: %s is also the API's listen address; leave metrics_listen unset to serve /metrics there, or pick another port", c.MetricsListen)
 	}
-	if c.N8N.TaskTimeoutMS < 1000 {
-		add("n8n.task_timeout_ms: %d is below 1000; set it to the N8N_RUNNERS_TASK_TIMEOUT n8n runs with, in milliseconds (60 there is 60000 here)", c.N8N.TaskTimeoutMS)
-	}
 	limits := c.ConnLimits()
 	if c.Sessions.MaxSessionsPerPrincipal > limits.MaxSessions {
 		add("sessions.max_sessions_per_principal: %d is above max_sessions %d; lower it or raise max_sessions", c.Sessions.MaxSessionsPerPrincipal, limits.MaxSessions)
@@ -538,6 +410,7 @@ func (c *Config) Validate() error {
 			add("databases.%s.policy: default_limit %d is above the default max_limit 10000; raise max_limit too", name, p.DefaultLimit)
 		}
 	}
+	problems = append(problems, c.n8nProblems()...)
 	problems = append(problems, c.identityProblems()...)
 	problems = append(problems, c.customToolProblems()...)
 	problems = append(problems, c.approvalProblems()...)

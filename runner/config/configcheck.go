@@ -26,16 +26,58 @@ const configSchemaURL = "mem://config.schema.json"
 func validateConfigDoc(raw []byte) []string {
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
 	if err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line, col := position(raw, se.Offset)
-			return []string{fmt.Sprintf("line %d, column %d: not valid JSON: %v", line, col, se)}
-		}
-		return []string{fmt.Sprintf("not valid JSON: %v", err)}
+		return []string{syntaxProblem(raw, err)}
 	}
+	problems := checkConfigDoc(doc)
+	lines := make([]string, len(problems))
+	for i, p := range problems {
+		lines[i] = p.String()
+	}
+	return lines
+}
+
+// syntaxProblem describes why raw is not JSON, with the line and column when it can.
+func syntaxProblem(raw []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := position(raw, se.Offset)
+		return fmt.Sprintf("line %d, column %d: not valid JSON: %v", line, col, se)
+	}
+	return fmt.Sprintf("not valid JSON: %v", err)
+}
+
+// problem is one thing wrong with a config document: where (an instance path such as
+// "databases.main.policy.max_limit" or "tokens[1]"; "(top level)" for the document) and what.
+type problem struct{ path, msg string }
+
+func (p problem) String() string { return p.path + ": " + p.msg }
+
+// checkConfigDoc checks a decoded config document (jsonschema.UnmarshalJSON's values) against
+// schemas/config.schema.json: one problem per failing path, sorted.
+func checkConfigDoc(doc any) []problem {
+	schemaDoc, sch, err := configSchema()
+	if err != nil {
+		return []problem{{"config schema", err.Error()}}
+	}
+	verr := sch.Validate(doc)
+	if verr == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(verr, &ve) {
+		return []problem{{"(top level)", verr.Error()}}
+	}
+	d := describer{schema: schemaDoc, printer: message.NewPrinter(language.English), seen: map[string]bool{}}
+	d.walk(ve)
+	sort.Slice(d.problems, func(i, j int) bool { return d.problems[i].String() < d.problems[j].String() })
+	return d.problems
+}
+
+// configSchema is schemas/config.schema.json, as a document and compiled.
+func configSchema() (map[string]any, *jsonschema.Schema, error) {
 	var schemaDoc map[string]any
 	if err := json.Unmarshal(schemas.Config(), &schemaDoc); err != nil {
-		return []string{"config schema: " + err.Error()}
+		return nil, nil, err
 	}
 	c := jsonschema.NewCompiler()
 	sdoc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(schemas.Config())))
@@ -46,21 +88,7 @@ func validateConfigDoc(raw []byte) []string {
 	if err == nil {
 		sch, err = c.Compile(configSchemaURL)
 	}
-	if err != nil {
-		return []string{"config schema: " + err.Error()}
-	}
-	verr := sch.Validate(doc)
-	if verr == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(verr, &ve) {
-		return []string{verr.Error()}
-	}
-	d := describer{schema: schemaDoc, printer: message.NewPrinter(language.English), seen: map[string]bool{}}
-	d.walk(ve)
-	sort.Strings(d.lines)
-	return d.lines
+	return schemaDoc, sch, err
 }
 
 // position turns a byte offset into a 1-based line and column.
@@ -78,17 +106,17 @@ func position(raw []byte, off int64) (line, col int) {
 
 // describer turns a schema validation error tree into one line per problem.
 type describer struct {
-	schema  map[string]any
-	printer *message.Printer
-	lines   []string
-	seen    map[string]bool
+	schema   map[string]any
+	printer  *message.Printer
+	problems []problem
+	seen     map[string]bool
 }
 
 func (d *describer) add(path, msg string) {
-	line := path + ": " + msg
-	if !d.seen[line] {
-		d.seen[line] = true
-		d.lines = append(d.lines, line)
+	p := problem{path, msg}
+	if !d.seen[p.String()] {
+		d.seen[p.String()] = true
+		d.problems = append(d.problems, p)
 	}
 }
 
@@ -141,7 +169,12 @@ func (d *describer) walk(e *jsonschema.ValidationError) {
 			d.add(path, fmt.Sprintf("missing %q. %s", m, d.propHint(e.SchemaURL, m)))
 		}
 	case *kind.Enum:
-		d.add(path, fmt.Sprintf("%s is not allowed; %s", display(k.Got), k.LocalizedString(d.printer)))
+		// A schema titles the kind of thing its enum lists ("tool") when the value names one.
+		if title, _ := d.node(e.SchemaURL)["title"].(string); title != "" {
+			d.add(path, fmt.Sprintf("unknown %s %s; %s", title, display(k.Got), k.LocalizedString(d.printer)))
+		} else {
+			d.add(path, fmt.Sprintf("%s is not allowed; %s", display(k.Got), k.LocalizedString(d.printer)))
+		}
 	case *kind.MinLength:
 		msg := fmt.Sprintf("is %d characters long, at least %d needed", k.Got, k.Want)
 		if strings.HasSuffix(path, ".token") {
@@ -158,7 +191,7 @@ func (d *describer) walk(e *jsonschema.ValidationError) {
 	case *kind.MinItems:
 		d.add(path, fmt.Sprintf("needs at least %d item(s)", k.Want))
 	case *kind.MinProperties:
-		d.add(path, fmt.Sprintf("needs at least %d entry, e.g. {\"default\": {\"url\": \"postgres://pgtools@localhost:5432/app\"}}", k.Want))
+		d.add(path, fmt.Sprintf("needs at least %d entry: no database configured; set DATABASE_URL, pass --database-url, or give the config file one, e.g. {\"default\": {\"url\": \"postgres://pgtools@localhost:5432/app\"}}", k.Want))
 	case *kind.UniqueItems:
 		d.add(path, fmt.Sprintf("items %d and %d are the same; list each once", k.Duplicates[0], k.Duplicates[1]))
 	case *kind.Pattern:

@@ -42,6 +42,9 @@ func (c *Config) EffectiveJSON() ([]byte, error) {
 		MaxSessionsPerSubject: cl.MaxSessionsPerSubject, MaxTransactionsPerSubject: cl.MaxTransactionsPerSubject,
 		TTLSeconds: c.Sessions.TTLSeconds}
 	v.N8N.Brokers, v.MCP.AllowedOrigins = orEmpty(c.N8N.Brokers), orEmpty(c.MCP.AllowedOrigins)
+	if v.N8N.Token != "" {
+		v.N8N.Token = redacted
+	}
 	if c.Limits.MaxConcurrentPerToken > 0 {
 		v.Limits.MaxConcurrentPerSubject = c.Limits.SubjectShare()
 	}

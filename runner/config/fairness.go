@@ -31,11 +31,15 @@ type ConnLimits struct {
 }
 
 // Principals counts the quota owners that can call the runner: one per API token (the local
-// principal when there are none), ExtraPrincipals, and the JWT issuer. An act_as token and an
-// issuer stand for any number of end users, but they share one owner's quota (tools.Principal.
-// Quota), each user within a subject share of it, so they count once.
+// principal when there are none), the n8n broker principal when brokers are joined, and the JWT
+// issuer. An act_as token and an issuer stand for any number of end users, but they share one
+// owner's quota (tools.Principal.Quota), each user within a subject share of it, so they count
+// once.
 func (c *Config) Principals() int {
-	n := max(1, len(c.Tokens)) + c.ExtraPrincipals
+	n := max(1, len(c.Tokens))
+	if c.N8N.Joins() {
+		n++ // the broker principal shares the session and transaction limits
+	}
 	if c.JWT != nil {
 		n++
 	}

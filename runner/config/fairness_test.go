@@ -33,7 +33,7 @@ func TestConnLimitsDefaults(t *testing.T) {
 		{"a single act_as token gets all, each subject half of it", Config{Tokens: []auth.Token{actAs("hub")}}, ConnLimits{10, 10, 10, 10, 5, 5}},
 		{"two tokens get half each", Config{Tokens: []auth.Token{tok("a"), tok("b")}}, ConnLimits{10, 5, 10, 5, 2, 2}},
 		{"a token beside a JWT issuer gets half", Config{Tokens: []auth.Token{tok("a")}, JWT: &auth.JWTConfig{}}, ConnLimits{10, 5, 10, 5, 2, 2}},
-		{"a token beside the n8n broker gets half", Config{Tokens: []auth.Token{tok("a")}, ExtraPrincipals: 1}, ConnLimits{10, 5, 10, 5, 2, 2}},
+		{"a token beside the n8n broker gets half", Config{Tokens: []auth.Token{tok("a")}, N8N: N8NConfig{Brokers: []string{"http://127.0.0.1:5679"}}}, ConnLimits{10, 5, 10, 5, 2, 2}},
 		{"half of one slot is still one", Config{Sessions: Sessions{MaxSessions: 1, MaxTransactions: 3}, Tokens: []auth.Token{tok("a"), tok("b")}}, ConnLimits{1, 1, 3, 1, 1, 1}},
 		{"explicit shares win", Config{Sessions: Sessions{MaxSessions: 20, MaxSessionsPerPrincipal: 3, MaxTransactions: 4, MaxTransactionsPerPrincipal: 4,
 			MaxSessionsPerSubject: 3}, Tokens: []auth.Token{tok("a"), tok("b")}}, ConnLimits{20, 3, 4, 4, 3, 2}},

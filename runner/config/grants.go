@@ -26,8 +26,9 @@ type RoleUse struct {
 
 // ActingRoles lists, per configured database, every role a caller may act as: each token's
 // role (the login role for a token without one), an act_as token's subjects' role, the roles
-// JWTs may pick, and the login role for open access (no tokens and no JWT). extra adds the
-// callers the command knows of (the n8n broker). Sorted by role.
+// JWTs may pick, the n8n broker principal's role when brokers are joined, and the login role for
+// open access (no tokens and no JWT). extra adds callers the configuration does not name.
+// Sorted by role.
 func (c *Config) ActingRoles(extra ...ExtraCaller) map[string][]RoleUse {
 	out := map[string][]RoleUse{}
 	add := func(role string, dbs []string, shared bool, by string) {
@@ -65,7 +66,7 @@ func (c *Config) ActingRoles(extra ...ExtraCaller) map[string][]RoleUse {
 	if len(c.Tokens) == 0 && c.JWT == nil {
 		add("", nil, false, "open access without tokens")
 	}
-	for _, e := range extra {
+	for _, e := range append(c.N8N.callers(), extra...) {
 		add(e.Role, nil, e.Shared, e.Name)
 	}
 	return sortUses(out)
@@ -94,7 +95,7 @@ type ExtraCaller struct {
 	Name string
 	// Role is its role, "" for the login role.
 	Role string
-	// Shared is true when it acts for many subjects (the broker with --n8n-act-as).
+	// Shared is true when it acts for many subjects (the broker with n8n.act_as).
 	Shared bool
 }
 

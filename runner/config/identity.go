@@ -51,8 +51,9 @@ func (c *Config) identityProblems() []string {
 }
 
 // MappedRoles lists, per database, the PostgreSQL roles the configured principals may act as:
-// token roles, act_as roles and the JWT allow-list, each on the databases its principal may use.
-// Roles and databases are sorted.
+// token roles, act_as roles, the JWT allow-list, each on the databases its principal may use,
+// and the n8n broker's role on every database when brokers are joined. Roles and databases are
+// sorted.
 func (c *Config) MappedRoles() map[string][]string {
 	out := map[string][]string{}
 	addRole := func(role string, dbs []string) {
@@ -78,6 +79,9 @@ func (c *Config) MappedRoles() map[string][]string {
 		for _, r := range c.JWT.Roles {
 			addRole(r, c.JWT.Databases)
 		}
+	}
+	if c.N8N.Joins() {
+		addRole(c.N8N.Role, nil)
 	}
 	for _, roles := range out {
 		sort.Strings(roles)

@@ -45,6 +45,7 @@ type Metrics struct {
 	rows, truncated *prometheus.CounterVec
 	generation      prometheus.Gauge
 	reloads         *prometheus.CounterVec
+	restartPending  prometheus.Gauge
 }
 
 var _ tools.Observer = (*Metrics)(nil)
@@ -137,7 +138,11 @@ func newMetricsFor(dbList []*tools.Database, names []string, sessions SessionSta
 	}, []string{"result"})
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("refused")
-	r.MustRegister(m.generation, m.reloads)
+	m.restartPending = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pgtools_config_restart_pending",
+		Help: "Settings whose value in the configuration last loaded differs from the one running because a change of them needs a restart (docs/configuration.md: What a reload applies); 0 when the running process serves the configuration as loaded.",
+	})
+	r.MustRegister(m.generation, m.reloads, m.restartPending)
 
 	dbNames := []string{""}
 	for _, db := range dbList {
@@ -292,7 +297,10 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 // setGeneration exports the generation of the configuration serving new calls.
 func (m *Metrics) SetGeneration(n int64) { m.generation.Set(float64(n)) }
 
-// reloaded counts one configuration reload, accepted (ok) or refused.
+// SetRestartPending sets the number of loaded settings that wait for a restart.
+func (m *Metrics) SetRestartPending(n int) { m.restartPending.Set(float64(n)) }
+
+// Reloaded counts one configuration reload, accepted (ok) or refused.
 func (m *Metrics) Reloaded(ok bool) {
 	if ok {
 		m.reloads.WithLabelValues("ok").Inc()

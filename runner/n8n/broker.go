@@ -29,7 +29,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -113,6 +113,10 @@ type Client struct {
 	wsURL    string
 	dialer   websocket.Dialer
 	attempts int // connection attempts since the last registered connection; Run's goroutine only
+	// taskTimeout and maxArgs start as Options.TaskTimeout and Options.MaxArgsBytes; a
+	// configuration reload changes them (SetTaskTimeout, SetMaxArgsBytes) for the tasks that
+	// start after it.
+	taskTimeout, maxArgs atomic.Int64
 }
 
 // New validates opts and returns a client for one broker. It does not connect: Run does.
@@ -126,7 +130,7 @@ func New(opts Options) (*Client, error) {
 	if opts.Principal.Name == "" {
 		return nil, errors.New("n8n: Options.Principal has no name")
 	}
-	u, err := brokerURL(opts.URL)
+	u, err := config.BrokerURL(opts.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +168,8 @@ func New(opts Options) (*Client, error) {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	c := &Client{opts: opts, id: "pgtools-" + newID(), base: u.Scheme + "://" + u.Host}
+	c.taskTimeout.Store(int64(opts.TaskTimeout))
+	c.maxArgs.Store(opts.MaxArgsBytes)
 	c.log = opts.Log.With().Str("component", "n8n-broker").Str("broker", c.base).Str("runner_id", c.id).Logger()
 	c.inv = invoke.NewInvoker(opts.Caller, c.log)
 	c.inv.SetTracerProvider(opts.Tracer)
@@ -177,38 +183,22 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// ValidateURL checks a broker URL the way New does, so a configuration can be refused before
-// anything starts.
-func ValidateURL(raw string) error {
-	_, err := brokerURL(raw)
-	return err
+// SetTaskTimeout changes n8n's task timeout (Options.TaskTimeout; 0 or less: DefaultTaskTimeout)
+// for the tasks that start after it; a task already running keeps the bound it started with.
+func (c *Client) SetTaskTimeout(d time.Duration) {
+	if d <= 0 {
+		d = DefaultTaskTimeout
+	}
+	c.taskTimeout.Store(int64(d))
 }
 
-// brokerURL parses a broker URL and fills in the default path "/runners".
-func brokerURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Host == "" {
-		// Not echoed: a malformed URL may hold credentials.
-		return nil, errors.New("an n8n broker URL is not a URL like http://127.0.0.1:5679")
+// SetMaxArgsBytes changes the cap on a task's args (Options.MaxArgsBytes; 0 or less:
+// config.DefaultMaxBodyBytes) for the tasks that start after it.
+func (c *Client) SetMaxArgsBytes(n int64) {
+	if n <= 0 {
+		n = config.DefaultMaxBodyBytes
 	}
-	switch u.Scheme {
-	case "http", "https":
-	case "ws":
-		u.Scheme = "http"
-	case "wss":
-		u.Scheme = "https"
-	default:
-		return nil, fmt.Errorf("n8n broker URL %q: the scheme must be http or https", u.Redacted())
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("n8n broker URL %q must have no credentials, query or fragment; give the auth token in N8N_RUNNERS_AUTH_TOKEN", u.Redacted())
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	if u.Path == "" {
-		u.Path = "/runners"
-	}
-	u.RawPath = ""
-	return u, nil
+	c.maxArgs.Store(n)
 }
 
 // Run connects to the broker and serves tasks until ctx ends, reconnecting whenever the

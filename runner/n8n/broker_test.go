@@ -36,6 +36,7 @@ type fixture struct {
 	role   string // the runner's database role
 	reg    *tools.Registry
 	broker *brokertest.Broker
+	client *n8n.Client
 	logs   *syncBuffer
 	stop   func() // cancels Run and waits for it to return
 	done   chan struct{}
@@ -66,6 +67,7 @@ func newFixture(t *testing.T, opt func(*n8n.Options)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.client = c
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer close(f.done)

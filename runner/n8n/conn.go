@@ -347,14 +347,15 @@ func (k *conn) start(taskID string, settings json.RawMessage) {
 		return
 	}
 	t.timer.Stop()
-	ctx, cancel := context.WithTimeoutCause(k.taskCtx, taskBudget(k.c.opts.TaskTimeout), errTaskTimeout)
+	timeout := time.Duration(k.c.taskTimeout.Load())
+	ctx, cancel := context.WithTimeoutCause(k.taskCtx, taskBudget(timeout), errTaskTimeout)
 	t.running, t.cancel = true, cancel
 	k.running++
 	k.mu.Unlock()
 	go func() {
 		defer k.taskEnded()
 		defer cancel()
-		body, ok := k.c.call(ctx, taskID, settings)
+		body, ok := k.c.call(ctx, taskID, settings, timeout)
 		k.mu.Lock()
 		cancelled := t.cancelled
 		delete(k.tasks, taskID)

@@ -217,9 +217,10 @@ func jsonKind(k reflect.Kind) string {
 
 // call runs one task's settings as a tool call and returns the JSON object the node receives:
 // the result (ok) or the error object (not ok), byte for byte what the HTTP API answers (with
-// text_result: a JSON string holding that text). The task id is the call's request id.
-func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (body []byte, ok bool) {
-	tc, terr := parseSettings(raw, c.opts.MaxArgsBytes)
+// text_result: a JSON string holding that text). The task id is the call's request id; timeout
+// is n8n's task timeout the task started under, which ctx's deadline is taken from.
+func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage, timeout time.Duration) (body []byte, ok bool) {
+	tc, terr := parseSettings(raw, c.maxArgs.Load())
 	p := c.opts.Principal
 	if terr == nil && tc.subject != "" {
 		p, terr = c.opts.ActAs.Principal(p, tc.subject)
@@ -236,7 +237,7 @@ func (c *Client) call(ctx context.Context, taskID string, raw json.RawMessage) (
 	body = ans.Body
 	if ans.Err != nil && errors.Is(context.Cause(ctx), errTaskTimeout) {
 		// Whatever the call's own error says (a cancelled statement), the cause is n8n's bound.
-		body, _ = taskTimeoutError(c.opts.TaskTimeout).MarshalJSON()
+		body, _ = taskTimeoutError(timeout).MarshalJSON()
 	}
 	if tc.text {
 		// Marshalling a string cannot fail.

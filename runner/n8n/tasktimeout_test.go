@@ -39,3 +39,16 @@ func TestTaskEndsBeforeN8nTimesItOut(t *testing.T) {
 	f.waitSleeps(t, 0, time.Second) // the statement no longer runs on the server
 	waitOpenOffers(t, rn, 3)
 }
+
+// TestTaskTimeoutChangesWhileRunning: SetTaskTimeout (a configuration reload of
+// n8n.task_timeout_ms) bounds the tasks that start after it, on a client already connected.
+func TestTaskTimeoutChangesWhileRunning(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *n8n.Options) { o.TaskTimeout = time.Minute })
+	rn := f.broker.NextRunner(t, 5*time.Second)
+	f.client.SetTaskTimeout(2 * time.Second)
+	taskID := f.startSleeping(t, rn, "select pg_sleep(20)")
+	if ans := rn.Answer(t, taskID, 10*time.Second); ans.Type != "runner:taskerror" || !strings.Contains(string(ans.Error), "task timeout (2 s)") {
+		t.Fatalf("a task after SetTaskTimeout(2s): %s", ans.Raw)
+	}
+}
