@@ -1,6 +1,11 @@
-// Package runner hosts the pgtools tools: configuration, the HTTP API, authentication, limits,
-// metrics, access logs and the server's lifecycle. Every transport is a thin adapter over
-// tools.Registry.Call.
+// Package runner is pgtools' composition root. Build assembles one Runtime from a validated
+// config.Config (runner/config): the database pools, the registry of tools, the session manager,
+// the pg_transaction bound, the approval store, the audit log and metrics (runner/invoke), the
+// HTTP API and /mcp (runner/httpapi, runner/mcpapi) and the n8n task brokers it joins
+// (runner/n8n, brokers.go). Reload (reload.go) swaps the registry and handler for a new
+// configuration, applying what reloadtable.go marks live and reporting the rest as needing a
+// restart; Server (this file) listens, drains and shuts down gracefully. Every transport is a
+// thin adapter over tools.Registry.Call.
 package runner
 
 import (
