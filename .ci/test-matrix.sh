@@ -10,7 +10,7 @@ go=${GO:-go}
 # The packages whose behaviour depends on the server: the tools (identity, guards, catalog,
 # DDL and affected-rows checks), sessions, the wire protocol, the start-up role and grants
 # checks, the harness itself; from runner, the identity, act-as, isolation and custom-tool tests.
-pkgs=(./tools ./tools/session ./tools/internal/wire ./tools/pgtest ./runner/config)
+pkgs=(./tools ./tools/session ./tools/internal/wire ./tools/pgtest ./runner/preflight)
 runner_run='TwoTenants|ActAs|ActingRoles|RolePerToken|TableLists|Custom|Grant|Identity'
 mkdir -p .matrix
 summary=()

@@ -36,7 +36,7 @@ type Policy struct {
 	DenyTables []string `json:"deny_tables"`
 	// TableLists says what AllowTables and DenyTables are: TableListsEnforced (the default)
 	// makes them grants, checked at start against the privileges of every role a caller can act
-	// as (CheckTableGrants); TableListsAdvisory keeps them checks of the table argument only.
+	// as (runner/preflight); TableListsAdvisory keeps them checks of the table argument only.
 	TableLists string `json:"table_lists"`
 	// DefaultLimit is the row limit of a read when the caller gives none (default 1000 rows).
 	DefaultLimit int `json:"default_limit"`
@@ -168,12 +168,14 @@ func (p *Policy) tableVisible(schema, name string) bool {
 	if len(p.AllowedSchemas) > 0 && !slices.Contains(p.AllowedSchemas, schema) {
 		return false
 	}
-	return !p.listsDeny(schema, name)
+	return !p.ListsDeny(schema, name)
 }
 
-// listsDeny reports whether the table lists alone keep schema.name from callers: DenyTables
-// names it, or AllowTables is set and does not.
-func (p *Policy) listsDeny(schema, name string) bool {
+// ListsDeny reports whether the table lists alone keep schema.name from callers: DenyTables
+// names it, or AllowTables is set and does not (AllowedSchemas plays no part). The catalog hides
+// such a table, and the start-up check of grants (runner/preflight) refuses a role a caller acts
+// as that can reach it.
+func (p *Policy) ListsDeny(schema, name string) bool {
 	match := func(list []string) bool {
 		for _, t := range list {
 			if t == schema+"."+name || t == name {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/preflight"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -118,7 +119,7 @@ func checkDatabases(ctx context.Context, cfg *config.Config, stdout, stderr io.W
 			fmt.Fprintf(stderr, "pgtools check-config: database %q: %s\n", d.Name, l)
 		}
 	}
-	rep, err := config.CheckSetup(ctx, cfg, cfg.ActingRoles(), func(name string) (*tools.Database, bool) {
+	rep, err := preflight.CheckSetup(ctx, cfg.ActingRoles(), func(name string) (*tools.Database, bool) {
 		d, ok := byName[name]
 		return d, ok
 	})

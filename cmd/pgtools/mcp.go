@@ -68,7 +68,7 @@ Flags:
 	}
 	// The client runs as the login role, so the table lists must hold for it.
 	rt, err := runner.Build(ctx, cfg, log, runner.BuildOptions{Check: func(ctx context.Context, cfg *config.Config, reg *tools.Registry) error {
-		return checkGrants(ctx, cfg, cfg.LoginRoleUses("the MCP client ("+stdioPrincipal+")"), reg, log)
+		return checkGrants(ctx, cfg.LoginRoleUses("the MCP client ("+stdioPrincipal+")"), reg, log)
 	}})
 	if err != nil {
 		log.Error().Err(err).Msg("mcp failed")

@@ -17,6 +17,7 @@ import (
 	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/runner/preflight"
 	"github.com/pgtools/pgtools/runner/version"
 	"github.com/pgtools/pgtools/tools"
 )
@@ -164,16 +165,16 @@ func notes(cfg *config.Config, log zerolog.Logger) {
 // reload: a mapped role (the n8n broker's too) that could change its role or claims voids
 // row-level security, and the table lists must hold as grants for every role a caller acts as.
 func serveChecks(ctx context.Context, cfg *config.Config, reg *tools.Registry, log zerolog.Logger) error {
-	if err := config.CheckRoles(ctx, cfg, reg.Database); err != nil {
+	if err := preflight.CheckRoles(ctx, cfg, reg.Database); err != nil {
 		return err
 	}
-	return checkGrants(ctx, cfg, cfg.ActingRoles(), reg, log)
+	return checkGrants(ctx, cfg.ActingRoles(), reg, log)
 }
 
-// checkGrants runs the start-up check of grants (config.CheckGrants) for the roles in uses, logs
-// its warnings and returns its refusal, which stops the start.
-func checkGrants(ctx context.Context, cfg *config.Config, uses map[string][]config.RoleUse, reg *tools.Registry, log zerolog.Logger) error {
-	rep, err := config.CheckGrants(ctx, cfg, uses, reg.Database)
+// checkGrants runs the start-up check of grants (preflight.CheckGrants) for the roles in uses,
+// logs its warnings and returns its refusal, which stops the start.
+func checkGrants(ctx context.Context, uses map[string][]config.RoleUse, reg *tools.Registry, log zerolog.Logger) error {
+	rep, err := preflight.CheckGrants(ctx, uses, reg.Database)
 	if err != nil {
 		return err
 	}

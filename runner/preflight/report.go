@@ -1,7 +1,6 @@
-package config
+package preflight
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,94 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools"
 )
-
-// RoleUse is a PostgreSQL role callers may act as on one database.
-type RoleUse struct {
-	// Role is the role's name; "" is the runner's login role (a caller without a role of its own).
-	Role string
-	// Shared is true when many subjects act as the role (an act_as token, JWTs), so that what
-	// one of them runs must stay hidden from the others.
-	Shared bool
-	// By names who acts as it, for messages: token names, "jwt", "the MCP client".
-	By []string
-}
-
-// ActingRoles lists, per configured database, every role a caller may act as: each token's
-// role (the login role for a token without one), an act_as token's subjects' role, the roles
-// JWTs may pick, the n8n broker principal's role when brokers are joined, and the login role for
-// open access (no tokens and no JWT). extra adds callers the configuration does not name.
-// Sorted by role.
-func (c *Config) ActingRoles(extra ...ExtraCaller) map[string][]RoleUse {
-	out := map[string][]RoleUse{}
-	add := func(role string, dbs []string, shared bool, by string) {
-		if len(dbs) == 0 {
-			dbs = slices.Sorted(maps.Keys(c.Databases))
-		}
-		for _, db := range dbs {
-			uses := out[db]
-			i := slices.IndexFunc(uses, func(u RoleUse) bool { return u.Role == role })
-			if i < 0 {
-				uses = append(uses, RoleUse{Role: role})
-				i = len(uses) - 1
-			}
-			uses[i].Shared = uses[i].Shared || shared
-			if !slices.Contains(uses[i].By, by) {
-				uses[i].By = append(uses[i].By, by)
-			}
-			out[db] = uses
-		}
-	}
-	for _, t := range c.Tokens {
-		add(t.Role, t.Databases, false, "token "+t.Name)
-		if t.ActAs {
-			add(cmp.Or(t.ActAsRole, t.Role), t.Databases, true, "token "+t.Name+" (act_as)")
-		}
-	}
-	if c.JWT != nil {
-		for _, r := range c.JWT.Roles {
-			add(r, c.JWT.Databases, true, "jwt")
-		}
-		if r := c.JWT.DefaultRole; r != "" {
-			add(r, c.JWT.Databases, true, "jwt")
-		}
-	}
-	if len(c.Tokens) == 0 && c.JWT == nil {
-		add("", nil, false, "open access without tokens")
-	}
-	for _, e := range append(c.N8N.callers(), extra...) {
-		add(e.Role, nil, e.Shared, e.Name)
-	}
-	return sortUses(out)
-}
-
-// LoginRoleUses is the one caller of pgtools mcp, who runs as the login role on every database.
-func (c *Config) LoginRoleUses(by string) map[string][]RoleUse {
-	out := map[string][]RoleUse{}
-	for _, db := range slices.Sorted(maps.Keys(c.Databases)) {
-		out[db] = []RoleUse{{By: []string{by}}}
-	}
-	return out
-}
-
-func sortUses(out map[string][]RoleUse) map[string][]RoleUse {
-	for _, uses := range out {
-		slices.SortFunc(uses, func(a, b RoleUse) int { return strings.Compare(a.Role, b.Role) })
-	}
-	return out
-}
-
-// ExtraCaller is a caller outside the config's tokens and JWTs that uses every database, such
-// as the n8n broker principal.
-type ExtraCaller struct {
-	// Name names it in messages.
-	Name string
-	// Role is its role, "" for the login role.
-	Role string
-	// Shared is true when it acts for many subjects (the broker with n8n.act_as).
-	Shared bool
-}
 
 // GrantFinding is one problem the start-up check of grants found.
 type GrantFinding struct {
@@ -108,7 +22,7 @@ type GrantFinding struct {
 	// Tables is true for a problem with the table lists (the others are statement text and
 	// temp_file_limit).
 	Tables bool
-	tools.GrantProblem
+	GrantProblem
 }
 
 // GrantReport is what CheckGrants found: Refusals stop serve and mcp, Warnings are logged.
@@ -119,15 +33,15 @@ type GrantReport struct {
 }
 
 // CheckGrants verifies on every database that the roles callers act as (uses, from
-// ActingRoles) cannot get past the configuration (docs/design.md §14): with enforced table lists, no
-// such role may hold a privilege on, or own, a table allow_tables or deny_tables keeps from
-// callers; a role many subjects share may not read other statements' text (pg_stat_statements,
-// pg_stat_activity). Both refuse; an advisory table list, a missing temp_file_limit and a
-// SECURITY DEFINER function a role can call that could change its role or claims
-// (tools.DefinerProblems) warn.
+// config.Config.ActingRoles) cannot get past the configuration (docs/design.md §14): with
+// enforced table lists, no such role may hold a privilege on, or own, a table allow_tables or
+// deny_tables keeps from callers; a role many subjects share may not read other statements'
+// text (pg_stat_statements, pg_stat_activity). Both refuse; an advisory table list, a missing
+// temp_file_limit and a SECURITY DEFINER function a role can call that could change its role or
+// claims (DefinerProblems) warn.
 // The error is for a database that could not be checked, which also stops the start: an
 // unverified promise is not kept.
-func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db func(name string) (*tools.Database, bool)) (GrantReport, error) {
+func CheckGrants(ctx context.Context, uses map[string][]config.RoleUse, db func(name string) (*tools.Database, bool)) (GrantReport, error) {
 	var rep GrantReport
 	for _, name := range slices.Sorted(maps.Keys(uses)) {
 		d, ok := db(name)
@@ -139,9 +53,9 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 			rep.Advisory = append(rep.Advisory, name)
 		}
 		for _, u := range uses[name] {
-			var found []tools.GrantProblem
+			var found []GrantProblem
 			if lists {
-				ps, err := checkWithin(ctx, func(ctx context.Context) ([]tools.GrantProblem, error) { return tools.CheckTableGrants(ctx, d, u.Role) })
+				ps, err := checkWithin(ctx, func(ctx context.Context) ([]GrantProblem, error) { return CheckTableGrants(ctx, d, u.Role) })
 				if err != nil {
 					return rep, err
 				}
@@ -149,8 +63,8 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 			}
 			tableProblems := len(found)
 			if u.Shared {
-				ps, err := checkWithin(ctx, func(ctx context.Context) ([]tools.GrantProblem, error) {
-					return tools.CheckStatementText(ctx, d, u.Role)
+				ps, err := checkWithin(ctx, func(ctx context.Context) ([]GrantProblem, error) {
+					return CheckStatementText(ctx, d, u.Role)
 				})
 				if err != nil {
 					return rep, err
@@ -166,7 +80,7 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 				}
 			}
 			if u.Role != "" { // the login role is the authenticator: it may call set_config anyway
-				ps, err := checkWithin(ctx, func(ctx context.Context) ([]tools.GrantProblem, error) { return tools.DefinerProblems(ctx, d, u.Role) })
+				ps, err := checkWithin(ctx, func(ctx context.Context) ([]GrantProblem, error) { return DefinerProblems(ctx, d, u.Role) })
 				if err != nil {
 					return rep, err
 				}
@@ -177,7 +91,7 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 		}
 		// Only a warning, so a database that does not answer in time is left for /readyz to report.
 		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		p, err := tools.CheckTempFileLimit(tctx, d)
+		p, err := CheckTempFileLimit(tctx, d)
 		cancel()
 		if err == nil && p != nil {
 			rep.Warnings = append(rep.Warnings, GrantFinding{Database: name, GrantProblem: *p})
@@ -190,7 +104,7 @@ func CheckGrants(ctx context.Context, c *Config, uses map[string][]RoleUse, db f
 // answer stops the start with an error instead of hanging it.
 const checkTimeout = 30 * time.Second
 
-func checkWithin(ctx context.Context, check func(context.Context) ([]tools.GrantProblem, error)) ([]tools.GrantProblem, error) {
+func checkWithin(ctx context.Context, check func(context.Context) ([]GrantProblem, error)) ([]GrantProblem, error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
 	return check(ctx)
@@ -281,13 +195,13 @@ func hasTableFinding(fs []GrantFinding) bool {
 	return slices.ContainsFunc(fs, func(f GrantFinding) bool { return f.Tables })
 }
 
-// CheckSetup is CheckGrants preceded by the role check serve also runs (tools.RoleProblems, as
+// CheckSetup is CheckGrants preceded by the role check serve also runs (RoleProblems, as
 // CheckRoles): everything pgtools check-config --database reports, with the SQL that makes the
 // databases match the configuration (GrantReport.SQL).
-func CheckSetup(ctx context.Context, c *Config, uses map[string][]RoleUse, db func(name string) (*tools.Database, bool)) (GrantReport, error) {
+func CheckSetup(ctx context.Context, uses map[string][]config.RoleUse, db func(name string) (*tools.Database, bool)) (GrantReport, error) {
 	var rep GrantReport
 	// A role that does not exist yet has no privileges to check: the grants check skips it.
-	existing := map[string][]RoleUse{}
+	existing := map[string][]config.RoleUse{}
 	for _, name := range slices.Sorted(maps.Keys(uses)) {
 		d, ok := db(name)
 		if !ok {
@@ -298,7 +212,7 @@ func CheckSetup(ctx context.Context, c *Config, uses map[string][]RoleUse, db fu
 				existing[name] = append(existing[name], u)
 				continue
 			}
-			ps, err := tools.RoleProblems(ctx, d, u.Role)
+			ps, err := RoleProblems(ctx, d, u.Role)
 			if err != nil {
 				return rep, err
 			}
@@ -313,7 +227,7 @@ func CheckSetup(ctx context.Context, c *Config, uses map[string][]RoleUse, db fu
 			}
 		}
 	}
-	g, err := CheckGrants(ctx, c, existing, db)
+	g, err := CheckGrants(ctx, existing, db)
 	rep.Refusals = append(rep.Refusals, g.Refusals...)
 	rep.Warnings, rep.Advisory = g.Warnings, g.Advisory
 	return rep, err

@@ -1,4 +1,4 @@
-package tools
+package preflight
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgtools/pgtools/tools"
 )
 
 // definerQuery lists the SECURITY DEFINER functions a role may call whose owner could change the
@@ -41,7 +43,7 @@ type DefinerFunction struct {
 // changes them and another that restores them within one statement, or one that returns rows
 // it read past RLS, is beyond that check: the start-up check and check-config name them as
 // warnings, with the REVOKE that removes them from the role.
-func DefinerFunctions(ctx context.Context, db *Database, role string) ([]DefinerFunction, error) {
+func DefinerFunctions(ctx context.Context, db *tools.Database, role string) ([]DefinerFunction, error) {
 	rows, err := db.Pool.Query(ctx, definerQuery, role)
 	if err != nil {
 		return nil, fmt.Errorf("listing SECURITY DEFINER functions role %s can call on database %s: %w", role, db.Name, err)
@@ -59,7 +61,7 @@ func DefinerFunctions(ctx context.Context, db *Database, role string) ([]Definer
 
 // DefinerProblems is DefinerFunctions as warnings of the start-up grants check: one per
 // function, naming what its owner can do, with the REVOKE that takes it from role (and PUBLIC).
-func DefinerProblems(ctx context.Context, db *Database, role string) ([]GrantProblem, error) {
+func DefinerProblems(ctx context.Context, db *tools.Database, role string) ([]GrantProblem, error) {
 	fns, err := DefinerFunctions(ctx, db, role)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package tools
+package preflight
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -18,8 +19,8 @@ func TestCheckRoleMembershipSetOption(t *testing.T) {
 	if pgtest.ServerVersionNum(t) < 160000 {
 		t.Skip("membership options (WITH SET) are new in PostgreSQL 16")
 	}
-	b := newBundle(t, Policy{})
-	role, login := b.db.RoleName("setless"), b.db.RoleName("agent")
+	b := newSetup(t, tools.Policy{})
+	role, login := b.db.RoleName("setless"), b.login
 	b.db.Exec(t, fmt.Sprintf("CREATE ROLE %[1]s NOLOGIN; GRANT %[1]s TO %[2]s WITH SET FALSE", quoteIdent(role), quoteIdent(login)))
 	ctx := context.Background()
 	// What the check guards against: the runner's own role switch is refused.
@@ -64,7 +65,7 @@ func TestCheckRoleMembershipSetOption(t *testing.T) {
 func TestCheckRoleBuiltinRolesByMajor(t *testing.T) {
 	t.Parallel()
 	v := pgtest.ServerVersionNum(t)
-	b := newBundle(t, Policy{})
+	b := newSetup(t, tools.Policy{})
 	builtins := []struct {
 		name  string
 		since int
@@ -86,7 +87,7 @@ func TestCheckRoleBuiltinRolesByMajor(t *testing.T) {
 		for i, opt := range options {
 			role := b.db.RoleName(fmt.Sprintf("%s_%d", strings.TrimPrefix(bi.name, "pg_"), i))
 			b.db.Exec(t, fmt.Sprintf("CREATE ROLE %[1]s NOLOGIN; GRANT %[1]s TO %[2]s; GRANT %[3]s TO %[1]s%[4]s",
-				quoteIdent(role), quoteIdent(b.db.RoleName("agent")), bi.name, opt))
+				quoteIdent(role), quoteIdent(b.login), bi.name, opt))
 			err := CheckRole(context.Background(), b.tdb, role)
 			if err == nil || !strings.Contains(err.Error(), bi.name) {
 				t.Errorf("a role granted %s%s: %v", bi.name, opt, err)

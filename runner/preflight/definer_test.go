@@ -1,10 +1,12 @@
-package tools
+package preflight
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/pgtools/pgtools/tools"
 )
 
 // TestDefinerFunctionsNamed: the SECURITY DEFINER functions an agent role can call whose owner
@@ -12,10 +14,11 @@ import (
 // that are not SECURITY DEFINER, that the role cannot call, or whose owner can do neither, are not.
 func TestDefinerFunctionsNamed(t *testing.T) {
 	t.Parallel()
-	ib := newIdentityBundle(t)
-	plain := ib.db.RoleName("plainowner")
-	role := quoteIdent(ib.role)
-	ib.db.Exec(t, fmt.Sprintf(`
+	s := newSetup(t, tools.Policy{})
+	agent := s.agentRole(t, "tenant")
+	plain := s.db.RoleName("plainowner")
+	role := quoteIdent(agent)
+	s.db.Exec(t, fmt.Sprintf(`
 		CREATE FUNCTION set_tenant(t int) RETURNS text LANGUAGE sql SECURITY DEFINER
 		  AS $$ SELECT pg_catalog.set_config('request.jwt.claims', json_build_object('tenant', t)::text, false) $$;
 		CREATE FUNCTION invoker_helper() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;
@@ -26,17 +29,17 @@ func TestDefinerFunctionsNamed(t *testing.T) {
 		ALTER FUNCTION harmless_definer() OWNER TO %[1]s;
 		GRANT EXECUTE ON FUNCTION set_tenant(int), invoker_helper(), harmless_definer() TO %[2]s`, quoteIdent(plain), role))
 	t.Cleanup(func() {
-		ib.db.Exec(t, fmt.Sprintf("DROP FUNCTION harmless_definer(); DROP ROLE %s", quoteIdent(plain)))
+		s.db.Exec(t, fmt.Sprintf("DROP FUNCTION harmless_definer(); DROP ROLE %s", quoteIdent(plain)))
 	})
 	ctx := context.Background()
-	fns, err := DefinerFunctions(ctx, ib.tdb, ib.role)
+	fns, err := DefinerFunctions(ctx, s.tdb, agent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(fns) != 1 || fns[0].Signature != "set_tenant(integer)" || !fns[0].SetsSettings || !fns[0].BypassesRLS {
 		t.Fatalf("definer functions: %+v, want only set_tenant(integer), owned by a superuser", fns)
 	}
-	ps, err := DefinerProblems(ctx, ib.tdb, ib.role)
+	ps, err := DefinerProblems(ctx, s.tdb, agent)
 	if err != nil || len(ps) != 1 || len(ps[0].Fix) != 1 {
 		t.Fatalf("problems: %+v %v", ps, err)
 	}
@@ -50,8 +53,8 @@ func TestDefinerFunctionsNamed(t *testing.T) {
 		t.Errorf("fix %q, want %q", ps[0].Fix[0], revoke)
 	}
 	// The REVOKE it names removes the function from the role.
-	ib.db.Exec(t, revoke)
-	if fns, err := DefinerFunctions(ctx, ib.tdb, ib.role); err != nil || len(fns) != 0 {
+	s.db.Exec(t, revoke)
+	if fns, err := DefinerFunctions(ctx, s.tdb, agent); err != nil || len(fns) != 0 {
 		t.Fatalf("after the REVOKE: %+v %v", fns, err)
 	}
 }

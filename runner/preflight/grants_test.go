@@ -1,10 +1,12 @@
-package tools
+package preflight
 
 import (
 	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgtools/pgtools/tools"
 )
 
 // TestStatTextSourcesResolve walks every statement-text source CheckStatementText knows: each
@@ -12,7 +14,7 @@ import (
 // misspelt signature would leave that source unchecked.
 func TestStatTextSourcesResolve(t *testing.T) {
 	t.Parallel()
-	b := newBundle(t, Policy{})
+	b := newSetup(t, tools.Policy{})
 	ext := b.db.QueryInt(t, "select count(*) from pg_available_extensions where name = 'pg_stat_statements'") > 0
 	if ext {
 		b.db.Exec(t, "CREATE EXTENSION pg_stat_statements")
