@@ -238,7 +238,7 @@ type statTextSource struct {
 }
 
 // statTextSources are every view and function that reads statement text, checked on PostgreSQL
-// 15 (TestStatementTextSourcesClose): revoking pg_stat_activity alone leaves
+// 15 (TestStatTextSourcesResolve checks that each resolves): revoking pg_stat_activity alone leaves
 // pg_stat_get_activity and pg_stat_get_backend_activity callable; the pg_stat_statements view
 // calls its function with the caller's EXECUTE privilege.
 var statTextSources = []statTextSource{
