@@ -24,7 +24,7 @@ func BenchmarkApprovalsHTTP(b *testing.B) {
 		doc := `{"tokens": [{"name": "agent", "token": "` + aprCallerToken + `", "scopes": ["read", "write"]},
 		  {"name": "boss", "token": "` + aprApproverToken + `", "scopes": ["approve"]}],
 		  "databases": {"default": {"url": "` + dsn + `", "max_conns": 2, "policy": {"require_approval": ` + rules + `}}}}`
-		return newServerFixture(b, configDoc(b, doc)).http.URL
+		return NewServerFixture(b, ConfigDoc(b, doc)).HTTP.URL
 	}
 	post := func(b *testing.B, url, token, path, body string) {
 		resp, err := http.DefaultClient.Do(apitest.Request(http.MethodPost, url+path, token, body))

@@ -26,7 +26,7 @@ func TestApprovalsExampleScript(t *testing.T) {
 	doc := `{"tokens": [{"name": "agent", "token": "` + caller + `", "scopes": ["read", "write"]},
 	    {"name": "ops-lead", "token": "` + approver + `", "scopes": ["approve"]}],
 	  "databases": {"default": {"url": "` + dsn + `", "policy": {"require_approval": [{"when": "rows_over", "rows": 100}]}}}}`
-	srv := newServerFixture(t, configDoc(t, doc)).http
+	srv := NewServerFixture(t, ConfigDoc(t, doc)).HTTP
 	for run := 1; run <= 2; run++ {
 		script := exec.Command("bash", "../examples/curl/approvals.sh")
 		script.Env = append(os.Environ(), "PGTOOLS_URL="+srv.URL, "PGTOOLS_TOKEN="+caller, "PGTOOLS_APPROVER_TOKEN="+approver)

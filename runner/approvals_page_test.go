@@ -517,9 +517,9 @@ func withApprovalID(args, id string) string {
 func TestApprovalsPageJWT(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t)
-	f := newJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
-	good := authtest.ValidClaims("alice", f.role)
-	c := newPageClient(t, f.srv.URL, nil)
+	f := NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
+	good := authtest.ValidClaims("alice", f.Role)
+	c := newPageClient(t, f.Srv.URL, nil)
 	status, body := c.signIn(authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, good))
 	if status != http.StatusForbidden || !strings.Contains(body, "alice") || !strings.Contains(body, "lacks the approve scope") || c.cookie("pgtools_approvals") != nil {
 		t.Errorf("a caller's JWT: %d\n%s", status, body)
@@ -528,7 +528,7 @@ func TestApprovalsPageJWT(t *testing.T) {
 	if status, body = c.signIn(stale); status != http.StatusUnauthorized || !strings.Contains(body, "does not accept that token") {
 		t.Errorf("an expired JWT: %d\n%s", status, body)
 	}
-	if strings.Contains(f.log.String(), stale[:40]) {
+	if strings.Contains(f.Log.String(), stale[:40]) {
 		t.Errorf("the log holds the JWT")
 	}
 }

@@ -26,12 +26,12 @@ func TestHTTPMaxResponseBytesHeader(t *testing.T) {
 		INSERT INTO wide SELECT i, repeat('x', 90) FROM generate_series(1, 200) i`)
 	dsn := db.RoleDSN(t, "api")
 	reg := toolstest.Registry(t, dsn, tools.Policy{MaxResponseBytes: 8192}, 4)
-	srv := httptest.NewServer(httpapi.NewHandler(reg, tokens(), zerolog.Nop(), 4096))
+	srv := httptest.NewServer(httpapi.NewHandler(reg, Tokens(), zerolog.Nop(), 4096))
 	t.Cleanup(srv.Close)
 
 	call := func(t *testing.T, header string) (int, map[string]any) {
 		t.Helper()
-		req := apitest.Request(http.MethodPost, srv.URL+"/v1/tools/select_query", readToken, `{"table":"wide","order_by":"id"}`)
+		req := apitest.Request(http.MethodPost, srv.URL+"/v1/tools/select_query", ReadToken, `{"table":"wide","order_by":"id"}`)
 		if header != "" {
 			req.Header.Set(httpapi.MaxResponseBytesHeader, header)
 		}

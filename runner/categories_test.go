@@ -71,7 +71,7 @@ func TestUnknownCategoryIsAnInternalError(t *testing.T) {
 	if status != http.StatusInternalServerError {
 		t.Errorf("status %d, want 500", status)
 	}
-	lines := jsonLines(t, logs, "level", "error")
+	lines := JSONLines(t, logs, "level", "error")
 	if len(lines) != 1 || lines[0]["error_type"] != "made_up_category" || !strings.Contains(lines[0]["message"].(string), "without status") {
 		t.Errorf("error lines %v, want one naming the category", lines)
 	}

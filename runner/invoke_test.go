@@ -38,7 +38,7 @@ func TestPanicIsAnInternalErrorOverHTTP(t *testing.T) {
 	t.Parallel()
 	reg, caller := panicRegistry(t)
 	logs := &syncBuffer{}
-	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.New(logs),
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: MCPTokens(), Log: zerolog.New(logs),
 		Caller: caller, Limits: invoke.Limits{MaxConcurrentPerToken: 1}}))
 	t.Cleanup(srv.Close)
 	client := srv.Client()
@@ -52,7 +52,7 @@ func TestPanicIsAnInternalErrorOverHTTP(t *testing.T) {
 		}}
 		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodPost,
 			srv.URL+"/v1/tools/"+tool, strings.NewReader(args))
-		req.Header.Set("Authorization", "Bearer "+agentToken)
+		req.Header.Set("Authorization", "Bearer "+AgentToken)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("%s: %v", tool, err)
@@ -127,9 +127,9 @@ func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 	t.Run("streamable HTTP", func(t *testing.T) {
 		t.Parallel()
 		reg, caller := panicRegistry(t)
-		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), Caller: caller}))
+		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: MCPTokens(), Log: zerolog.Nop(), Caller: caller}))
 		t.Cleanup(srv.Close)
-		cs, err := apitest.ConnectMCP(t, srv.URL, agentToken)
+		cs, err := apitest.ConnectMCP(t, srv.URL, AgentToken)
 		if err != nil {
 			t.Fatal(err)
 		}

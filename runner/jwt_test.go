@@ -26,15 +26,15 @@ import (
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
-// jwtFixture is the HTTP API over a fresh database, accepting JWTs of iss (JWKS URL) as role.
-type jwtFixture struct {
-	srv  *httptest.Server
-	log  *syncBuffer
-	db   *pgtest.DB
-	role string
+// JWTFixture is the HTTP API over a fresh database, accepting JWTs of iss (JWKS URL) as role.
+type JWTFixture struct {
+	Srv  *httptest.Server
+	Log  *syncBuffer
+	DB   *pgtest.DB
+	Role string
 }
 
-func newJWTFixture(t *testing.T, jc auth.JWTConfig) *jwtFixture {
+func NewJWTFixture(t *testing.T, jc auth.JWTConfig) *JWTFixture {
 	t.Helper()
 	db := pgtest.New(t)
 	role := db.RoleName("agent")
@@ -49,12 +49,12 @@ func newJWTFixture(t *testing.T, jc auth.JWTConfig) *jwtFixture {
 	logs := &syncBuffer{}
 	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.New(logs), JWT: cfg.JWT, MCPOAuth: cfg.MCPOAuth}))
 	t.Cleanup(srv.Close)
-	return &jwtFixture{srv: srv, log: logs, db: db, role: role}
+	return &JWTFixture{Srv: srv, Log: logs, DB: db, Role: role}
 }
 
-func (f *jwtFixture) post(t *testing.T, path, token, body string, header ...string) (int, map[string]any, http.Header) {
+func (f *JWTFixture) Post(t *testing.T, path, token, body string, header ...string) (int, map[string]any, http.Header) {
 	t.Helper()
-	req := apitest.Request(http.MethodPost, f.srv.URL+path, token, body)
+	req := apitest.Request(http.MethodPost, f.Srv.URL+path, token, body)
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
@@ -62,15 +62,15 @@ func (f *jwtFixture) post(t *testing.T, path, token, body string, header ...stri
 	return apitest.Do(t, req)
 }
 
-const insertProbe = `{"sql": "INSERT INTO probe VALUES (1, 'x')", "mode": "write", "autocommit": true}`
+const InsertProbe = `{"sql": "INSERT INTO probe VALUES (1, 'x')", "mode": "write", "autocommit": true}`
 
 // TestJWTBadTokensAreRefused: every forged, stale or misaddressed JWT is a 401
 // authentication_error with the pgtools error shape, and its call never runs.
 func TestJWTBadTokensAreRefused(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t)
-	f := newJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
-	good := authtest.ValidClaims("alice", f.role)
+	f := NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
+	good := authtest.ValidClaims("alice", f.Role)
 	pubDER, err := x509.MarshalPKIXPublicKey(&iss.RSA.PublicKey)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestJWTBadTokensAreRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			status, body, hdr := f.post(t, "/v1/tools/execute_sql", c.token, insertProbe)
+			status, body, hdr := f.Post(t, "/v1/tools/execute_sql", c.token, InsertProbe)
 			if status != http.StatusUnauthorized || body["errorType"] != "authentication_error" {
 				t.Fatalf("status %d body %v, want 401 authentication_error", status, body)
 			}
@@ -116,19 +116,19 @@ func TestJWTBadTokensAreRefused(t *testing.T) {
 			}
 		})
 	}
-	if n := f.db.QueryInt(t, `SELECT count(*) FROM probe`); n != 0 {
+	if n := f.DB.QueryInt(t, `SELECT count(*) FROM probe`); n != 0 {
 		t.Fatalf("%d rows landed through refused tokens", n)
 	}
 	// The same call with the valid token runs, as the token's role and subject.
-	status, body, _ := f.post(t, "/v1/tools/execute_sql", valid, insertProbe)
+	status, body, _ := f.Post(t, "/v1/tools/execute_sql", valid, InsertProbe)
 	if status != http.StatusOK {
 		t.Fatalf("valid token: %d %v", status, body)
 	}
-	if strings.Contains(f.log.String(), authtest.TenantSecret) {
-		t.Errorf("a claim value reached the log:\n%s", f.log.String())
+	if strings.Contains(f.Log.String(), authtest.TenantSecret) {
+		t.Errorf("a claim value reached the log:\n%s", f.Log.String())
 	}
-	if !strings.Contains(f.log.String(), `"principal":"jwt:alice"`) || !strings.Contains(f.log.String(), `"role":"`+f.role+`"`) {
-		t.Errorf("the access log does not name the principal and the role:\n%s", f.log.String())
+	if !strings.Contains(f.Log.String(), `"principal":"jwt:alice"`) || !strings.Contains(f.Log.String(), `"role":"`+f.Role+`"`) {
+		t.Errorf("the access log does not name the principal and the role:\n%s", f.Log.String())
 	}
 }
 
@@ -138,15 +138,15 @@ func TestJWTBadTokensAreRefused(t *testing.T) {
 func TestJWTValidTokensRunAsTheirRole(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t)
-	f := newJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
+	f := NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
 	for _, tc := range []struct {
 		name  string
 		token string
 	}{
-		{"RS256", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.ValidClaims("alice", f.role))},
-		{"ES256", authtest.Sign(t, jwt.SigningMethodES256, "ec-1", iss.EC, authtest.ValidClaims("bob", f.role))},
+		{"RS256", authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.ValidClaims("alice", f.Role))},
+		{"ES256", authtest.Sign(t, jwt.SigningMethodES256, "ec-1", iss.EC, authtest.ValidClaims("bob", f.Role))},
 	} {
-		status, body, _ := f.post(t, "/v1/tools/execute_sql", tc.token,
+		status, body, _ := f.Post(t, "/v1/tools/execute_sql", tc.token,
 			`{"sql": "SELECT current_user AS u, current_setting('request.jwt.claims', true)::jsonb ->> 'tenant' AS tenant"}`)
 		if status != http.StatusOK {
 			t.Fatalf("%s: %d %v", tc.name, status, body)
@@ -156,13 +156,13 @@ func TestJWTValidTokensRunAsTheirRole(t *testing.T) {
 			t.Fatalf("%s: rows %v", tc.name, body)
 		}
 		row, _ := rows[0].(map[string]any)
-		if row["u"] != f.role || row["tenant"] != authtest.TenantSecret {
-			t.Errorf("%s: ran as %v with tenant %v, want %s and the token's claim", tc.name, row["u"], row["tenant"], f.role)
+		if row["u"] != f.Role || row["tenant"] != authtest.TenantSecret {
+			t.Errorf("%s: ran as %v with tenant %v, want %s and the token's claim", tc.name, row["u"], row["tenant"], f.Role)
 		}
 	}
 	// scp as an array, read only: a write is refused by scope.
-	ro := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(authtest.With(authtest.ValidClaims("carol", f.role), "scope", nil), "scp", []string{"read"}))
-	if status, body, _ := f.post(t, "/v1/tools/execute_sql", ro, insertProbe); status == http.StatusOK {
+	ro := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(authtest.With(authtest.ValidClaims("carol", f.Role), "scope", nil), "scp", []string{"read"}))
+	if status, body, _ := f.Post(t, "/v1/tools/execute_sql", ro, InsertProbe); status == http.StatusOK {
 		t.Fatalf("a read-only token wrote: %v", body)
 	} else if fix, _ := body["suggestion"].(string); !strings.Contains(fix, "token with the write scope") || strings.Contains(fix, "--scopes") {
 		t.Errorf("the refusal over HTTP does not name a token as the fix: %v", body)

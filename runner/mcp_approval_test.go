@@ -43,8 +43,8 @@ func TestMCPClientApproves(t *testing.T) {
 	for _, transport := range []string{"stdio", "stdio 2025-11-25", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			connect := func(f *mcpFeatures, e *elicitor) *mcp.ClientSession {
-				opts := &mcp.ClientOptions{ElicitationHandler: e.handle}
+			connect := func(f *mcpFeatures, e *Elicitor) *mcp.ClientSession {
+				opts := &mcp.ClientOptions{ElicitationHandler: e.Handle}
 				if transport == "http" {
 					return f.overHTTP(t, opts)
 				}
@@ -56,21 +56,21 @@ func TestMCPClientApproves(t *testing.T) {
 			del := map[string]any{"table": "big", "where": "id > $1", "params": []any{30}, "autocommit": true}
 
 			f := newMCPApprovals(t, true)
-			no := &elicitor{action: "decline"}
-			out := callOut(t, connect(f, no), "execute_sql", sqlDel)
+			no := &Elicitor{Action: "decline"}
+			out := CallOut(t, connect(f, no), "execute_sql", sqlDel)
 			if !out.IsError || out.Object["errorType"] != "not_allowed" || !strings.Contains(out.Text, "denied") || f.db.QueryInt(t, "SELECT count(*) FROM big") != 150 {
 				t.Fatalf("declined: %s", out.Text)
 			}
-			if q := no.questions(); len(q) != 1 || !strings.Contains(q[0], "120 rows of public.big") {
+			if q := no.Questions(); len(q) != 1 || !strings.Contains(q[0], "120 rows of public.big") {
 				t.Fatalf("the question: %q", q)
 			}
 			if c := f.reg.Approvals().Counts(); c.Events["denied"] != 1 || c.Pending != 0 {
 				t.Fatalf("after the decline: %+v", c)
 			}
-			yes := &elicitor{action: "accept"}
-			out = callOut(t, connect(f, yes), "execute_sql", sqlDel)
-			if out.IsError || f.db.QueryInt(t, "SELECT count(*) FROM big") != 30 || len(yes.questions()) != 1 {
-				t.Fatalf("accepted: %s, asked %q", out.Text, yes.questions())
+			yes := &Elicitor{Action: "accept"}
+			out = CallOut(t, connect(f, yes), "execute_sql", sqlDel)
+			if out.IsError || f.db.QueryInt(t, "SELECT count(*) FROM big") != 30 || len(yes.Questions()) != 1 {
+				t.Fatalf("accepted: %s, asked %q", out.Text, yes.Questions())
 			}
 			if c := f.reg.Approvals().Counts(); c.Events["approved"] != 1 || c.Events["used"] != 1 {
 				t.Fatalf("after the accept: %+v", c)
@@ -78,10 +78,10 @@ func TestMCPClientApproves(t *testing.T) {
 			// delete_data over the confirmation threshold asks once: the confirmation of its
 			// counted rows is the client's approval.
 			f.db.Exec(t, "INSERT INTO big SELECT i, 'x' FROM generate_series(31, 150) i")
-			once := &elicitor{action: "accept"}
-			out = callOut(t, connect(f, once), "delete_data", del)
-			if out.IsError || out.Object["affectedRows"] != float64(120) || f.db.QueryInt(t, "SELECT count(*) FROM big") != 30 || len(once.questions()) != 1 {
-				t.Fatalf("confirmed delete: %s, asked %q", out.Text, once.questions())
+			once := &Elicitor{Action: "accept"}
+			out = CallOut(t, connect(f, once), "delete_data", del)
+			if out.IsError || out.Object["affectedRows"] != float64(120) || f.db.QueryInt(t, "SELECT count(*) FROM big") != 30 || len(once.Questions()) != 1 {
+				t.Fatalf("confirmed delete: %s, asked %q", out.Text, once.Questions())
 			}
 			if c := f.reg.Approvals().Counts(); c.Events["approved"] != 2 || c.Events["used"] != 2 {
 				t.Fatalf("after the confirmed delete: %+v", c)
@@ -90,15 +90,15 @@ func TestMCPClientApproves(t *testing.T) {
 			// Without approval_by_client nobody on the client is asked to approve, and a
 			// confirmation does not approve.
 			g := newMCPApprovals(t, false)
-			asked := &elicitor{action: "accept"}
+			asked := &Elicitor{Action: "accept"}
 			cs := connect(g, asked)
 			for i, c := range []struct {
 				tool string
 				args map[string]any
 			}{{"execute_sql", sqlDel}, {"delete_data", del}} {
-				out = callOut(t, cs, c.tool, c.args)
-				if !out.IsError || out.Object["errorType"] != "approval_required" || len(asked.questions()) != i || g.db.QueryInt(t, "SELECT count(*) FROM big") != 150 {
-					t.Fatalf("%s without approval_by_client: %s, asked %q", c.tool, out.Text, asked.questions())
+				out = CallOut(t, cs, c.tool, c.args)
+				if !out.IsError || out.Object["errorType"] != "approval_required" || len(asked.Questions()) != i || g.db.QueryInt(t, "SELECT count(*) FROM big") != 150 {
+					t.Fatalf("%s without approval_by_client: %s, asked %q", c.tool, out.Text, asked.Questions())
 				}
 				if ap, _ := out.Object["approval"].(map[string]any); ap == nil || !strings.HasPrefix(ap["id"].(string), "apr_") {
 					t.Fatalf("approval_required without its request: %s", out.Text)

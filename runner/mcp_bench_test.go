@@ -28,7 +28,7 @@ func BenchmarkToolCall(b *testing.B) {
 	reg := toolstest.Registry(b, db.RoleDSN(b, "bench"), tools.Policy{}, 8)
 	// The act-as token's calls run for a subject named per request: a per-user principal, with
 	// claims, as JWT callers are too.
-	tokens := append(mcpTokens(), auth.Token{Secret: actAsToken, Name: "hub", Scopes: []string{"read"}, ActAs: true})
+	tokens := append(MCPTokens(), auth.Token{Secret: ActAsToken, Name: "hub", Scopes: []string{"read"}, ActAs: true})
 	h := httpapi.NewHandler(reg, tokens, zerolog.New(io.Discard), 1<<20)
 	args := func(id int64) string {
 		return `{"table":"orders","where":"id = $1","params":[` + strconv.FormatInt(id%5+1, 10) + `]}`
@@ -51,7 +51,7 @@ func BenchmarkToolCall(b *testing.B) {
 	b.Run("http", func(b *testing.B) {
 		run(b, func(id int64) *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/v1/tools/select_query", strings.NewReader(args(id)))
-			r.Header.Set("Authorization", "Bearer "+agentToken)
+			r.Header.Set("Authorization", "Bearer "+AgentToken)
 			return r
 		})
 	})
@@ -69,11 +69,11 @@ func BenchmarkToolCall(b *testing.B) {
 			return r
 		}
 	}
-	b.Run("mcp", func(b *testing.B) { run(b, mcpCall(agentToken)) })
+	b.Run("mcp", func(b *testing.B) { run(b, mcpCall(AgentToken)) })
 	// As the go-sdk client sends a call at its default protocol version: no session, its
 	// version, identity and capabilities in _meta, the method and tool in headers.
 	b.Run("mcp-2026-07-28", func(b *testing.B) {
-		call := mcpCall(agentToken, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "select_query")
+		call := mcpCall(AgentToken, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "select_query")
 		run(b, func(id int64) *http.Request {
 			body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"tools/call","params":{"_meta":` + mcp20260728Meta +
 				`,"name":"select_query","arguments":` + args(id) + `}}`
@@ -85,7 +85,7 @@ func BenchmarkToolCall(b *testing.B) {
 	})
 	// Four subjects in turn, as a few users of one agent would call.
 	b.Run("mcp-act-as", func(b *testing.B) {
-		subject := mcpCall(actAsToken, auth.ActAsHeader, "")
+		subject := mcpCall(ActAsToken, auth.ActAsHeader, "")
 		run(b, func(id int64) *http.Request {
 			r := subject(id)
 			r.Header.Set(auth.ActAsHeader, "user-"+strconv.FormatInt(id%4, 10))

@@ -21,9 +21,9 @@ const catalogTokenBudget = 2500
 
 // mcpCatalog returns the compact JSON of the tools array a client with token receives from
 // tools/list on /mcp, and the same with each tool's outputSchema removed.
-func mcpCatalog(t *testing.T, api *apiFixture, token string) (whole, withoutOutput []byte) {
+func mcpCatalog(t *testing.T, api *APIFixture, token string) (whole, withoutOutput []byte) {
 	t.Helper()
-	status, body, _ := apitest.MCPPost(t, api.srv.URL, token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	status, body, _ := apitest.MCPPost(t, api.Srv.URL, token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	var resp struct {
 		Result struct {
 			Tools []map[string]json.RawMessage `json:"tools"`
@@ -70,8 +70,8 @@ func o200k(t testing.TB, b []byte) int {
 // the name, description and input schema (the function-calling form has no output schema).
 func TestMCPCatalogTokens(t *testing.T) {
 	t.Parallel()
-	api := newMCPAPI(t)
-	whole, without := mcpCatalog(t, api, agentToken)
+	api := NewMCPAPI(t)
+	whole, without := mcpCatalog(t, api, AgentToken)
 	n, nw := o200k(t, whole), o200k(t, without)
 	t.Logf("tools/list, built-in tools: %d o200k tokens without outputSchema (budget %d); %d tokens (%d bytes) with it",
 		nw, catalogTokenBudget, n, len(whole))

@@ -48,7 +48,7 @@ func fastCases() []fastCase {
 		{name: "invalid arguments", body: call("6", "select_query", `{"table":"orders","limit":"ten"}`), fast: true, wantErr: true},
 		{name: "unknown column", body: call("7", "select_query", `{"table":"orders","columns":["nope"]}`), fast: true, wantErr: true},
 		{name: "write without intent", body: call("8", "insert_data", `{"table":"orders","row":{"id":99,"status":"x"}}`), fast: true, wantErr: true},
-		{name: "tool hidden from the token", token: readToken, body: call("9", "insert_data", `{"table":"orders","row":{"id":98,"status":"x"},"autocommit":true}`), fast: true, wantErr: true},
+		{name: "tool hidden from the token", token: ReadToken, body: call("9", "insert_data", `{"table":"orders","row":{"id":98,"status":"x"},"autocommit":true}`), fast: true, wantErr: true},
 		{name: "no protocol header", body: sel, header: map[string]string{"Mcp-Protocol-Version": ""}, fast: true},
 		{name: "protocol 2025-06-18", body: sel, header: map[string]string{"Mcp-Protocol-Version": "2025-06-18"}, fast: true},
 		{name: "accept */*", body: sel, header: map[string]string{"Accept": "*/*"}, fast: true},
@@ -94,7 +94,7 @@ func TestMCPFastPathAnswersAsTheSDK(t *testing.T) {
 	}
 	for _, structured := range []bool{false, true} {
 		serve := func(noFast bool) *httptest.Server {
-			srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: mcpTokens(),
+			srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: MCPTokens(),
 				MCP: mcpapi.MCPOptions{StructuredContent: structured, SDKOnly: noFast}}))
 			t.Cleanup(srv.Close)
 			return srv
@@ -105,7 +105,7 @@ func TestMCPFastPathAnswersAsTheSDK(t *testing.T) {
 				req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(c.body))
 				token := c.token
 				if token == "" {
-					token = agentToken
+					token = AgentToken
 				}
 				req.Header.Set("Authorization", "Bearer "+token)
 				req.Header.Set("Content-Type", "application/json")

@@ -94,27 +94,27 @@ func (f *mcpFeatures) overHTTPVersion(t *testing.T, opts *mcp.ClientOptions, v s
 	return cs
 }
 
-// elicitor answers every elicitation with action and records the questions.
-type elicitor struct {
-	action string
+// Elicitor answers every elicitation with action and records the questions.
+type Elicitor struct {
+	Action string
 	mu     sync.Mutex
 	asked  []string
 }
 
-func (e *elicitor) handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+func (e *Elicitor) Handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.asked = append(e.asked, req.Params.Message)
-	return &mcp.ElicitResult{Action: e.action}, nil
+	return &mcp.ElicitResult{Action: e.Action}, nil
 }
 
-func (e *elicitor) questions() []string {
+func (e *Elicitor) Questions() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.asked...)
 }
 
-func callOut(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) mcptest.Outcome {
+func CallOut(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) mcptest.Outcome {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -135,10 +135,10 @@ func TestMCPElicitation(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			f := newMCPFeatures(t)
-			connect := func(e *elicitor) *mcp.ClientSession {
+			connect := func(e *Elicitor) *mcp.ClientSession {
 				opts := &mcp.ClientOptions{}
 				if e != nil {
-					opts.ElicitationHandler = e.handle
+					opts.ElicitationHandler = e.Handle
 				}
 				if transport == "http" {
 					return f.overHTTP(t, opts)
@@ -158,42 +158,42 @@ func TestMCPElicitation(t *testing.T) {
 
 			// Without elicitation: today's behaviour.
 			plain := connect(nil)
-			if out := callOut(t, plain, "execute_sql", drop); !out.IsError || out.Object["errorType"] != "confirmation_required" || !exists("doomed") {
+			if out := CallOut(t, plain, "execute_sql", drop); !out.IsError || out.Object["errorType"] != "confirmation_required" || !exists("doomed") {
 				t.Fatalf("DROP without elicitation: %s", out.Text)
 			}
 
 			// Decline: nothing changes.
-			no := &elicitor{action: "decline"}
+			no := &Elicitor{Action: "decline"}
 			cs := connect(no)
-			out := callOut(t, cs, "execute_sql", drop)
+			out := CallOut(t, cs, "execute_sql", drop)
 			if !out.IsError || out.Object["errorType"] != "confirmation_required" || !strings.Contains(out.Object["error"].(string), "declined") || !exists("doomed") {
 				t.Fatalf("declined DROP: %s", out.Text)
 			}
-			out = callOut(t, cs, "delete_data", del)
+			out = CallOut(t, cs, "delete_data", del)
 			if !out.IsError || out.Object["errorType"] != "confirmation_required" || f.db.QueryInt(t, "SELECT count(*) FROM big") != 150 {
 				t.Fatalf("declined delete: %s", out.Text)
 			}
-			q := no.questions()
+			q := no.Questions()
 			if len(q) != 2 || !strings.Contains(q[0], "DROP TABLE doomed") || !strings.Contains(q[1], "delete 150 rows of table big") {
 				t.Fatalf("questions: %q", q)
 			}
 
 			// A small delete does not ask.
-			out = callOut(t, cs, "delete_data", map[string]any{"table": "big", "where": "id = $1", "params": []any{150}, "autocommit": true})
-			if out.IsError || out.Object["affectedRows"] != float64(1) || len(no.questions()) != 2 {
-				t.Fatalf("small delete: %s, questions %q", out.Text, no.questions())
+			out = CallOut(t, cs, "delete_data", map[string]any{"table": "big", "where": "id = $1", "params": []any{150}, "autocommit": true})
+			if out.IsError || out.Object["affectedRows"] != float64(1) || len(no.Questions()) != 2 {
+				t.Fatalf("small delete: %s, questions %q", out.Text, no.Questions())
 			}
 
 			// Accept: the call runs.
-			yes := &elicitor{action: "accept"}
+			yes := &Elicitor{Action: "accept"}
 			cs = connect(yes)
-			if out := callOut(t, cs, "execute_sql", drop); out.IsError || exists("doomed") {
+			if out := CallOut(t, cs, "execute_sql", drop); out.IsError || exists("doomed") {
 				t.Fatalf("accepted DROP: %s", out.Text)
 			}
-			if out := callOut(t, cs, "delete_data", del); out.IsError || out.Object["affectedRows"] != float64(149) || f.db.QueryInt(t, "SELECT count(*) FROM big") != 0 {
+			if out := CallOut(t, cs, "delete_data", del); out.IsError || out.Object["affectedRows"] != float64(149) || f.db.QueryInt(t, "SELECT count(*) FROM big") != 0 {
 				t.Fatalf("accepted delete: %s", out.Text)
 			}
-			if q := yes.questions(); len(q) != 2 {
+			if q := yes.Questions(); len(q) != 2 {
 				t.Fatalf("accepted questions: %q", q)
 			}
 		})
@@ -256,7 +256,7 @@ func TestMCPOutputSchema(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, c := range calls {
-		out := callOut(t, cs, c.tool, c.args)
+		out := CallOut(t, cs, c.tool, c.args)
 		if out.IsError != c.fail || !out.Structured {
 			t.Errorf("%s %v: isError %v, structuredContent %v: %s", c.tool, c.args, out.IsError, out.Structured, out.Text)
 		}
@@ -310,7 +310,7 @@ func TestMCPProgress(t *testing.T) {
 				t.Fatalf("call: %v %+v", err, res)
 			}
 			// The client handles notifications apart from results: give the last one a moment.
-			waitFor(t, time.Second, "two progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 2 })
+			WaitFor(t, time.Second, "two progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 2 })
 			mu.Lock()
 			defer mu.Unlock()
 			if len(got) != 2 || got[0].ProgressToken != "p-1" || got[0].Progress != 1 || got[1].Progress != 2 || !strings.Contains(got[1].Message, "execute_sql") {
@@ -352,10 +352,10 @@ func (f *mcpFeatures) assertCancelStops(t *testing.T, marker string, call func(c
 	running := func() int64 {
 		return f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
 	}
-	waitFor(t, 10*time.Second, "the statement to start", func() bool { return running() == 1 })
+	WaitFor(t, 10*time.Second, "the statement to start", func() bool { return running() == 1 })
 	cancel()
 	<-done
-	waitFor(t, 5*time.Second, "the statement to leave pg_stat_activity", func() bool { return running() == 0 })
+	WaitFor(t, 5*time.Second, "the statement to leave pg_stat_activity", func() bool { return running() == 0 })
 }
 
 // TestMCPProtocolVersions: the server offers the SDK's latest protocol version and answers an
@@ -379,7 +379,7 @@ func TestMCPProtocolVersions(t *testing.T) {
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Errorf("go-sdk client negotiated %q", v)
 	}
-	if out := callOut(t, cs, "select_query", map[string]any{"table": "orders"}); out.IsError {
+	if out := CallOut(t, cs, "select_query", map[string]any{"table": "orders"}); out.IsError {
 		t.Errorf("select_query: %s", out.Text)
 	}
 }

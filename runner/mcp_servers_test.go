@@ -14,11 +14,11 @@ import (
 // turn; every answer runs with its own subject's claims, also once both servers are kept.
 func TestMCPActAsSubjectsKeepTheirIdentity(t *testing.T) {
 	t.Parallel()
-	f := newIdentityFixture(t)
+	f := NewIdentityFixture(t)
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"SELECT current_setting('request.jwt.claims', true) AS c"}}}`
 	for i := range 6 {
 		subject := []string{"alice", "bob"}[i%2]
-		status, raw, _ := apitest.MCPPost(t, f.srv.URL, actAsToken, call, auth.ActAsHeader, subject)
+		status, raw, _ := apitest.MCPPost(t, f.Srv.URL, ActAsToken, call, auth.ActAsHeader, subject)
 		var resp struct {
 			Result struct {
 				Content []struct {

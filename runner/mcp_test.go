@@ -16,9 +16,9 @@ import (
 )
 
 const (
-	// agentToken may read and write, so a refused insert is refused for missing intent (or because
+	// AgentToken may read and write, so a refused insert is refused for missing intent (or because
 	// writes are not available yet), not for missing scope.
-	agentToken = "agent-token-0123456789abcdef"
+	AgentToken = "agent-token-0123456789abcdef"
 	// catalogBudget caps the tools/list result. Every tool's whole schemas/ file is its input
 	// schema (one source of truth), descriptions included; the cap keeps growth a reviewed choice.
 	catalogBudget = 24 << 10
@@ -26,26 +26,26 @@ const (
 	outputSchemaBudget = 6 << 10
 )
 
-func mcpTokens() []auth.Token {
+func MCPTokens() []auth.Token {
 	return []auth.Token{
-		{Secret: agentToken, Name: "agent", Scopes: []string{"read", "write"}},
-		{Secret: readToken, Name: "reader", Scopes: []string{"read"}},
-		{Secret: writeToken, Name: "writer", Scopes: []string{"write"}},
+		{Secret: AgentToken, Name: "agent", Scopes: []string{"read", "write"}},
+		{Secret: ReadToken, Name: "reader", Scopes: []string{"read"}},
+		{Secret: WriteToken, Name: "writer", Scopes: []string{"write"}},
 	}
 }
 
-// newMCPAPI serves the runner with mcptest.Fixture in its database.
-func newMCPAPI(t *testing.T) *apiFixture {
+// NewMCPAPI serves the runner with mcptest.Fixture in its database.
+func NewMCPAPI(t *testing.T) *APIFixture {
 	t.Helper()
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
-	return newAPI(t, db.RoleDSN(t, "mcp"), mcpTokens())
+	return NewAPI(t, db.RoleDSN(t, "mcp"), MCPTokens())
 }
 
 func TestMCPStreamableHTTP(t *testing.T) {
 	t.Parallel()
-	api := newMCPAPI(t)
-	cs, err := apitest.ConnectMCP(t, api.srv.URL, agentToken)
+	api := NewMCPAPI(t)
+	cs, err := apitest.ConnectMCP(t, api.Srv.URL, AgentToken)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -57,8 +57,8 @@ func TestMCPStreamableHTTP(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("select_query with a parameter: %v %+v", err, res)
 	}
-	logs := api.log.String()
-	for _, secret := range []string{agentToken, "PARAM-SECRET-VALUE"} {
+	logs := api.Log.String()
+	for _, secret := range []string{AgentToken, "PARAM-SECRET-VALUE"} {
 		if strings.Contains(logs, secret) {
 			t.Fatalf("logs contain %q:\n%s", secret, logs)
 		}
@@ -72,10 +72,10 @@ func TestMCPStreamableHTTP(t *testing.T) {
 // interleaved: scopes never leak between tokens.
 func TestMCPPrincipals(t *testing.T) {
 	t.Parallel()
-	api := newMCPAPI(t)
+	api := NewMCPAPI(t)
 	sessions := map[string]*mcp.ClientSession{}
-	for _, tok := range mcpTokens() {
-		cs, err := apitest.ConnectMCP(t, api.srv.URL, tok.Secret)
+	for _, tok := range MCPTokens() {
+		cs, err := apitest.ConnectMCP(t, api.Srv.URL, tok.Secret)
 		if err != nil {
 			t.Fatalf("%s: connect: %v", tok.Name, err)
 		}
@@ -111,22 +111,22 @@ func TestMCPPrincipals(t *testing.T) {
 
 func TestMCPAuth(t *testing.T) {
 	t.Parallel()
-	api := newMCPAPI(t)
+	api := NewMCPAPI(t)
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
 	for _, c := range []struct{ name, token string }{{"no token", ""}, {"wrong token", "wrong-token-0123456789abcdef"}} {
 		t.Run(c.name, func(t *testing.T) {
-			status, body, hdr := apitest.MCPPost(t, api.srv.URL, c.token, initialize)
+			status, body, hdr := apitest.MCPPost(t, api.Srv.URL, c.token, initialize)
 			var obj map[string]any
 			if status != http.StatusUnauthorized || json.Unmarshal(body, &obj) != nil || obj["errorType"] != "authentication_error" ||
 				!strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer") {
 				t.Fatalf("status %d, %s, %v", status, body, hdr)
 			}
-			if _, err := apitest.ConnectMCP(t, api.srv.URL, c.token); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+			if _, err := apitest.ConnectMCP(t, api.Srv.URL, c.token); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 				t.Fatalf("go-sdk client connected with %s: %v", c.name, err)
 			}
 		})
 	}
-	if status, body, _ := apitest.MCPPost(t, api.srv.URL, agentToken, initialize); status != http.StatusOK || !bytes.Contains(body, []byte(`"name":"pgtools"`)) {
+	if status, body, _ := apitest.MCPPost(t, api.Srv.URL, AgentToken, initialize); status != http.StatusOK || !bytes.Contains(body, []byte(`"name":"pgtools"`)) {
 		t.Fatalf("initialize with a good token: %d %s", status, body)
 	}
 }
@@ -135,7 +135,7 @@ func TestMCPAuth(t *testing.T) {
 // error, and the server keeps serving.
 func TestMCPProtocolErrors(t *testing.T) {
 	t.Parallel()
-	api := newMCPAPI(t)
+	api := NewMCPAPI(t)
 	cases := []struct {
 		name, body string
 		status     int
@@ -151,14 +151,14 @@ func TestMCPProtocolErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			status, body, _ := apitest.MCPPost(t, api.srv.URL, agentToken, c.body)
+			status, body, _ := apitest.MCPPost(t, api.Srv.URL, AgentToken, c.body)
 			if status != c.status || !bytes.Contains(body, []byte(c.inBody)) {
 				t.Fatalf("status %d (want %d), body %s", status, c.status, body)
 			}
 		})
 	}
-	req, _ := http.NewRequest(http.MethodGet, api.srv.URL+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer "+agentToken)
+	req, _ := http.NewRequest(http.MethodGet, api.Srv.URL+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+AgentToken)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -168,7 +168,7 @@ func TestMCPProtocolErrors(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("GET /mcp (no server-sent stream on a stateless server): %d", resp.StatusCode)
 	}
-	cs, err := apitest.ConnectMCP(t, api.srv.URL, agentToken)
+	cs, err := apitest.ConnectMCP(t, api.Srv.URL, AgentToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +180,8 @@ func TestMCPProtocolErrors(t *testing.T) {
 // TestMCPCatalogSize measures what a client loads into its model's context from tools/list.
 func TestMCPCatalogSize(t *testing.T) {
 	t.Parallel()
-	api := newMCPAPI(t)
-	status, body, _ := apitest.MCPPost(t, api.srv.URL, agentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	api := NewMCPAPI(t)
+	status, body, _ := apitest.MCPPost(t, api.Srv.URL, AgentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	var resp struct {
 		Result json.RawMessage `json:"result"`
 	}

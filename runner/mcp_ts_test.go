@@ -51,10 +51,10 @@ func TestMCPTypeScriptClient(t *testing.T) {
 			})
 		}
 	})
-	api := newMCPAPI(t)
+	api := NewMCPAPI(t)
 
 	node := func(token string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, "node", "client.mjs", api.srv.URL+"/mcp", token)
+		cmd := exec.CommandContext(ctx, "node", "client.mjs", api.Srv.URL+"/mcp", token)
 		cmd.Dir = dir
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -74,7 +74,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Fatalf("a wrong token: err %v, output %s", err, out)
 	}
 
-	out, err = node(agentToken)
+	out, err = node(AgentToken)
 	if err != nil {
 		t.Fatalf("client.mjs: %v\n%s", err, out)
 	}

@@ -29,7 +29,7 @@ const metaCustomTool = "paid_order_count"
 
 // newMetaAPI serves mcptest.Fixture with tokens (none: open loopback mode), a custom read tool,
 // and opts over the defaults.
-func newMetaAPI(t *testing.T, tokens []auth.Token, opts httpapi.HandlerOptions) *apiFixture {
+func newMetaAPI(t *testing.T, tokens []auth.Token, opts httpapi.HandlerOptions) *APIFixture {
 	t.Helper()
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
@@ -41,11 +41,11 @@ func newMetaAPI(t *testing.T, tokens []auth.Token, opts httpapi.HandlerOptions) 
 	opts.Tokens, opts.Log = tokens, zerolog.New(logs)
 	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, opts))
 	t.Cleanup(srv.Close)
-	return &apiFixture{srv: srv, log: logs, db: db}
+	return &APIFixture{Srv: srv, Log: logs, DB: db}
 }
 
-// listedTools returns the tool names of a /v1/tools answer, sorted.
-func listedTools(t *testing.T, body map[string]any) []string {
+// ListedTools returns the tool names of a /v1/tools answer, sorted.
+func ListedTools(t *testing.T, body map[string]any) []string {
 	t.Helper()
 	list, ok := body["tools"].([]any)
 	if !ok {
@@ -59,8 +59,8 @@ func listedTools(t *testing.T, body map[string]any) []string {
 	return names
 }
 
-// openAPITools returns the tool names of an /openapi.json answer, sorted.
-func openAPITools(t *testing.T, body map[string]any) []string {
+// OpenAPITools returns the tool names of an /openapi.json answer, sorted.
+func OpenAPITools(t *testing.T, body map[string]any) []string {
 	t.Helper()
 	paths, ok := body["paths"].(map[string]any)
 	if !ok {
@@ -98,20 +98,20 @@ func refusedAs(t *testing.T, method, url, token, body string) refusal {
 // a token list only what that token may use. /mcp (tools/list) is refused the same way.
 func TestMetadataNeedsAToken(t *testing.T) {
 	t.Parallel()
-	api := newMetaAPI(t, mcpTokens(), httpapi.HandlerOptions{})
-	readTools := slices.Sorted(slices.Values(append(builtinTools("read"), metaCustomTool)))
+	api := newMetaAPI(t, MCPTokens(), httpapi.HandlerOptions{})
+	readTools := slices.Sorted(slices.Values(append(BuiltinTools("read"), metaCustomTool)))
 	for _, token := range []string{"", "wrong-token-0123456789abcdef", "eyJhbGciOiJIUzI1NiJ9.e30.x"} {
-		want := refusedAs(t, http.MethodPost, api.srv.URL+"/v1/tools/select_query", token, `{"table": "orders"}`)
+		want := refusedAs(t, http.MethodPost, api.Srv.URL+"/v1/tools/select_query", token, `{"table": "orders"}`)
 		if want.status != http.StatusUnauthorized || want.body["errorType"] != "authentication_error" || want.challenge == "" {
 			t.Fatalf("token %q: the tool call itself: %v", token, want)
 		}
 		for _, path := range []string{"/openapi.json", "/v1/tools"} {
-			got := refusedAs(t, http.MethodGet, api.srv.URL+path, token, "")
+			got := refusedAs(t, http.MethodGet, api.Srv.URL+path, token, "")
 			if got.status != want.status || !maps.Equal(got.body, want.body) || got.challenge != want.challenge {
 				t.Errorf("token %q: GET %s answered %v, want the tool call's %v", token, path, got, want)
 			}
 		}
-		status, raw, hdr := apitest.MCPPost(t, api.srv.URL, token, `{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}`)
+		status, raw, hdr := apitest.MCPPost(t, api.Srv.URL, token, `{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}`)
 		var body map[string]any
 		_ = json.Unmarshal(raw, &body)
 		if status != http.StatusUnauthorized || body["errorType"] != "authentication_error" || hdr.Get("WWW-Authenticate") != want.challenge {
@@ -119,17 +119,17 @@ func TestMetadataNeedsAToken(t *testing.T) {
 		}
 	}
 	// With a read token: the read tools, the custom one included, and no write tool.
-	status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/v1/tools", readToken, "")
-	if got := listedTools(t, body); status != http.StatusOK || !slices.Equal(got, readTools) {
+	status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/v1/tools", ReadToken, "")
+	if got := ListedTools(t, body); status != http.StatusOK || !slices.Equal(got, readTools) {
 		t.Errorf("/v1/tools with a read token: %d %v, want %v", status, got, readTools)
 	}
-	status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", readToken, "")
-	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, readTools) {
+	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", ReadToken, "")
+	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, readTools) {
 		t.Errorf("/openapi.json with a read token: %d %v, want %v", status, got, readTools)
 	}
 	// The probes stay open: load balancers and orchestrators carry no token.
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+path, "", ""); status != http.StatusOK {
+		if status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+path, "", ""); status != http.StatusOK {
 			t.Errorf("%s without a token: %d %v", path, status, body)
 		}
 	}
@@ -140,24 +140,24 @@ func TestMetadataNeedsAToken(t *testing.T) {
 // /v1/tools and /mcp keep requiring a token.
 func TestOpenAPIPublic(t *testing.T) {
 	t.Parallel()
-	api := newMetaAPI(t, mcpTokens(), httpapi.HandlerOptions{OpenAPIPublic: true})
+	api := newMetaAPI(t, MCPTokens(), httpapi.HandlerOptions{OpenAPIPublic: true})
 	builtins := slices.Sorted(slices.Values(schemas.ToolNames()))
-	status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "", "")
-	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, builtins) {
+	status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", "", "")
+	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, builtins) {
 		t.Errorf("public /openapi.json: %d %v, want the built-in tools %v", status, got, builtins)
 	}
-	status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", readToken, "")
-	want := slices.Sorted(slices.Values(append(builtinTools("read"), metaCustomTool)))
-	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
+	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", ReadToken, "")
+	want := slices.Sorted(slices.Values(append(BuiltinTools("read"), metaCustomTool)))
+	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("/openapi.json with a read token: %d %v, want %v", status, got, want)
 	}
-	if status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "wrong-token-0123456789abcdef", ""); status != http.StatusUnauthorized || body["errorType"] != "authentication_error" {
+	if status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", "wrong-token-0123456789abcdef", ""); status != http.StatusUnauthorized || body["errorType"] != "authentication_error" {
 		t.Errorf("/openapi.json with a bad token: %d %v", status, body)
 	}
-	if status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/v1/tools", "", ""); status != http.StatusUnauthorized {
+	if status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/v1/tools", "", ""); status != http.StatusUnauthorized {
 		t.Errorf("/v1/tools without a token under openapi_public: %d %v", status, body)
 	}
-	if status, raw, _ := apitest.MCPPost(t, api.srv.URL, "", `{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}`); status != http.StatusUnauthorized {
+	if status, raw, _ := apitest.MCPPost(t, api.Srv.URL, "", `{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}`); status != http.StatusUnauthorized {
 		t.Errorf("MCP tools/list without a token under openapi_public: %d %s", status, raw)
 	}
 }
@@ -170,13 +170,13 @@ func TestOpenAPIPublicHidesDisabledBuiltins(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
 	reg := toolstest.Registry(t, db.RoleDSN(t, "meta"), tools.Policy{ReadOnly: true, DisabledTools: []string{"execute_sql"}}, 4)
-	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: mcpTokens(), Log: zerolog.Nop(), OpenAPIPublic: true}))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: MCPTokens(), Log: zerolog.Nop(), OpenAPIPublic: true}))
 	t.Cleanup(srv.Close)
 	status, body, _ := apitest.Call(t, http.MethodGet, srv.URL+"/openapi.json", "", "")
 	// The read tools but execute_sql: a read-only database hides only the tools that always write,
 	// which are the write-scope ones.
-	want := slices.Sorted(slices.Values(slices.DeleteFunc(builtinTools("read"), func(n string) bool { return n == "execute_sql" })))
-	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
+	want := slices.Sorted(slices.Values(slices.DeleteFunc(BuiltinTools("read"), func(n string) bool { return n == "execute_sql" })))
+	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("public /openapi.json over a read-only database without execute_sql: %d %v, want %v", status, got, want)
 	}
 }
@@ -187,15 +187,15 @@ func TestOpenLoopbackMetadata(t *testing.T) {
 	t.Parallel()
 	api := newMetaAPI(t, nil, httpapi.HandlerOptions{})
 	all := slices.Sorted(slices.Values(append(schemas.ToolNames(), metaCustomTool)))
-	status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/v1/tools", "", "")
-	if got := listedTools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
+	status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/v1/tools", "", "")
+	if got := ListedTools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
 		t.Errorf("/v1/tools: %d %v, want %v", status, got, all)
 	}
-	status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "", "")
-	if got := openAPITools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
+	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", "", "")
+	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
 		t.Errorf("/openapi.json: %d %v, want %v", status, got, all)
 	}
-	onMCP := apitest.MCPToolNames(t, api.srv.URL, "")
+	onMCP := apitest.MCPToolNames(t, api.Srv.URL, "")
 	sort.Strings(onMCP)
 	if !slices.Equal(onMCP, all) {
 		t.Errorf("MCP tools/list: %v, want %v", onMCP, all)
@@ -212,7 +212,7 @@ func TestOpenAPIPublicConfig(t *testing.T) {
 		key  string
 		want bool
 	}{{``, false}, {`"openapi_public": false,`, false}, {`"openapi_public": true,`, true}} {
-		file := apitest.WriteFile(t, dir, "c.json", `{`+c.key+` "tokens": [{"name": "a", "token": "`+readToken+`", "scopes": ["read"]}],
+		file := apitest.WriteFile(t, dir, "c.json", `{`+c.key+` "tokens": [{"name": "a", "token": "`+ReadToken+`", "scopes": ["read"]}],
 			"databases": {"default": {"url": "`+db.DSN+`"}}}`)
 		cfg, err := config.LoadConfigFile(file)
 		if err != nil {

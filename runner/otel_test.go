@@ -23,17 +23,17 @@ import (
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
-// otlpReceiver is an in-process OTLP/HTTP trace receiver: it decodes every export request the
+// OTLPReceiver is an in-process OTLP/HTTP trace receiver: it decodes every export request the
 // official exporter sends to /v1/traces and keeps its spans.
-type otlpReceiver struct {
-	srv   *httptest.Server
+type OTLPReceiver struct {
+	Srv   *httptest.Server
 	mu    sync.Mutex
 	spans []*tracepb.Span
 }
 
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
-	r := &otlpReceiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+func NewOTLPReceiver(t *testing.T) *OTLPReceiver {
+	r := &OTLPReceiver{}
+	r.Srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		var export collectorpb.ExportTraceServiceRequest
 		if req.URL.Path != "/v1/traces" || proto.Unmarshal(body, &export) != nil {
@@ -51,11 +51,11 @@ func newOTLPReceiver(t *testing.T) *otlpReceiver {
 		out, _ := proto.Marshal(&collectorpb.ExportTraceServiceResponse{})
 		_, _ = w.Write(out)
 	}))
-	t.Cleanup(r.srv.Close)
+	t.Cleanup(r.Srv.Close)
 	return r
 }
 
-func (r *otlpReceiver) received() []*tracepb.Span {
+func (r *OTLPReceiver) Received() []*tracepb.Span {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]*tracepb.Span(nil), r.spans...)
@@ -72,8 +72,8 @@ func TestTraceOfToolCall(t *testing.T) {
 	dsn := db.RoleDSN(t, "otel")
 	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("otel")+`"`)
 	reg := toolstest.Registry(t, dsn, tools.Policy{}, 2)
-	recv := newOTLPReceiver(t)
-	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(recv.srv.URL+"/v1/traces"))
+	recv := NewOTLPReceiver(t)
+	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(recv.Srv.URL+"/v1/traces"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestTraceOfToolCall(t *testing.T) {
 	if code := post("select_query", `{"table":"nope"}`); code != 400 {
 		t.Fatalf("select_query on a missing table: %d", code)
 	}
-	spans := recv.received()
+	spans := recv.Received()
 	byID := map[string]*tracepb.Span{}
 	var calls []*tracepb.Span
 	for _, s := range spans {

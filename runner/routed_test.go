@@ -23,8 +23,8 @@ import (
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
-// jsonLines returns the JSON lines of log whose key k equals v.
-func jsonLines(t *testing.T, log *syncBuffer, k, v string) []map[string]any {
+// JSONLines returns the JSON lines of log whose key k equals v.
+func JSONLines(t *testing.T, log *syncBuffer, k, v string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
@@ -84,8 +84,8 @@ func TestCallsNameTheRoutedDatabase(t *testing.T) {
 	t.Parallel()
 	f := newRoutedFixture(t)
 	logs := &syncBuffer{}
-	recv := newOTLPReceiver(t)
-	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(recv.srv.URL+"/v1/traces"))
+	recv := NewOTLPReceiver(t)
+	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(recv.Srv.URL+"/v1/traces"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,20 +108,20 @@ func TestCallsNameTheRoutedDatabase(t *testing.T) {
 	post("purge_big", `{"min":149,"dry_run":true}`)
 
 	for _, tool := range []string{"delete_data", "purge_big"} {
-		lines := jsonLines(t, logs, "tool", tool)
+		lines := JSONLines(t, logs, "tool", tool)
 		if len(lines) != 1 || lines[0]["database"] != "reports" {
 			t.Errorf("log line of %s: %v, want database reports", tool, lines)
 		}
-		audits := jsonLines(t, f.audit, "tool", tool)
+		audits := JSONLines(t, f.audit, "tool", tool)
 		if len(audits) != 1 || audits[0]["database"] != "reports" {
 			t.Errorf("audit of %s: %v, want database reports", tool, audits)
 		}
 	}
-	if l := jsonLines(t, logs, "tool", "delete_data"); len(l) == 1 && l[0]["session"] != id {
+	if l := JSONLines(t, logs, "tool", "delete_data"); len(l) == 1 && l[0]["session"] != id {
 		t.Errorf("log line of the session call: %v, want session %s", l[0], id)
 	}
 	spans := 0
-	for _, s := range recv.received() {
+	for _, s := range recv.Received() {
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes {
 			attrs[kv.Key] = kv.Value.GetStringValue()
@@ -153,14 +153,14 @@ func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	no := &elicitor{action: "decline"}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: no.handle}).Connect(t.Context(), ct, nil)
+	no := &Elicitor{Action: "decline"}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: no.Handle}).Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 
-	begin := callOut(t, cs, "pg_tx", map[string]any{"action": "begin", "database": "reports"})
+	begin := CallOut(t, cs, "pg_tx", map[string]any{"action": "begin", "database": "reports"})
 	id, _ := begin.Object["session_id"].(string)
 	if begin.IsError || id == "" {
 		t.Fatalf("begin: %s", begin.Text)
@@ -175,11 +175,11 @@ func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 		{"purge_big", map[string]any{"min": 0, "autocommit": true}, "in database reports"},
 	}
 	for i, c := range calls {
-		out := callOut(t, cs, c.tool, c.args)
+		out := CallOut(t, cs, c.tool, c.args)
 		if !out.IsError || out.Object["errorType"] != "confirmation_required" {
 			t.Errorf("%s declined: %s", c.tool, out.Text)
 		}
-		if q := no.questions(); len(q) != i+1 || !strings.Contains(q[i], c.want) {
+		if q := no.Questions(); len(q) != i+1 || !strings.Contains(q[i], c.want) {
 			t.Errorf("%s: questions %q, want the last to say %q", c.tool, q, c.want)
 		}
 	}
@@ -187,7 +187,7 @@ func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 		t.Errorf("big has %d rows after declined calls, want 150", n)
 	}
 	for _, tool := range []string{"delete_data", "purge_big"} {
-		for _, l := range jsonLines(t, logs, "tool", tool) {
+		for _, l := range JSONLines(t, logs, "tool", tool) {
 			if l["database"] != "reports" {
 				t.Errorf("MCP log line of %s: %v, want database reports", tool, l)
 			}

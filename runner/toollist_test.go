@@ -15,12 +15,12 @@ import (
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
-// builtinTools returns, in the registry's order, the built-in tools a token with the given scopes
+// BuiltinTools returns, in the registry's order, the built-in tools a token with the given scopes
 // is shown where no policy hides one: those whose schema's x-pgtools scope it holds. Each tool's
 // scope is pinned by tools' TestRegistryToolMeta and what each caller is shown by its
 // TestToolsFor; the transport tests here check that every listing applies the caller's scopes,
 // and follow a new tool without an edit.
-func builtinTools(scopes ...string) []string {
+func BuiltinTools(scopes ...string) []string {
 	var names []string
 	for _, name := range schemas.ToolNames() {
 		if meta, _ := schemas.Meta(name); slices.Contains(scopes, meta.Scope) {
@@ -38,21 +38,21 @@ func TestToolListsPerCaller(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
 	const narrowToken = "narrow-token-0123456789abcdef"
-	api := newAPI(t, db.RoleDSN(t, "lists"), append(mcpTokens(),
+	api := NewAPI(t, db.RoleDSN(t, "lists"), append(MCPTokens(),
 		auth.Token{Secret: narrowToken, Name: "narrow", Scopes: []string{"read", "write"}, Tools: []string{"select_query"}}))
-	writeTools := builtinTools("write")
+	writeTools := BuiltinTools("write")
 	cases := []struct {
 		token string
 		want  []string
 	}{
-		{agentToken, builtinTools("read", "write")},
-		{readToken, builtinTools("read")},
-		{writeToken, writeTools},
+		{AgentToken, BuiltinTools("read", "write")},
+		{ReadToken, BuiltinTools("read")},
+		{WriteToken, writeTools},
 		{narrowToken, []string{"select_query"}},
 	}
 	for _, c := range cases {
 		// GET /v1/tools, in the registry's order.
-		status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/v1/tools", c.token, "")
+		status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/v1/tools", c.token, "")
 		var listed []string
 		for _, item := range body["tools"].([]any) {
 			listed = append(listed, item.(map[string]any)["name"].(string))
@@ -61,13 +61,13 @@ func TestToolListsPerCaller(t *testing.T) {
 			t.Errorf("%.6s…: /v1/tools %d %v, want %v", c.token, status, listed, c.want)
 		}
 		// MCP tools/list through the go-sdk client.
-		onMCP := apitest.MCPToolNames(t, api.srv.URL, c.token)
+		onMCP := apitest.MCPToolNames(t, api.Srv.URL, c.token)
 		want := slices.Sorted(slices.Values(c.want)) // the SDK lists tools by name
 		if !slices.Equal(onMCP, want) {
 			t.Errorf("%.6s…: tools/list %v, want %v", c.token, onMCP, c.want)
 		}
 		// /openapi.json with the token: the same tools as paths.
-		status, body, _ = apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", c.token, "")
+		status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", c.token, "")
 		var paths []string
 		for p := range body["paths"].(map[string]any) {
 			paths = append(paths, p[len("/v1/tools/"):])
@@ -79,19 +79,19 @@ func TestToolListsPerCaller(t *testing.T) {
 	}
 	// Without a token, or with a bad one, /openapi.json is refused like the API
 	// (metaauth_test.go; openapi_public publishes the built-in tools only).
-	if status, body, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "", ""); status != http.StatusUnauthorized {
+	if status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", "", ""); status != http.StatusUnauthorized {
 		t.Errorf("/openapi.json without a token: %d %v", status, body)
 	}
-	if status, _, _ := apitest.Call(t, http.MethodGet, api.srv.URL+"/openapi.json", "wrong-token-0123456789abcdef", ""); status != http.StatusUnauthorized {
+	if status, _, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", "wrong-token-0123456789abcdef", ""); status != http.StatusUnauthorized {
 		t.Errorf("/openapi.json with a bad token: %d", status)
 	}
 
 	// A hidden tool called anyway: not_allowed, on HTTP and as an MCP tool result.
-	status, body, _ := api.post(t, "/v1/tools/describe_schema", narrowToken, `{}`)
+	status, body, _ := api.Post(t, "/v1/tools/describe_schema", narrowToken, `{}`)
 	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
 		t.Errorf("describe_schema outside the allow-list over HTTP: %d %v", status, body)
 	}
-	cs, err := apitest.ConnectMCP(t, api.srv.URL, readToken)
+	cs, err := apitest.ConnectMCP(t, api.Srv.URL, ReadToken)
 	if err != nil {
 		t.Fatal(err)
 	}
