@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"io"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkApprovalsHTTP(b *testing.B) {
 		doc := `{"tokens": [{"name": "agent", "token": "` + aprCallerToken + `", "scopes": ["read", "write"]},
 		  {"name": "boss", "token": "` + aprApproverToken + `", "scopes": ["approve"]}],
 		  "databases": {"default": {"url": "` + dsn + `", "max_conns": 2, "policy": {"require_approval": ` + rules + `}}}}`
-		return NewServerFixture(b, ConfigDoc(b, doc)).HTTP.URL
+		return runnertest.NewServerFixture(b, runnertest.ConfigDoc(b, doc)).HTTP.URL
 	}
 	post := func(b *testing.B, url, token, path, body string) {
 		resp, err := http.DefaultClient.Do(apitest.Request(http.MethodPost, url+path, token, body))

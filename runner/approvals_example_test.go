@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pgtools/pgtools/runner/demodata"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -26,7 +27,7 @@ func TestApprovalsExampleScript(t *testing.T) {
 	doc := `{"tokens": [{"name": "agent", "token": "` + caller + `", "scopes": ["read", "write"]},
 	    {"name": "ops-lead", "token": "` + approver + `", "scopes": ["approve"]}],
 	  "databases": {"default": {"url": "` + dsn + `", "policy": {"require_approval": [{"when": "rows_over", "rows": 100}]}}}}`
-	srv := NewServerFixture(t, ConfigDoc(t, doc)).HTTP
+	srv := runnertest.NewServerFixture(t, runnertest.ConfigDoc(t, doc)).HTTP
 	for run := 1; run <= 2; run++ {
 		script := exec.Command("bash", "../examples/curl/approvals.sh")
 		script.Env = append(os.Environ(), "PGTOOLS_URL="+srv.URL, "PGTOOLS_TOKEN="+caller, "PGTOOLS_APPROVER_TOKEN="+approver)

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"crypto/tls"
@@ -22,6 +22,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/auth/authtest"
 	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -64,7 +65,7 @@ type approvalsFixture struct {
 	reg   *tools.Registry
 	store *approval.Store
 	clock *testClock
-	log   *syncBuffer
+	log   *pgtest.SyncBuffer
 }
 
 func approvalsTokens() []auth.Token {
@@ -85,7 +86,7 @@ func newApprovalsFixture(t *testing.T) *approvalsFixture {
 	store := approval.NewStore(approval.Options{TTL: 15 * time.Minute, Now: clock.Now})
 	policy := tools.Policy{RequireApproval: []approval.Rule{{When: approval.WhenRowsOver, Rows: 100}}}
 	reg := toolstest.RegistryWith(t, dsn, policy, 4, tools.Options{Approvals: store})
-	logs := &syncBuffer{}
+	logs := &pgtest.SyncBuffer{}
 	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: approvalsTokens(), Log: zerolog.New(logs)}))
 	t.Cleanup(srv.Close)
 	return &approvalsFixture{srv: srv, db: db, reg: reg, store: store, clock: clock, log: logs}
@@ -517,7 +518,7 @@ func withApprovalID(args, id string) string {
 func TestApprovalsPageJWT(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t)
-	f := NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
+	f := runnertest.NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
 	good := authtest.ValidClaims("alice", f.Role)
 	c := newPageClient(t, f.Srv.URL, nil)
 	status, body := c.signIn(authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, good))

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -39,10 +40,10 @@ const (
 // its database, served over HTTP, with an approval clock the test moves and an audit log file.
 type approvalRunner struct {
 	db    *pgtest.DB
-	rt    *Runtime
+	rt    *runner.Runtime
 	url   string
 	audit string
-	logs  *syncBuffer
+	logs  *pgtest.SyncBuffer
 	load  func(extra string) func() (*config.Config, error)
 	mu    sync.Mutex
 	now   time.Time
@@ -50,7 +51,7 @@ type approvalRunner struct {
 
 func newApprovalRunner(t *testing.T) *approvalRunner {
 	t.Helper()
-	f := &approvalRunner{db: pgtest.New(t), now: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC), logs: &syncBuffer{}}
+	f := &approvalRunner{db: pgtest.New(t), now: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC), logs: &pgtest.SyncBuffer{}}
 	f.db.Exec(t, `CREATE TABLE orders (id int PRIMARY KEY, total int, note text)`)
 	dsn := f.db.RoleDSN(t, "apr")
 	f.db.Exec(t, `GRANT INSERT, DELETE ON orders TO "`+f.db.RoleName("apr")+`"`)
@@ -76,7 +77,7 @@ func newApprovalRunner(t *testing.T) *approvalRunner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.rt, err = Build(context.Background(), cfg, zerolog.New(f.logs), BuildOptions{ApprovalClock: f.clock})
+	f.rt, err = runner.Build(context.Background(), cfg, zerolog.New(f.logs), runner.BuildOptions{ApprovalClock: f.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

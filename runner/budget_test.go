@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"net/http"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -26,12 +27,12 @@ func TestHTTPMaxResponseBytesHeader(t *testing.T) {
 		INSERT INTO wide SELECT i, repeat('x', 90) FROM generate_series(1, 200) i`)
 	dsn := db.RoleDSN(t, "api")
 	reg := toolstest.Registry(t, dsn, tools.Policy{MaxResponseBytes: 8192}, 4)
-	srv := httptest.NewServer(httpapi.NewHandler(reg, Tokens(), zerolog.Nop(), 4096))
+	srv := httptest.NewServer(httpapi.NewHandler(reg, runnertest.Tokens(), zerolog.Nop(), 4096))
 	t.Cleanup(srv.Close)
 
 	call := func(t *testing.T, header string) (int, map[string]any) {
 		t.Helper()
-		req := apitest.Request(http.MethodPost, srv.URL+"/v1/tools/select_query", ReadToken, `{"table":"wide","order_by":"id"}`)
+		req := apitest.Request(http.MethodPost, srv.URL+"/v1/tools/select_query", runnertest.ReadToken, `{"table":"wide","order_by":"id"}`)
 		if header != "" {
 			req.Header.Set(httpapi.MaxResponseBytesHeader, header)
 		}

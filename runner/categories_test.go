@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -14,7 +14,9 @@ import (
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/internal/httpx"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
 // TestStatusForEveryCategory walks every error category: each has the HTTP status docs/design.md §4
@@ -64,14 +66,14 @@ func TestUnknownCategoryIsAnInternalError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &pgtest.SyncBuffer{}
 	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.New(logs), Caller: madeUpCategory{reg}}))
 	t.Cleanup(srv.Close)
 	status, _, _ := apitest.Call(t, http.MethodPost, srv.URL+"/v1/tools/select_query", "", `{"table":"t"}`)
 	if status != http.StatusInternalServerError {
 		t.Errorf("status %d, want 500", status)
 	}
-	lines := JSONLines(t, logs, "level", "error")
+	lines := runnertest.JSONLines(t, logs, "level", "error")
 	if len(lines) != 1 || lines[0]["error_type"] != "made_up_category" || !strings.Contains(lines[0]["message"].(string), "without status") {
 		t.Errorf("error lines %v, want one naming the category", lines)
 	}

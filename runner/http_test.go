@@ -1,70 +1,21 @@
-package runner
+package runner_test
 
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
-	"github.com/pgtools/pgtools/runner/httpapi"
-	"github.com/pgtools/pgtools/tools"
-	"github.com/pgtools/pgtools/tools/pgtest"
-	"github.com/pgtools/pgtools/tools/toolstest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
-
-func TestMain(m *testing.M) { pgtest.Main(m) }
-
-const (
-	ReadToken  = "read-token-0123456789abcdef"
-	WriteToken = "write-only-token-0123456789"
-)
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer = pgtest.SyncBuffer
-
-type APIFixture struct {
-	Srv *httptest.Server
-	Log *syncBuffer
-	DB  *pgtest.DB
-}
-
-func NewAPI(t *testing.T, dsn string, tokens []auth.Token) *APIFixture {
-	t.Helper()
-	reg := toolstest.Registry(t, dsn, tools.Policy{}, 4)
-	logs := &syncBuffer{}
-	srv := httptest.NewServer(httpapi.NewHandler(reg, tokens, zerolog.New(logs), 4096))
-	t.Cleanup(srv.Close)
-	return &APIFixture{Srv: srv, Log: logs}
-}
-
-func (a *APIFixture) Post(t *testing.T, path, token, body string) (int, map[string]any, http.Header) {
-	t.Helper()
-	return apitest.Call(t, http.MethodPost, a.Srv.URL+path, token, body)
-}
-
-func Tokens() []auth.Token {
-	return []auth.Token{
-		{Secret: ReadToken, Name: "reader", Scopes: []string{"read"}},
-		{Secret: WriteToken, Name: "writer", Scopes: []string{"write"}},
-	}
-}
-
-func SetupDB(t *testing.T) (*pgtest.DB, string) {
-	db := pgtest.New(t)
-	db.Exec(t, `CREATE TABLE orders (id int PRIMARY KEY, status text); INSERT INTO orders SELECT i, 'paid' FROM generate_series(1, 5) i`)
-	return db, db.RoleDSN(t, "api")
-}
 
 func TestHTTPAuthAndStatus(t *testing.T) {
 	t.Parallel()
-	_, dsn := SetupDB(t)
-	api := NewAPI(t, dsn, Tokens())
+	_, dsn := runnertest.SetupDB(t)
+	api := runnertest.NewAPI(t, dsn, runnertest.Tokens())
 
 	cases := []struct {
 		name, path, token, body string
@@ -73,16 +24,16 @@ func TestHTTPAuthAndStatus(t *testing.T) {
 	}{
 		{"no token", "/v1/tools/select_query", "", `{"table":"orders"}`, 401, "authentication_error"},
 		{"wrong token", "/v1/tools/select_query", "wrong-token-0123456789abcdef", `{"table":"orders"}`, 401, "authentication_error"},
-		{"token without read scope", "/v1/tools/select_query", WriteToken, `{"table":"orders"}`, 403, "not_allowed"},
-		{"unknown tool", "/v1/tools/drop_everything", ReadToken, `{}`, 404, "unknown_tool"},
-		{"invalid arguments", "/v1/tools/select_query", ReadToken, `{"tabel":"orders"}`, 400, "invalid_arguments"},
-		{"body not JSON", "/v1/tools/select_query", ReadToken, `{"table":`, 400, "invalid_arguments"},
-		{"unknown table", "/v1/tools/select_query", ReadToken, `{"table":"ordrs"}`, 400, "invalid_table"},
-		{"unknown column", "/v1/tools/select_query", ReadToken, `{"table":"orders","columns":"idd"}`, 400, "invalid_column"},
-		{"read only violation", "/v1/tools/execute_sql", ReadToken, `{"sql":"delete from orders"}`, 403, "read_only_violation"},
-		{"write with a read-only token", "/v1/tools/insert_data", ReadToken, `{"table":"orders","row":{"id":9}}`, 403, "not_allowed"},
-		{"body over the limit", "/v1/tools/select_query", ReadToken, `{"table":"orders","where":"` + strings.Repeat("x", 5000) + `"}`, 400, "invalid_arguments"},
-		{"ok", "/v1/tools/select_query", ReadToken, `{"table":"orders","limit":2}`, 200, ""},
+		{"token without read scope", "/v1/tools/select_query", runnertest.WriteToken, `{"table":"orders"}`, 403, "not_allowed"},
+		{"unknown tool", "/v1/tools/drop_everything", runnertest.ReadToken, `{}`, 404, "unknown_tool"},
+		{"invalid arguments", "/v1/tools/select_query", runnertest.ReadToken, `{"tabel":"orders"}`, 400, "invalid_arguments"},
+		{"body not JSON", "/v1/tools/select_query", runnertest.ReadToken, `{"table":`, 400, "invalid_arguments"},
+		{"unknown table", "/v1/tools/select_query", runnertest.ReadToken, `{"table":"ordrs"}`, 400, "invalid_table"},
+		{"unknown column", "/v1/tools/select_query", runnertest.ReadToken, `{"table":"orders","columns":"idd"}`, 400, "invalid_column"},
+		{"read only violation", "/v1/tools/execute_sql", runnertest.ReadToken, `{"sql":"delete from orders"}`, 403, "read_only_violation"},
+		{"write with a read-only token", "/v1/tools/insert_data", runnertest.ReadToken, `{"table":"orders","row":{"id":9}}`, 403, "not_allowed"},
+		{"body over the limit", "/v1/tools/select_query", runnertest.ReadToken, `{"table":"orders","where":"` + strings.Repeat("x", 5000) + `"}`, 400, "invalid_arguments"},
+		{"ok", "/v1/tools/select_query", runnertest.ReadToken, `{"table":"orders","limit":2}`, 200, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,15 +56,15 @@ func TestHTTPAuthAndStatus(t *testing.T) {
 
 func TestHTTPAccessLogHasNoSecrets(t *testing.T) {
 	t.Parallel()
-	_, dsn := SetupDB(t)
-	api := NewAPI(t, dsn, Tokens())
-	status, _, hdr := api.Post(t, "/v1/tools/select_query?token=query-string-secret", ReadToken,
+	_, dsn := runnertest.SetupDB(t)
+	api := runnertest.NewAPI(t, dsn, runnertest.Tokens())
+	status, _, hdr := api.Post(t, "/v1/tools/select_query?token=query-string-secret", runnertest.ReadToken,
 		`{"table":"orders","where":"status = $1","params":["PARAM-SECRET-VALUE"]}`)
 	if status != 200 {
 		t.Fatalf("status %d", status)
 	}
 	logs := api.Log.String()
-	for _, secret := range []string{ReadToken, "PARAM-SECRET-VALUE", "query-string-secret", dsn} {
+	for _, secret := range []string{runnertest.ReadToken, "PARAM-SECRET-VALUE", "query-string-secret", dsn} {
 		if strings.Contains(logs, secret) {
 			t.Fatalf("access log contains a secret %q:\n%s", secret, logs)
 		}
@@ -129,10 +80,10 @@ func TestHTTPAccessLogHasNoSecrets(t *testing.T) {
 
 func TestHTTPCatalogEndpoints(t *testing.T) {
 	t.Parallel()
-	_, dsn := SetupDB(t)
-	api := NewAPI(t, dsn, Tokens())
+	_, dsn := runnertest.SetupDB(t)
+	api := runnertest.NewAPI(t, dsn, runnertest.Tokens())
 
-	status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/v1/tools", ReadToken, "")
+	status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/v1/tools", runnertest.ReadToken, "")
 	list, _ := body["tools"].([]any)
 	if status != 200 || len(list) != 5 { // a read token is shown the read tools only (toollist_test.go)
 		t.Fatalf("/v1/tools: %d %v", status, body)
@@ -154,7 +105,7 @@ func TestHTTPCatalogEndpoints(t *testing.T) {
 		}
 	}
 
-	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", ReadToken, "")
+	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", runnertest.ReadToken, "")
 	paths, _ := body["paths"].(map[string]any)
 	if status != 200 || body["openapi"] != "3.1.0" || paths["/v1/tools/select_query"] == nil {
 		t.Fatalf("/openapi.json: %d %v", status, body)
@@ -170,7 +121,7 @@ func TestHTTPCatalogEndpoints(t *testing.T) {
 func TestHTTPReadyzWhenDatabaseIsDown(t *testing.T) {
 	t.Parallel()
 	// A port nobody listens on: the runner starts, is alive, and reports not ready.
-	api := NewAPI(t, "postgres://nobody:hunter2-password@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", Tokens())
+	api := runnertest.NewAPI(t, "postgres://nobody:hunter2-password@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", runnertest.Tokens())
 	if status, _, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/healthz", "", ""); status != 200 {
 		t.Fatalf("/healthz: %d", status)
 	}
@@ -178,7 +129,7 @@ func TestHTTPReadyzWhenDatabaseIsDown(t *testing.T) {
 	if status != 503 || strings.Contains(body["reason"].(string), "hunter2") {
 		t.Fatalf("/readyz: %d %v", status, body)
 	}
-	status, body, _ = api.Post(t, "/v1/tools/select_query", ReadToken, `{"table":"orders"}`)
+	status, body, _ = api.Post(t, "/v1/tools/select_query", runnertest.ReadToken, `{"table":"orders"}`)
 	raw, _ := json.Marshal(body)
 	if status != 503 || body["errorType"] != "connection_error" || strings.Contains(string(raw), "hunter2") || strings.Contains(string(raw), "nobody") {
 		t.Fatalf("call with database down: %d %s", status, raw)
@@ -199,7 +150,7 @@ func TestConfigRefusesOpenNonLoopback(t *testing.T) {
 		{"0.0.0.0:8080", nil, false},
 		{":8080", nil, false},
 		{"192.168.1.10:8080", nil, false},
-		{"0.0.0.0:8080", []auth.Token{{Secret: ReadToken, Name: "a", Scopes: []string{"read"}}}, true},
+		{"0.0.0.0:8080", []auth.Token{{Secret: runnertest.ReadToken, Name: "a", Scopes: []string{"read"}}}, true},
 	}
 	for _, c := range cases {
 		cfg := &config.Config{Listen: c.listen, Tokens: c.tokens, Databases: dbs}

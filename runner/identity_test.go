@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"encoding/json"
@@ -12,53 +12,8 @@ import (
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/auth/authtest"
-	"github.com/pgtools/pgtools/runner/config"
-	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
-
-const (
-	ActAsToken  = "act-as-token-0123456789abcdef"
-	PlainToken  = "plain-token-0123456789abcdef"
-	MCPResource = "https://pgtools.test.invalid/mcp"
-)
-
-// IdentityFixture is the HTTP API over a database with a table under row-level security: rows
-// of a tenant are visible and writable only to calls whose request.jwt.claims name that tenant.
-// Tokens: "hub" may act for users (role agent, fixed claim app=crm), "plain" may not; JWTs of
-// iss are accepted with audience authtest.Audience on the API and MCPResource on /mcp.
-type IdentityFixture struct {
-	JWTFixture
-	Iss *authtest.JWKSIssuer
-}
-
-func NewIdentityFixture(t *testing.T) *IdentityFixture {
-	t.Helper()
-	db := pgtest.New(t)
-	role := db.RoleName("agent")
-	db.Exec(t, `CREATE ROLE `+role+` NOLOGIN`)
-	db.Exec(t, `CREATE TABLE probe (id int PRIMARY KEY, tenant text); GRANT SELECT, INSERT ON probe TO `+role)
-	db.Exec(t, `CREATE TABLE docs (id int PRIMARY KEY, tenant text NOT NULL, body text);
-		INSERT INTO docs VALUES (1, 'a', 'a1'), (2, 'a', 'a2'), (3, 'b', 'b1');
-		ALTER TABLE docs ENABLE ROW LEVEL SECURITY;
-		CREATE POLICY by_tenant ON docs USING (tenant = current_setting('request.jwt.claims', true)::jsonb ->> 'tenant')
-			WITH CHECK (tenant = current_setting('request.jwt.claims', true)::jsonb ->> 'tenant');
-		GRANT SELECT, INSERT, UPDATE, DELETE ON docs TO `+role)
-	iss := authtest.NewIssuer(t)
-	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.DSN}},
-		Tokens: []auth.Token{
-			{Secret: ActAsToken, Name: "hub", Scopes: []string{"read", "write"}, Role: role, ActAs: true, ActAsClaims: map[string]any{"app": "crm"}},
-			{Secret: PlainToken, Name: "plain", Scopes: []string{"read", "write"}},
-		},
-		JWT:      &auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL(), Roles: []string{role}},
-		MCPOAuth: &auth.MCPOAuthConfig{Resource: MCPResource}}
-	// As pgtools serve builds it: sessions, limits, metrics.
-	sf := NewServerFixture(t, cfg)
-	return &IdentityFixture{JWTFixture: JWTFixture{Srv: sf.HTTP, Log: sf.Log, DB: db, Role: role}, Iss: iss}
-}
-
-func (f *IdentityFixture) TenantToken(t *testing.T, sub, tenant string) string {
-	return authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", f.Iss.RSA, authtest.With(authtest.ValidClaims(sub, f.Role), "tenant", tenant))
-}
 
 func rowsOf(t *testing.T, body map[string]any) []map[string]any {
 	t.Helper()
@@ -78,7 +33,7 @@ func rowsOf(t *testing.T, body map[string]any) []map[string]any {
 // policy's WITH CHECK is refused and nothing lands.
 func TestTwoTenantsSeeAndChangeOnlyTheirRows(t *testing.T) {
 	t.Parallel()
-	f := NewIdentityFixture(t)
+	f := runnertest.NewIdentityFixture(t)
 	a, b := f.TenantToken(t, "alice", "a"), f.TenantToken(t, "bob", "b")
 	for _, c := range []struct {
 		token string
@@ -136,8 +91,8 @@ func TestTwoTenantsSeeAndChangeOnlyTheirRows(t *testing.T) {
 // act_as sending the header is refused with not_allowed and nothing runs.
 func TestActAs(t *testing.T) {
 	t.Parallel()
-	f := NewIdentityFixture(t)
-	status, body, _ := f.Post(t, "/v1/tools/execute_sql", ActAsToken,
+	f := runnertest.NewIdentityFixture(t)
+	status, body, _ := f.Post(t, "/v1/tools/execute_sql", runnertest.ActAsToken,
 		`{"sql": "SELECT current_user AS u, current_setting('request.jwt.claims', true) AS c"}`, auth.ActAsHeader, "user-42")
 	if status != http.StatusOK {
 		t.Fatalf("act as: %d %v", status, body)
@@ -153,7 +108,7 @@ func TestActAs(t *testing.T) {
 	}
 
 	// Sessions are the subject's: another subject of the same token cannot use one.
-	status, body, _ = f.Post(t, "/v1/tools/pg_tx", ActAsToken, `{"action": "begin"}`, auth.ActAsHeader, "alice")
+	status, body, _ = f.Post(t, "/v1/tools/pg_tx", runnertest.ActAsToken, `{"action": "begin"}`, auth.ActAsHeader, "alice")
 	if status != http.StatusOK {
 		t.Fatalf("begin: %d %v", status, body)
 	}
@@ -163,22 +118,22 @@ func TestActAs(t *testing.T) {
 		if other == "" {
 			h = nil // the token itself, acting for nobody
 		}
-		status, body, _ = f.Post(t, "/v1/tools/select_query", ActAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, h...)
+		status, body, _ = f.Post(t, "/v1/tools/select_query", runnertest.ActAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, h...)
 		if status != http.StatusNotFound || body["errorType"] != "session_not_found" {
 			t.Errorf("subject %q used alice's session: %d %v, want session_not_found", other, status, body)
 		}
 	}
-	if status, body, _ = f.Post(t, "/v1/tools/select_query", ActAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, auth.ActAsHeader, "alice"); status != http.StatusOK {
+	if status, body, _ = f.Post(t, "/v1/tools/select_query", runnertest.ActAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, auth.ActAsHeader, "alice"); status != http.StatusOK {
 		t.Errorf("alice cannot use her session: %d %v", status, body)
 	}
 
 	// A token without act_as: not_allowed, nothing run.
-	status, body, _ = f.Post(t, "/v1/tools/execute_sql", PlainToken, InsertProbe, auth.ActAsHeader, "user-42")
+	status, body, _ = f.Post(t, "/v1/tools/execute_sql", runnertest.PlainToken, runnertest.InsertProbe, auth.ActAsHeader, "user-42")
 	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
 		t.Errorf("act-as without act_as: %d %v, want 403 not_allowed", status, body)
 	}
 	// A JWT principal may not act for others either.
-	status, body, _ = f.Post(t, "/v1/tools/execute_sql", f.TenantToken(t, "alice", "a"), InsertProbe, auth.ActAsHeader, "user-42")
+	status, body, _ = f.Post(t, "/v1/tools/execute_sql", f.TenantToken(t, "alice", "a"), runnertest.InsertProbe, auth.ActAsHeader, "user-42")
 	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
 		t.Errorf("act-as with a JWT: %d %v, want 403 not_allowed", status, body)
 	}
@@ -186,7 +141,7 @@ func TestActAs(t *testing.T) {
 		t.Errorf("%d rows landed through refused act-as calls", n)
 	}
 	// A subject with control characters is refused without being echoed.
-	status, body, _ = f.Post(t, "/v1/tools/select_query", ActAsToken, `{"table": "probe"}`, auth.ActAsHeader, "a\tb")
+	status, body, _ = f.Post(t, "/v1/tools/select_query", runnertest.ActAsToken, `{"table": "probe"}`, auth.ActAsHeader, "a\tb")
 	if status != http.StatusBadRequest || body["errorType"] != "invalid_arguments" {
 		t.Errorf("bad subject: %d %v", status, body)
 	}
@@ -196,7 +151,7 @@ func TestActAs(t *testing.T) {
 // naming it, and access tokens verified with the resource as their audience on /mcp only.
 func TestMCPOAuthResourceServer(t *testing.T) {
 	t.Parallel()
-	f := NewIdentityFixture(t)
+	f := runnertest.NewIdentityFixture(t)
 	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
 		resp, err := http.Get(f.Srv.URL + path)
 		if err != nil {
@@ -208,7 +163,7 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &meta) != nil {
 			t.Fatalf("%s: %d %s", path, resp.StatusCode, raw)
 		}
-		if meta["resource"] != MCPResource || !strings.Contains(string(raw), `"authorization_servers":["`+authtest.Issuer+`"]`) ||
+		if meta["resource"] != runnertest.MCPResource || !strings.Contains(string(raw), `"authorization_servers":["`+authtest.Issuer+`"]`) ||
 			!strings.Contains(string(raw), `"bearer_methods_supported":["header"]`) || !strings.Contains(string(raw), `"scopes_supported":["read","write"]`) {
 			t.Errorf("%s: metadata %s", path, raw)
 		}
@@ -226,7 +181,7 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 	if status, body, _ := post(f.TenantToken(t, "alice", "a")); status != http.StatusUnauthorized || !strings.Contains(body, "another audience") {
 		t.Errorf("API-audience token on /mcp: %d %s", status, body)
 	}
-	access := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", f.Iss.RSA, authtest.With(authtest.ValidClaims("alice", f.Role), "aud", MCPResource+"/"))
+	access := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", f.Iss.RSA, authtest.With(authtest.ValidClaims("alice", f.Role), "aud", runnertest.MCPResource+"/"))
 	status, body, _ := post(access)
 	if status != http.StatusOK || !strings.Contains(body, `\"u\":\"`+f.Role+`\"`) {
 		t.Errorf("access token on /mcp: %d %s", status, body)

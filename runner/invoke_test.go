@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"encoding/json"
@@ -17,6 +17,7 @@ import (
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -37,8 +38,8 @@ func panicRegistry(t *testing.T) (*tools.Registry, invoke.Caller) {
 func TestPanicIsAnInternalErrorOverHTTP(t *testing.T) {
 	t.Parallel()
 	reg, caller := panicRegistry(t)
-	logs := &syncBuffer{}
-	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: MCPTokens(), Log: zerolog.New(logs),
+	logs := &pgtest.SyncBuffer{}
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: runnertest.MCPTokens(), Log: zerolog.New(logs),
 		Caller: caller, Limits: invoke.Limits{MaxConcurrentPerToken: 1}}))
 	t.Cleanup(srv.Close)
 	client := srv.Client()
@@ -52,7 +53,7 @@ func TestPanicIsAnInternalErrorOverHTTP(t *testing.T) {
 		}}
 		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodPost,
 			srv.URL+"/v1/tools/"+tool, strings.NewReader(args))
-		req.Header.Set("Authorization", "Bearer "+AgentToken)
+		req.Header.Set("Authorization", "Bearer "+runnertest.AgentToken)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("%s: %v", tool, err)
@@ -127,9 +128,9 @@ func TestPanicIsAnInternalErrorOverMCP(t *testing.T) {
 	t.Run("streamable HTTP", func(t *testing.T) {
 		t.Parallel()
 		reg, caller := panicRegistry(t)
-		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: MCPTokens(), Log: zerolog.Nop(), Caller: caller}))
+		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: runnertest.MCPTokens(), Log: zerolog.Nop(), Caller: caller}))
 		t.Cleanup(srv.Close)
-		cs, err := apitest.ConnectMCP(t, srv.URL, AgentToken)
+		cs, err := apitest.ConnectMCP(t, srv.URL, runnertest.AgentToken)
 		if err != nil {
 			t.Fatal(err)
 		}

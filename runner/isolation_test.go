@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -19,7 +20,7 @@ func TestTokenMaxResponseBytesCutsReads(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text); INSERT INTO notes SELECT i, repeat('x', 200) FROM generate_series(1, 100) i`)
 	const small, big = "small-cap-token-0123456789", "no-cap-token-0123456789ab"
-	f := NewServerFixture(t, ConfigDoc(t, fmt.Sprintf(`{"tokens": [
+	f := runnertest.NewServerFixture(t, runnertest.ConfigDoc(t, fmt.Sprintf(`{"tokens": [
 	    {"name": "small", "token": %q, "scopes": ["read"], "max_response_bytes": 4096},
 	    {"name": "big", "token": %q, "scopes": ["read"]}],
 	  "databases": {"default": {"url": %q}}}`, small, big, db.RoleDSN(t, "cap"))))
@@ -64,7 +65,7 @@ func TestOwnConnectionsCarryFixedApplicationName(t *testing.T) {
 	const secret = "alice-secret-token-0123456789"
 	cfg := &config.Config{Tokens: []auth.Token{{Secret: secret, Name: "alice-principal", Scopes: []string{"read", "write"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}}
-	f := NewServerFixture(t, cfg)
+	f := runnertest.NewServerFixture(t, cfg)
 	if status, body, _ := f.Call(t, secret, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("begin: %d %v", status, body)
 	}
@@ -129,7 +130,7 @@ func TestRolePerTokenIsolatesBackends(t *testing.T) {
 	// lets A read pg_stat_activity and try to terminate the session's backend. It returns what A
 	// read, A's terminate answer and B's statement answer.
 	attack := func(t *testing.T, cfg *config.Config, dbA, dbB string) (seen string, killStatus int, kill, victim map[string]any) {
-		f := NewServerFixture(t, cfg)
+		f := runnertest.NewServerFixture(t, cfg)
 		status, body, _ := f.Call(t, tokB, "pg_tx", fmt.Sprintf(`{"action":"begin","database":%q}`, dbB))
 		if status != 200 {
 			t.Fatalf("B begin: %d %v", status, body)
@@ -193,7 +194,7 @@ func TestServerSharesConnectionsBetweenTokens(t *testing.T) {
 	const tokA, tokB = "token-a-share-0123456789", "token-b-share-0123456789"
 	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.RoleDSN(t, "share")}}, Sessions: config.Sessions{MaxSessions: 2, MaxTransactions: 2},
 		Tokens: []auth.Token{{Secret: tokA, Name: "a", Scopes: []string{"read", "write"}}, {Secret: tokB, Name: "b", Scopes: []string{"read", "write"}}}}
-	f := NewServerFixture(t, cfg)
+	f := runnertest.NewServerFixture(t, cfg)
 	if status, body, _ := f.Call(t, tokA, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("A's first session: %d %v", status, body)
 	}

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"crypto/rand"
@@ -8,68 +8,23 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/rs/zerolog"
 
-	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/auth/authtest"
-	"github.com/pgtools/pgtools/runner/config"
-	"github.com/pgtools/pgtools/runner/httpapi"
-	"github.com/pgtools/pgtools/tools"
-	"github.com/pgtools/pgtools/tools/pgtest"
-	"github.com/pgtools/pgtools/tools/toolstest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
-
-// JWTFixture is the HTTP API over a fresh database, accepting JWTs of iss (JWKS URL) as role.
-type JWTFixture struct {
-	Srv  *httptest.Server
-	Log  *syncBuffer
-	DB   *pgtest.DB
-	Role string
-}
-
-func NewJWTFixture(t *testing.T, jc auth.JWTConfig) *JWTFixture {
-	t.Helper()
-	db := pgtest.New(t)
-	role := db.RoleName("agent")
-	db.Exec(t, `CREATE ROLE `+role+` NOLOGIN`)
-	db.Exec(t, `CREATE TABLE probe (id int PRIMARY KEY, tenant text); GRANT SELECT, INSERT ON probe TO `+role)
-	jc.Roles = append(jc.Roles, role)
-	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.DSN}}, JWT: &jc}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	reg := toolstest.Registry(t, db.DSN, tools.Policy{}, 4)
-	logs := &syncBuffer{}
-	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.New(logs), JWT: cfg.JWT, MCPOAuth: cfg.MCPOAuth}))
-	t.Cleanup(srv.Close)
-	return &JWTFixture{Srv: srv, Log: logs, DB: db, Role: role}
-}
-
-func (f *JWTFixture) Post(t *testing.T, path, token, body string, header ...string) (int, map[string]any, http.Header) {
-	t.Helper()
-	req := apitest.Request(http.MethodPost, f.Srv.URL+path, token, body)
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	return apitest.Do(t, req)
-}
-
-const InsertProbe = `{"sql": "INSERT INTO probe VALUES (1, 'x')", "mode": "write", "autocommit": true}`
 
 // TestJWTBadTokensAreRefused: every forged, stale or misaddressed JWT is a 401
 // authentication_error with the pgtools error shape, and its call never runs.
 func TestJWTBadTokensAreRefused(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t)
-	f := NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
+	f := runnertest.NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
 	good := authtest.ValidClaims("alice", f.Role)
 	pubDER, err := x509.MarshalPKIXPublicKey(&iss.RSA.PublicKey)
 	if err != nil {
@@ -101,7 +56,7 @@ func TestJWTBadTokensAreRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			status, body, hdr := f.Post(t, "/v1/tools/execute_sql", c.token, InsertProbe)
+			status, body, hdr := f.Post(t, "/v1/tools/execute_sql", c.token, runnertest.InsertProbe)
 			if status != http.StatusUnauthorized || body["errorType"] != "authentication_error" {
 				t.Fatalf("status %d body %v, want 401 authentication_error", status, body)
 			}
@@ -120,7 +75,7 @@ func TestJWTBadTokensAreRefused(t *testing.T) {
 		t.Fatalf("%d rows landed through refused tokens", n)
 	}
 	// The same call with the valid token runs, as the token's role and subject.
-	status, body, _ := f.Post(t, "/v1/tools/execute_sql", valid, InsertProbe)
+	status, body, _ := f.Post(t, "/v1/tools/execute_sql", valid, runnertest.InsertProbe)
 	if status != http.StatusOK {
 		t.Fatalf("valid token: %d %v", status, body)
 	}
@@ -138,7 +93,7 @@ func TestJWTBadTokensAreRefused(t *testing.T) {
 func TestJWTValidTokensRunAsTheirRole(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t)
-	f := NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
+	f := runnertest.NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL()})
 	for _, tc := range []struct {
 		name  string
 		token string
@@ -162,7 +117,7 @@ func TestJWTValidTokensRunAsTheirRole(t *testing.T) {
 	}
 	// scp as an array, read only: a write is refused by scope.
 	ro := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", iss.RSA, authtest.With(authtest.With(authtest.ValidClaims("carol", f.Role), "scope", nil), "scp", []string{"read"}))
-	if status, body, _ := f.Post(t, "/v1/tools/execute_sql", ro, InsertProbe); status == http.StatusOK {
+	if status, body, _ := f.Post(t, "/v1/tools/execute_sql", ro, runnertest.InsertProbe); status == http.StatusOK {
 		t.Fatalf("a read-only token wrote: %v", body)
 	} else if fix, _ := body["suggestion"].(string); !strings.Contains(fix, "token with the write scope") || strings.Contains(fix, "--scopes") {
 		t.Errorf("the refusal over HTTP does not name a token as the fix: %v", body)

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/auth/authtest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
 
 // hsSecret signs the HS256 tokens of these tests.
@@ -21,13 +22,13 @@ var hsSecret = []byte("hs256-secret-0123456789abcdef-0123456789")
 // on the HTTP API, runs nothing, and reaches neither the answer nor the log; a 256-byte sub runs.
 func TestJWTSubjectOverHTTP(t *testing.T) {
 	t.Parallel()
-	f := NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, Secret: hsSecret})
+	f := runnertest.NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, Secret: hsSecret})
 	for _, c := range authtest.SubjectCases {
 		if c.OK || c.Subject == "" {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			status, body, hdr := f.Post(t, "/v1/tools/execute_sql", authtest.Sign(t, jwt.SigningMethodHS256, "", hsSecret, authtest.ValidClaims(c.Subject, f.Role)), InsertProbe)
+			status, body, hdr := f.Post(t, "/v1/tools/execute_sql", authtest.Sign(t, jwt.SigningMethodHS256, "", hsSecret, authtest.ValidClaims(c.Subject, f.Role)), runnertest.InsertProbe)
 			if status != http.StatusUnauthorized || body["errorType"] != "authentication_error" || hdr.Get("WWW-Authenticate") == "" {
 				t.Fatalf("status %d body %v, want 401 authentication_error with a challenge", status, body)
 			}
@@ -49,7 +50,7 @@ func TestJWTSubjectOverHTTP(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("a", auth.MaxSubjectLen)
-	if status, body, _ := f.Post(t, "/v1/tools/execute_sql", authtest.Sign(t, jwt.SigningMethodHS256, "", hsSecret, authtest.ValidClaims(long, f.Role)), InsertProbe); status != http.StatusOK {
+	if status, body, _ := f.Post(t, "/v1/tools/execute_sql", authtest.Sign(t, jwt.SigningMethodHS256, "", hsSecret, authtest.ValidClaims(long, f.Role)), runnertest.InsertProbe); status != http.StatusOK {
 		t.Fatalf("a %d-byte sub: %d %v", auth.MaxSubjectLen, status, body)
 	}
 	if !strings.Contains(f.Log.String(), `"principal":"jwt:`+long+`"`) {
@@ -61,7 +62,7 @@ func TestJWTSubjectOverHTTP(t *testing.T) {
 // decoded (a well-formed one as much as garbage), and one just under the limit is verified.
 func TestJWTSizeLimit(t *testing.T) {
 	t.Parallel()
-	f := NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, Secret: hsSecret})
+	f := runnertest.NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, Secret: hsSecret})
 	// padded returns a valid token of about n bytes (the pad claim is base64url-encoded: 4/3).
 	padded := func(n int) string {
 		c := authtest.ValidClaims("alice", f.Role)
@@ -84,7 +85,7 @@ func TestJWTSizeLimit(t *testing.T) {
 		if len(token) <= auth.MaxJWTBytes {
 			t.Fatalf("%s: only %d bytes", name, len(token))
 		}
-		status, body, hdr := f.Post(t, "/v1/tools/execute_sql", token, InsertProbe)
+		status, body, hdr := f.Post(t, "/v1/tools/execute_sql", token, runnertest.InsertProbe)
 		if status != http.StatusUnauthorized || body["errorType"] != "authentication_error" || hdr.Get("WWW-Authenticate") == "" {
 			t.Errorf("%s: %d %v, want 401 authentication_error", name, status, body)
 		}
@@ -101,20 +102,20 @@ func TestJWTSizeLimit(t *testing.T) {
 // listings need a token, and a JWT gets the tools its scopes allow.
 func TestMetadataWithJWTOnly(t *testing.T) {
 	t.Parallel()
-	f := NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, Secret: hsSecret})
+	f := runnertest.NewJWTFixture(t, auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, Secret: hsSecret})
 	token := authtest.Sign(t, jwt.SigningMethodHS256, "", hsSecret, authtest.With(authtest.ValidClaims("alice", f.Role), "scope", "read"))
 	for _, path := range []string{"/openapi.json", "/v1/tools"} {
 		if status, body, _ := apitest.Call(t, http.MethodGet, f.Srv.URL+path, "", ""); status != http.StatusUnauthorized || body["errorType"] != "authentication_error" {
 			t.Errorf("GET %s without a token: %d %v", path, status, body)
 		}
 	}
-	want := slices.Sorted(slices.Values(BuiltinTools("read")))
+	want := slices.Sorted(slices.Values(runnertest.BuiltinTools("read")))
 	status, body, _ := apitest.Call(t, http.MethodGet, f.Srv.URL+"/v1/tools", token, "")
-	if got := ListedTools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
+	if got := runnertest.ListedTools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("/v1/tools with a read JWT: %d %v, want %v", status, got, want)
 	}
 	status, body, _ = apitest.Call(t, http.MethodGet, f.Srv.URL+"/openapi.json", token, "")
-	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
+	if got := runnertest.OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("/openapi.json with a read JWT: %d %v, want %v", status, got, want)
 	}
 }

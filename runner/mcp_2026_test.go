@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -48,7 +49,7 @@ func TestMCP20260728(t *testing.T) {
 	db.Exec(t, mcptest.Fixture)
 	reg := toolstest.Registry(t, db.RoleDSN(t, "v2026"), tools.Policy{}, 4)
 	serve := func(opts mcpapi.MCPOptions) string {
-		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: MCPTokens(), MCP: opts}))
+		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: runnertest.MCPTokens(), MCP: opts}))
 		t.Cleanup(srv.Close)
 		return srv.URL
 	}
@@ -56,7 +57,7 @@ func TestMCP20260728(t *testing.T) {
 	const v = "2026-07-28"
 
 	// The go-sdk client at its default version.
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), apitest.MCPTransport(base, AgentToken), nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), apitest.MCPTransport(base, runnertest.AgentToken), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestMCP20260728(t *testing.T) {
 	}
 
 	// server/discover names every version the server answers.
-	_, discover := mcpPOST(t, base, AgentToken, v, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":`+paramsFor(v, `{}`)+`}`, nil)
+	_, discover := mcpPOST(t, base, runnertest.AgentToken, v, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":`+paramsFor(v, `{}`)+`}`, nil)
 	var d struct {
 		Result struct {
 			ResultType        string   `json:"resultType"`
@@ -90,7 +91,7 @@ func TestMCP20260728(t *testing.T) {
 
 	// A call's result says it is complete, on both paths.
 	for _, url := range []string{base, structured} {
-		_, call := mcpPOST(t, url, AgentToken, v, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+
+		_, call := mcpPOST(t, url, runnertest.AgentToken, v, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+
 			paramsFor(v, `{"name":"select_query","arguments":{"table":"orders","limit":1}}`)+`}`, nil)
 		if !strings.Contains(string(call), `"resultType":"complete"`) || !strings.Contains(string(call), `"io.modelcontextprotocol/serverInfo":{"name":"pgtools"`) {
 			t.Errorf("tools/call result: %s", call)
@@ -118,8 +119,8 @@ func TestMCP20260728(t *testing.T) {
 		return a
 	}
 	digest := func(a listAnswer) string { s, _ := a.Result.Meta[mcpapi.CatalogMetaKey].(string); return s }
-	agent, agentAgain, reader := listFor(base, AgentToken), listFor(base, AgentToken), listFor(base, ReadToken)
-	agentStructured := listFor(structured, AgentToken)
+	agent, agentAgain, reader := listFor(base, runnertest.AgentToken), listFor(base, runnertest.AgentToken), listFor(base, runnertest.ReadToken)
+	agentStructured := listFor(structured, runnertest.AgentToken)
 	if digest(agent) == "" || digest(agent) != digest(agentAgain) {
 		t.Errorf("the same caller's catalog digest: %q then %q", digest(agent), digest(agentAgain))
 	}
@@ -135,7 +136,7 @@ func TestMCP20260728(t *testing.T) {
 	// by header cannot be steered past by a body that says otherwise.
 	call := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":` + paramsFor(v, `{"name":"select_query","arguments":{"table":"orders","limit":1}}`) + `}`
 	for h, val := range map[string]string{"Mcp-Name": "execute_sql", "Mcp-Method": "tools/list"} {
-		status, b := mcpPOST(t, base, AgentToken, v, call, map[string]string{h: val})
+		status, b := mcpPOST(t, base, runnertest.AgentToken, v, call, map[string]string{h: val})
 		if status != http.StatusBadRequest || !strings.Contains(string(b), h) || !strings.Contains(string(b), `"id":4`) {
 			t.Errorf("%s %s over a select_query call: %d %s", h, val, status, b)
 		}
@@ -149,7 +150,7 @@ func TestMCPTraceParentInMeta(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
 	reg := toolstest.Registry(t, db.RoleDSN(t, "mcptrace"), tools.Policy{}, 2)
-	recv := NewOTLPReceiver(t)
+	recv := runnertest.NewOTLPReceiver(t)
 	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(recv.Srv.URL+"/v1/traces"))
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +159,7 @@ func TestMCPTraceParentInMeta(t *testing.T) {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	const trace, span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 	for i, sdkOnly := range []bool{false, true} {
-		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: MCPTokens(), Tracer: tp,
+		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: runnertest.MCPTokens(), Tracer: tp,
 			MCP: mcpapi.MCPOptions{SDKOnly: sdkOnly}}))
 		t.Cleanup(srv.Close)
 		for _, v := range []string{"2025-11-25", "2026-07-28"} {
@@ -167,7 +168,7 @@ func TestMCPTraceParentInMeta(t *testing.T) {
 				meta = meta2026[1:len(meta2026)-1] + `,` + meta
 			}
 			// The HTTP header names another trace: the call's own context in _meta wins.
-			status, b := mcpPOST(t, srv.URL, AgentToken, v, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{`+meta+
+			status, b := mcpPOST(t, srv.URL, runnertest.AgentToken, v, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{`+meta+
 				`},"name":"select_query","arguments":{"table":"orders","limit":1}}}`, map[string]string{"Traceparent": "00-11111111111111111111111111111111-2222222222222222-01"})
 			if status != http.StatusOK || !strings.Contains(string(b), `\"success\":true`) {
 				t.Fatalf("sdkOnly %v, %s: %d %s", sdkOnly, v, status, b)

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"net/http/httptest"
@@ -11,6 +11,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -43,7 +44,7 @@ func TestMCPClientApproves(t *testing.T) {
 	for _, transport := range []string{"stdio", "stdio 2025-11-25", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			connect := func(f *mcpFeatures, e *Elicitor) *mcp.ClientSession {
+			connect := func(f *mcpFeatures, e *runnertest.Elicitor) *mcp.ClientSession {
 				opts := &mcp.ClientOptions{ElicitationHandler: e.Handle}
 				if transport == "http" {
 					return f.overHTTP(t, opts)
@@ -56,8 +57,8 @@ func TestMCPClientApproves(t *testing.T) {
 			del := map[string]any{"table": "big", "where": "id > $1", "params": []any{30}, "autocommit": true}
 
 			f := newMCPApprovals(t, true)
-			no := &Elicitor{Action: "decline"}
-			out := CallOut(t, connect(f, no), "execute_sql", sqlDel)
+			no := &runnertest.Elicitor{Action: "decline"}
+			out := runnertest.CallOut(t, connect(f, no), "execute_sql", sqlDel)
 			if !out.IsError || out.Object["errorType"] != "not_allowed" || !strings.Contains(out.Text, "denied") || f.db.QueryInt(t, "SELECT count(*) FROM big") != 150 {
 				t.Fatalf("declined: %s", out.Text)
 			}
@@ -67,8 +68,8 @@ func TestMCPClientApproves(t *testing.T) {
 			if c := f.reg.Approvals().Counts(); c.Events["denied"] != 1 || c.Pending != 0 {
 				t.Fatalf("after the decline: %+v", c)
 			}
-			yes := &Elicitor{Action: "accept"}
-			out = CallOut(t, connect(f, yes), "execute_sql", sqlDel)
+			yes := &runnertest.Elicitor{Action: "accept"}
+			out = runnertest.CallOut(t, connect(f, yes), "execute_sql", sqlDel)
 			if out.IsError || f.db.QueryInt(t, "SELECT count(*) FROM big") != 30 || len(yes.Questions()) != 1 {
 				t.Fatalf("accepted: %s, asked %q", out.Text, yes.Questions())
 			}
@@ -78,8 +79,8 @@ func TestMCPClientApproves(t *testing.T) {
 			// delete_data over the confirmation threshold asks once: the confirmation of its
 			// counted rows is the client's approval.
 			f.db.Exec(t, "INSERT INTO big SELECT i, 'x' FROM generate_series(31, 150) i")
-			once := &Elicitor{Action: "accept"}
-			out = CallOut(t, connect(f, once), "delete_data", del)
+			once := &runnertest.Elicitor{Action: "accept"}
+			out = runnertest.CallOut(t, connect(f, once), "delete_data", del)
 			if out.IsError || out.Object["affectedRows"] != float64(120) || f.db.QueryInt(t, "SELECT count(*) FROM big") != 30 || len(once.Questions()) != 1 {
 				t.Fatalf("confirmed delete: %s, asked %q", out.Text, once.Questions())
 			}
@@ -90,13 +91,13 @@ func TestMCPClientApproves(t *testing.T) {
 			// Without approval_by_client nobody on the client is asked to approve, and a
 			// confirmation does not approve.
 			g := newMCPApprovals(t, false)
-			asked := &Elicitor{Action: "accept"}
+			asked := &runnertest.Elicitor{Action: "accept"}
 			cs := connect(g, asked)
 			for i, c := range []struct {
 				tool string
 				args map[string]any
 			}{{"execute_sql", sqlDel}, {"delete_data", del}} {
-				out = CallOut(t, cs, c.tool, c.args)
+				out = runnertest.CallOut(t, cs, c.tool, c.args)
 				if !out.IsError || out.Object["errorType"] != "approval_required" || len(asked.Questions()) != i || g.db.QueryInt(t, "SELECT count(*) FROM big") != 150 {
 					t.Fatalf("%s without approval_by_client: %s, asked %q", c.tool, out.Text, asked.Questions())
 				}

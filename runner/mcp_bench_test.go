@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"io"
@@ -14,6 +14,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -28,7 +29,7 @@ func BenchmarkToolCall(b *testing.B) {
 	reg := toolstest.Registry(b, db.RoleDSN(b, "bench"), tools.Policy{}, 8)
 	// The act-as token's calls run for a subject named per request: a per-user principal, with
 	// claims, as JWT callers are too.
-	tokens := append(MCPTokens(), auth.Token{Secret: ActAsToken, Name: "hub", Scopes: []string{"read"}, ActAs: true})
+	tokens := append(runnertest.MCPTokens(), auth.Token{Secret: runnertest.ActAsToken, Name: "hub", Scopes: []string{"read"}, ActAs: true})
 	h := httpapi.NewHandler(reg, tokens, zerolog.New(io.Discard), 1<<20)
 	args := func(id int64) string {
 		return `{"table":"orders","where":"id = $1","params":[` + strconv.FormatInt(id%5+1, 10) + `]}`
@@ -51,7 +52,7 @@ func BenchmarkToolCall(b *testing.B) {
 	b.Run("http", func(b *testing.B) {
 		run(b, func(id int64) *http.Request {
 			r := httptest.NewRequest(http.MethodPost, "/v1/tools/select_query", strings.NewReader(args(id)))
-			r.Header.Set("Authorization", "Bearer "+AgentToken)
+			r.Header.Set("Authorization", "Bearer "+runnertest.AgentToken)
 			return r
 		})
 	})
@@ -69,11 +70,11 @@ func BenchmarkToolCall(b *testing.B) {
 			return r
 		}
 	}
-	b.Run("mcp", func(b *testing.B) { run(b, mcpCall(AgentToken)) })
+	b.Run("mcp", func(b *testing.B) { run(b, mcpCall(runnertest.AgentToken)) })
 	// As the go-sdk client sends a call at its default protocol version: no session, its
 	// version, identity and capabilities in _meta, the method and tool in headers.
 	b.Run("mcp-2026-07-28", func(b *testing.B) {
-		call := mcpCall(AgentToken, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "select_query")
+		call := mcpCall(runnertest.AgentToken, "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "select_query")
 		run(b, func(id int64) *http.Request {
 			body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"tools/call","params":{"_meta":` + mcp20260728Meta +
 				`,"name":"select_query","arguments":` + args(id) + `}}`
@@ -85,7 +86,7 @@ func BenchmarkToolCall(b *testing.B) {
 	})
 	// Four subjects in turn, as a few users of one agent would call.
 	b.Run("mcp-act-as", func(b *testing.B) {
-		subject := mcpCall(ActAsToken, auth.ActAsHeader, "")
+		subject := mcpCall(runnertest.ActAsToken, auth.ActAsHeader, "")
 		run(b, func(id int64) *http.Request {
 			r := subject(id)
 			r.Header.Set(auth.ActAsHeader, "user-"+strconv.FormatInt(id%4, 10))

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/tiktoken-go/tokenizer"
 
 	"github.com/pgtools/pgtools/runner/apitest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
 
 // catalogTokenBudget is docs/design.md §12's budget for the whole catalog of the built-in tools as an MCP
@@ -21,7 +22,7 @@ const catalogTokenBudget = 2500
 
 // mcpCatalog returns the compact JSON of the tools array a client with token receives from
 // tools/list on /mcp, and the same with each tool's outputSchema removed.
-func mcpCatalog(t *testing.T, api *APIFixture, token string) (whole, withoutOutput []byte) {
+func mcpCatalog(t *testing.T, api *runnertest.APIFixture, token string) (whole, withoutOutput []byte) {
 	t.Helper()
 	status, body, _ := apitest.MCPPost(t, api.Srv.URL, token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	var resp struct {
@@ -70,8 +71,8 @@ func o200k(t testing.TB, b []byte) int {
 // the name, description and input schema (the function-calling form has no output schema).
 func TestMCPCatalogTokens(t *testing.T) {
 	t.Parallel()
-	api := NewMCPAPI(t)
-	whole, without := mcpCatalog(t, api, AgentToken)
+	api := runnertest.NewMCPAPI(t)
+	whole, without := mcpCatalog(t, api, runnertest.AgentToken)
 	n, nw := o200k(t, whole), o200k(t, without)
 	t.Logf("tools/list, built-in tools: %d o200k tokens without outputSchema (budget %d); %d tokens (%d bytes) with it",
 		nw, catalogTokenBudget, n, len(whole))

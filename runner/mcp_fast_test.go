@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -48,7 +49,7 @@ func fastCases() []fastCase {
 		{name: "invalid arguments", body: call("6", "select_query", `{"table":"orders","limit":"ten"}`), fast: true, wantErr: true},
 		{name: "unknown column", body: call("7", "select_query", `{"table":"orders","columns":["nope"]}`), fast: true, wantErr: true},
 		{name: "write without intent", body: call("8", "insert_data", `{"table":"orders","row":{"id":99,"status":"x"}}`), fast: true, wantErr: true},
-		{name: "tool hidden from the token", token: ReadToken, body: call("9", "insert_data", `{"table":"orders","row":{"id":98,"status":"x"},"autocommit":true}`), fast: true, wantErr: true},
+		{name: "tool hidden from the token", token: runnertest.ReadToken, body: call("9", "insert_data", `{"table":"orders","row":{"id":98,"status":"x"},"autocommit":true}`), fast: true, wantErr: true},
 		{name: "no protocol header", body: sel, header: map[string]string{"Mcp-Protocol-Version": ""}, fast: true},
 		{name: "protocol 2025-06-18", body: sel, header: map[string]string{"Mcp-Protocol-Version": "2025-06-18"}, fast: true},
 		{name: "accept */*", body: sel, header: map[string]string{"Accept": "*/*"}, fast: true},
@@ -94,7 +95,7 @@ func TestMCPFastPathAnswersAsTheSDK(t *testing.T) {
 	}
 	for _, structured := range []bool{false, true} {
 		serve := func(noFast bool) *httptest.Server {
-			srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: MCPTokens(),
+			srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: runnertest.MCPTokens(),
 				MCP: mcpapi.MCPOptions{StructuredContent: structured, SDKOnly: noFast}}))
 			t.Cleanup(srv.Close)
 			return srv
@@ -105,7 +106,7 @@ func TestMCPFastPathAnswersAsTheSDK(t *testing.T) {
 				req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(c.body))
 				token := c.token
 				if token == "" {
-					token = AgentToken
+					token = runnertest.AgentToken
 				}
 				req.Header.Set("Authorization", "Bearer "+token)
 				req.Header.Set("Content-Type", "application/json")

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -94,35 +95,6 @@ func (f *mcpFeatures) overHTTPVersion(t *testing.T, opts *mcp.ClientOptions, v s
 	return cs
 }
 
-// Elicitor answers every elicitation with action and records the questions.
-type Elicitor struct {
-	Action string
-	mu     sync.Mutex
-	asked  []string
-}
-
-func (e *Elicitor) Handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.asked = append(e.asked, req.Params.Message)
-	return &mcp.ElicitResult{Action: e.Action}, nil
-}
-
-func (e *Elicitor) Questions() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.asked...)
-}
-
-func CallOut(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) mcptest.Outcome {
-	t.Helper()
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	return mcptest.Decode(t, res)
-}
-
 // TestMCPElicitation: a DROP without confirm_destructive and a delete over the row threshold ask
 // the human (with the statement or the table and the row count); accept runs the call, decline
 // answers confirmation_required and changes nothing; a client without elicitation keeps the
@@ -135,7 +107,7 @@ func TestMCPElicitation(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			f := newMCPFeatures(t)
-			connect := func(e *Elicitor) *mcp.ClientSession {
+			connect := func(e *runnertest.Elicitor) *mcp.ClientSession {
 				opts := &mcp.ClientOptions{}
 				if e != nil {
 					opts.ElicitationHandler = e.Handle
@@ -158,18 +130,18 @@ func TestMCPElicitation(t *testing.T) {
 
 			// Without elicitation: today's behaviour.
 			plain := connect(nil)
-			if out := CallOut(t, plain, "execute_sql", drop); !out.IsError || out.Object["errorType"] != "confirmation_required" || !exists("doomed") {
+			if out := runnertest.CallOut(t, plain, "execute_sql", drop); !out.IsError || out.Object["errorType"] != "confirmation_required" || !exists("doomed") {
 				t.Fatalf("DROP without elicitation: %s", out.Text)
 			}
 
 			// Decline: nothing changes.
-			no := &Elicitor{Action: "decline"}
+			no := &runnertest.Elicitor{Action: "decline"}
 			cs := connect(no)
-			out := CallOut(t, cs, "execute_sql", drop)
+			out := runnertest.CallOut(t, cs, "execute_sql", drop)
 			if !out.IsError || out.Object["errorType"] != "confirmation_required" || !strings.Contains(out.Object["error"].(string), "declined") || !exists("doomed") {
 				t.Fatalf("declined DROP: %s", out.Text)
 			}
-			out = CallOut(t, cs, "delete_data", del)
+			out = runnertest.CallOut(t, cs, "delete_data", del)
 			if !out.IsError || out.Object["errorType"] != "confirmation_required" || f.db.QueryInt(t, "SELECT count(*) FROM big") != 150 {
 				t.Fatalf("declined delete: %s", out.Text)
 			}
@@ -179,18 +151,18 @@ func TestMCPElicitation(t *testing.T) {
 			}
 
 			// A small delete does not ask.
-			out = CallOut(t, cs, "delete_data", map[string]any{"table": "big", "where": "id = $1", "params": []any{150}, "autocommit": true})
+			out = runnertest.CallOut(t, cs, "delete_data", map[string]any{"table": "big", "where": "id = $1", "params": []any{150}, "autocommit": true})
 			if out.IsError || out.Object["affectedRows"] != float64(1) || len(no.Questions()) != 2 {
 				t.Fatalf("small delete: %s, questions %q", out.Text, no.Questions())
 			}
 
 			// Accept: the call runs.
-			yes := &Elicitor{Action: "accept"}
+			yes := &runnertest.Elicitor{Action: "accept"}
 			cs = connect(yes)
-			if out := CallOut(t, cs, "execute_sql", drop); out.IsError || exists("doomed") {
+			if out := runnertest.CallOut(t, cs, "execute_sql", drop); out.IsError || exists("doomed") {
 				t.Fatalf("accepted DROP: %s", out.Text)
 			}
-			if out := CallOut(t, cs, "delete_data", del); out.IsError || out.Object["affectedRows"] != float64(149) || f.db.QueryInt(t, "SELECT count(*) FROM big") != 0 {
+			if out := runnertest.CallOut(t, cs, "delete_data", del); out.IsError || out.Object["affectedRows"] != float64(149) || f.db.QueryInt(t, "SELECT count(*) FROM big") != 0 {
 				t.Fatalf("accepted delete: %s", out.Text)
 			}
 			if q := yes.Questions(); len(q) != 2 {
@@ -256,7 +228,7 @@ func TestMCPOutputSchema(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, c := range calls {
-		out := CallOut(t, cs, c.tool, c.args)
+		out := runnertest.CallOut(t, cs, c.tool, c.args)
 		if out.IsError != c.fail || !out.Structured {
 			t.Errorf("%s %v: isError %v, structuredContent %v: %s", c.tool, c.args, out.IsError, out.Structured, out.Text)
 		}
@@ -310,7 +282,7 @@ func TestMCPProgress(t *testing.T) {
 				t.Fatalf("call: %v %+v", err, res)
 			}
 			// The client handles notifications apart from results: give the last one a moment.
-			WaitFor(t, time.Second, "two progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 2 })
+			runnertest.WaitFor(t, time.Second, "two progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 2 })
 			mu.Lock()
 			defer mu.Unlock()
 			if len(got) != 2 || got[0].ProgressToken != "p-1" || got[0].Progress != 1 || got[1].Progress != 2 || !strings.Contains(got[1].Message, "execute_sql") {
@@ -352,10 +324,10 @@ func (f *mcpFeatures) assertCancelStops(t *testing.T, marker string, call func(c
 	running := func() int64 {
 		return f.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()", marker)
 	}
-	WaitFor(t, 10*time.Second, "the statement to start", func() bool { return running() == 1 })
+	runnertest.WaitFor(t, 10*time.Second, "the statement to start", func() bool { return running() == 1 })
 	cancel()
 	<-done
-	WaitFor(t, 5*time.Second, "the statement to leave pg_stat_activity", func() bool { return running() == 0 })
+	runnertest.WaitFor(t, 5*time.Second, "the statement to leave pg_stat_activity", func() bool { return running() == 0 })
 }
 
 // TestMCPProtocolVersions: the server offers the SDK's latest protocol version and answers an
@@ -379,7 +351,7 @@ func TestMCPProtocolVersions(t *testing.T) {
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Errorf("go-sdk client negotiated %q", v)
 	}
-	if out := CallOut(t, cs, "select_query", map[string]any{"table": "orders"}); out.IsError {
+	if out := runnertest.CallOut(t, cs, "select_query", map[string]any{"table": "orders"}); out.IsError {
 		t.Errorf("select_query: %s", out.Text)
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -117,7 +118,7 @@ func TestMCPIDsEchoedExactly(t *testing.T) {
 		"unknown method":             `{}`,
 	}
 	for _, sdkOnly := range []bool{false, true} {
-		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: MCPTokens(),
+		srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: runnertest.MCPTokens(),
 			MCP: mcpapi.MCPOptions{SDKOnly: sdkOnly}}))
 		t.Cleanup(srv.Close)
 		for _, v := range []string{"2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"} {
@@ -136,7 +137,7 @@ func TestMCPIDsEchoedExactly(t *testing.T) {
 				}
 				for _, id := range ids {
 					body := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`
-					status, answer := mcpPOST(t, srv.URL, AgentToken, v, body, nil)
+					status, answer := mcpPOST(t, srv.URL, runnertest.AgentToken, v, body, nil)
 					if got := rawID(t, answer); got != id {
 						t.Errorf("sdkOnly %v, %s, %s: id %s answered as %s (status %d): %.200s", sdkOnly, v, kind, id, got, status, answer)
 					}
@@ -147,7 +148,7 @@ func TestMCPIDsEchoedExactly(t *testing.T) {
 		// answer a batch in any order (the SDK does so when it runs them at once), so the ids are
 		// compared as a set: each sent id exactly once, and no stand-in.
 		batch := `[{"jsonrpc":"2.0","id":1.5,"method":"ping"},{"jsonrpc":"2.0","id":"b","method":"ping"},{"jsonrpc":"2.0","id":2e0,"method":"ping"}]`
-		_, answer := mcpPOST(t, srv.URL, AgentToken, "2025-03-26", batch, nil)
+		_, answer := mcpPOST(t, srv.URL, runnertest.AgentToken, "2025-03-26", batch, nil)
 		var answers []json.RawMessage
 		if err := json.Unmarshal(answer, &answers); err != nil || len(answers) != 3 {
 			t.Fatalf("batch answer: %v: %s", err, answer)
@@ -172,7 +173,7 @@ func TestMCPOrigin(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
 	reg := toolstest.Registry(t, db.RoleDSN(t, "origin"), tools.Policy{}, 2)
-	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: MCPTokens(),
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: runnertest.MCPTokens(),
 		MCP: mcpapi.MCPOptions{AllowedOrigins: []string{"https://App.Example.com", "http://localhost:3000/"}}}))
 	t.Cleanup(srv.Close)
 	self := strings.TrimPrefix(srv.URL, "http://")
@@ -205,7 +206,7 @@ func TestMCPOrigin(t *testing.T) {
 					b = strings.Replace(b, `"method":"tools/list"`, `"method":"tools/list","params":{"_meta":`+meta2026+`}`, 1)
 					b = strings.Replace(b, `"params":{"name"`, `"params":{"_meta":`+meta2026+`,"name"`, 1)
 				}
-				status, answer := mcpPOST(t, srv.URL, AgentToken, v, b, map[string]string{"Origin": c.origin})
+				status, answer := mcpPOST(t, srv.URL, runnertest.AgentToken, v, b, map[string]string{"Origin": c.origin})
 				if c.ok && status != http.StatusOK {
 					t.Errorf("Origin %q, %s: status %d, want 200: %s", c.origin, v, status, answer)
 				}
@@ -217,7 +218,7 @@ func TestMCPOrigin(t *testing.T) {
 	}
 	// Two Origin headers are refused: no browser sends that.
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(call))
-	req.Header.Set("Authorization", "Bearer "+AgentToken)
+	req.Header.Set("Authorization", "Bearer "+runnertest.AgentToken)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Add("Origin", "https://app.example.com")
@@ -251,7 +252,7 @@ func TestMCPStdioIDsEchoedExactly(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"select pg_sleep(3) is null as slept"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5,"reason":"test"}}`,
 	}
-	var out, logs syncBuffer
+	var out, logs pgtest.SyncBuffer
 	p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read"}}
 	// A guard, not a measure: an answer that never settles its request would wait for ever.
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

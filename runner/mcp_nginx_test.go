@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"fmt"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -42,7 +43,7 @@ func TestMCPNginxRateLimit(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
 	reg := toolstest.Registry(t, db.RoleDSN(t, "ngx"), tools.Policy{}, 4)
-	backend := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: MCPTokens()}))
+	backend := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: runnertest.MCPTokens()}))
 	t.Cleanup(backend.Close)
 
 	example, err := os.ReadFile(filepath.Join("..", "examples", "nginx", "mcp-rate-limit.conf"))
@@ -104,7 +105,7 @@ func TestMCPNginxRateLimit(t *testing.T) {
 	count := func(body string, header map[string]string) map[int]int {
 		got := map[int]int{}
 		for range 30 {
-			status, _ := mcpPOST(t, url, AgentToken, v, body, header)
+			status, _ := mcpPOST(t, url, runnertest.AgentToken, v, body, header)
 			got[status]++
 		}
 		return got
@@ -118,7 +119,7 @@ func TestMCPNginxRateLimit(t *testing.T) {
 	if got := count(sql, nil); got[http.StatusTooManyRequests] == 0 || got[http.StatusOK] == 0 || got[http.StatusOK]+got[http.StatusTooManyRequests] != 30 {
 		t.Errorf("30 execute_sql calls through the proxy: statuses %v, want some 200 and the rest 429", got)
 	}
-	if status, b := mcpPOST(t, url, AgentToken, v, sql, map[string]string{"Mcp-Name": "select_query"}); status != http.StatusBadRequest || !strings.Contains(string(b), "Mcp-Name") {
+	if status, b := mcpPOST(t, url, runnertest.AgentToken, v, sql, map[string]string{"Mcp-Name": "select_query"}); status != http.StatusBadRequest || !strings.Contains(string(b), "Mcp-Name") {
 		t.Errorf("execute_sql under Mcp-Name select_query: %d %s, want pgtools' 400", status, b)
 	}
 }

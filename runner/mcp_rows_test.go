@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
 
 // rowsFixture is a 100-row table of several types, the size issue 16 measures a result at.
@@ -26,15 +27,15 @@ const rowsFixture = `CREATE TABLE items AS SELECT i AS id, 'item number ' || i A
 // tools/call result either way, and fails if the default is not about half of the doubled one.
 func TestMCPRowsOnce(t *testing.T) {
 	t.Parallel()
-	dsn := NewRoleDB(t, "mcprows", rowsFixture, "")
+	dsn := runnertest.NewRoleDB(t, "mcprows", rowsFixture, "")
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"items","order_by":"id"}}}`
 	tokens := map[bool]int{}
 	for _, structured := range []bool{false, true} {
-		cfg := &config.Config{Tokens: []auth.Token{{Secret: AllToken, Name: "ops", Scopes: []string{"read"}}},
+		cfg := &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 			Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, MCP: config.MCPConfig{StructuredContent: structured}}
-		f := NewServerFixture(t, cfg)
+		f := runnertest.NewServerFixture(t, cfg)
 
-		status, body, _ := apitest.MCPPost(t, f.HTTP.URL, AllToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		status, body, _ := apitest.MCPPost(t, f.HTTP.URL, runnertest.AllToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 		var list struct {
 			Result struct {
 				Tools []map[string]json.RawMessage `json:"tools"`
@@ -49,7 +50,7 @@ func TestMCPRowsOnce(t *testing.T) {
 			}
 		}
 
-		status, body, _ = apitest.MCPPost(t, f.HTTP.URL, AllToken, call)
+		status, body, _ = apitest.MCPPost(t, f.HTTP.URL, runnertest.AllToken, call)
 		var resp struct {
 			Result map[string]json.RawMessage `json:"result"`
 		}

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"encoding/json"
@@ -8,17 +8,18 @@ import (
 
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
 
 // TestMCPActAsSubjectsKeepTheirIdentity: over /mcp, one act-as token calls for two subjects in
 // turn; every answer runs with its own subject's claims, also once both servers are kept.
 func TestMCPActAsSubjectsKeepTheirIdentity(t *testing.T) {
 	t.Parallel()
-	f := NewIdentityFixture(t)
+	f := runnertest.NewIdentityFixture(t)
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"SELECT current_setting('request.jwt.claims', true) AS c"}}}`
 	for i := range 6 {
 		subject := []string{"alice", "bob"}[i%2]
-		status, raw, _ := apitest.MCPPost(t, f.Srv.URL, ActAsToken, call, auth.ActAsHeader, subject)
+		status, raw, _ := apitest.MCPPost(t, f.Srv.URL, runnertest.ActAsToken, call, auth.ActAsHeader, subject)
 		var resp struct {
 			Result struct {
 				Content []struct {

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestMCPStdioPiped(t *testing.T) {
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"select pg_sleep(0.5) is null as slept"}}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"select_query","arguments":{"table":"nope"}}}`,
 	}, "\n") + "\n"
-	var out, logs syncBuffer
+	var out, logs pgtest.SyncBuffer
 	p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read"}}
 	if err := mcpapi.ServeMCPStdio(t.Context(), reg, p, io.NopCloser(strings.NewReader(in)), &out, zerolog.New(&logs), mcpapi.MCPOptions{}); err != nil {
 		t.Fatalf("ServeMCPStdio: %v", err)

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"bytes"
@@ -10,15 +10,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pgtools/pgtools/runner/apitest"
-	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/mcptest"
-	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
 
 const (
-	// AgentToken may read and write, so a refused insert is refused for missing intent (or because
-	// writes are not available yet), not for missing scope.
-	AgentToken = "agent-token-0123456789abcdef"
 	// catalogBudget caps the tools/list result. Every tool's whole schemas/ file is its input
 	// schema (one source of truth), descriptions included; the cap keeps growth a reviewed choice.
 	catalogBudget = 24 << 10
@@ -26,26 +22,10 @@ const (
 	outputSchemaBudget = 6 << 10
 )
 
-func MCPTokens() []auth.Token {
-	return []auth.Token{
-		{Secret: AgentToken, Name: "agent", Scopes: []string{"read", "write"}},
-		{Secret: ReadToken, Name: "reader", Scopes: []string{"read"}},
-		{Secret: WriteToken, Name: "writer", Scopes: []string{"write"}},
-	}
-}
-
-// NewMCPAPI serves the runner with mcptest.Fixture in its database.
-func NewMCPAPI(t *testing.T) *APIFixture {
-	t.Helper()
-	db := pgtest.New(t)
-	db.Exec(t, mcptest.Fixture)
-	return NewAPI(t, db.RoleDSN(t, "mcp"), MCPTokens())
-}
-
 func TestMCPStreamableHTTP(t *testing.T) {
 	t.Parallel()
-	api := NewMCPAPI(t)
-	cs, err := apitest.ConnectMCP(t, api.Srv.URL, AgentToken)
+	api := runnertest.NewMCPAPI(t)
+	cs, err := apitest.ConnectMCP(t, api.Srv.URL, runnertest.AgentToken)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -58,7 +38,7 @@ func TestMCPStreamableHTTP(t *testing.T) {
 		t.Fatalf("select_query with a parameter: %v %+v", err, res)
 	}
 	logs := api.Log.String()
-	for _, secret := range []string{AgentToken, "PARAM-SECRET-VALUE"} {
+	for _, secret := range []string{runnertest.AgentToken, "PARAM-SECRET-VALUE"} {
 		if strings.Contains(logs, secret) {
 			t.Fatalf("logs contain %q:\n%s", secret, logs)
 		}
@@ -72,9 +52,9 @@ func TestMCPStreamableHTTP(t *testing.T) {
 // interleaved: scopes never leak between tokens.
 func TestMCPPrincipals(t *testing.T) {
 	t.Parallel()
-	api := NewMCPAPI(t)
+	api := runnertest.NewMCPAPI(t)
 	sessions := map[string]*mcp.ClientSession{}
-	for _, tok := range MCPTokens() {
+	for _, tok := range runnertest.MCPTokens() {
 		cs, err := apitest.ConnectMCP(t, api.Srv.URL, tok.Secret)
 		if err != nil {
 			t.Fatalf("%s: connect: %v", tok.Name, err)
@@ -111,7 +91,7 @@ func TestMCPPrincipals(t *testing.T) {
 
 func TestMCPAuth(t *testing.T) {
 	t.Parallel()
-	api := NewMCPAPI(t)
+	api := runnertest.NewMCPAPI(t)
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
 	for _, c := range []struct{ name, token string }{{"no token", ""}, {"wrong token", "wrong-token-0123456789abcdef"}} {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,7 +106,7 @@ func TestMCPAuth(t *testing.T) {
 			}
 		})
 	}
-	if status, body, _ := apitest.MCPPost(t, api.Srv.URL, AgentToken, initialize); status != http.StatusOK || !bytes.Contains(body, []byte(`"name":"pgtools"`)) {
+	if status, body, _ := apitest.MCPPost(t, api.Srv.URL, runnertest.AgentToken, initialize); status != http.StatusOK || !bytes.Contains(body, []byte(`"name":"pgtools"`)) {
 		t.Fatalf("initialize with a good token: %d %s", status, body)
 	}
 }
@@ -135,7 +115,7 @@ func TestMCPAuth(t *testing.T) {
 // error, and the server keeps serving.
 func TestMCPProtocolErrors(t *testing.T) {
 	t.Parallel()
-	api := NewMCPAPI(t)
+	api := runnertest.NewMCPAPI(t)
 	cases := []struct {
 		name, body string
 		status     int
@@ -151,14 +131,14 @@ func TestMCPProtocolErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			status, body, _ := apitest.MCPPost(t, api.Srv.URL, AgentToken, c.body)
+			status, body, _ := apitest.MCPPost(t, api.Srv.URL, runnertest.AgentToken, c.body)
 			if status != c.status || !bytes.Contains(body, []byte(c.inBody)) {
 				t.Fatalf("status %d (want %d), body %s", status, c.status, body)
 			}
 		})
 	}
 	req, _ := http.NewRequest(http.MethodGet, api.Srv.URL+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer "+AgentToken)
+	req.Header.Set("Authorization", "Bearer "+runnertest.AgentToken)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -168,7 +148,7 @@ func TestMCPProtocolErrors(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("GET /mcp (no server-sent stream on a stateless server): %d", resp.StatusCode)
 	}
-	cs, err := apitest.ConnectMCP(t, api.Srv.URL, AgentToken)
+	cs, err := apitest.ConnectMCP(t, api.Srv.URL, runnertest.AgentToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +160,8 @@ func TestMCPProtocolErrors(t *testing.T) {
 // TestMCPCatalogSize measures what a client loads into its model's context from tools/list.
 func TestMCPCatalogSize(t *testing.T) {
 	t.Parallel()
-	api := NewMCPAPI(t)
-	status, body, _ := apitest.MCPPost(t, api.Srv.URL, AgentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	api := runnertest.NewMCPAPI(t)
+	status, body, _ := apitest.MCPPost(t, api.Srv.URL, runnertest.AgentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	var resp struct {
 		Result json.RawMessage `json:"result"`
 	}

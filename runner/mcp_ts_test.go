@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner/mcpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 )
@@ -51,7 +52,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 			})
 		}
 	})
-	api := NewMCPAPI(t)
+	api := runnertest.NewMCPAPI(t)
 
 	node := func(token string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "node", "client.mjs", api.Srv.URL+"/mcp", token)
@@ -74,7 +75,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Fatalf("a wrong token: err %v, output %s", err, out)
 	}
 
-	out, err = node(AgentToken)
+	out, err = node(runnertest.AgentToken)
 	if err != nil {
 		t.Fatalf("client.mjs: %v\n%s", err, out)
 	}

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"crypto/sha256"
@@ -17,6 +17,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcpapi"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
 
 // mcpVersions are the protocol versions a client may speak to /mcp: none (no header) and every
@@ -87,7 +88,7 @@ func versionCases() []versionCase {
 		{name: "null arguments", body: call("5", "describe_schema", `null`), fast: "all"},
 		{name: "invalid arguments", body: call("6", "select_query", `{"table":"orders","limit":"ten"}`), fast: "all"},
 		{name: "write without intent", body: call("8", "insert_data", `{"table":"orders","row":{"id":99,"status":"x"}}`), fast: "all"},
-		{name: "tool hidden from the token", token: ReadToken, body: call("9", "insert_data", `{"table":"orders","row":{"id":98,"status":"x"},"autocommit":true}`), fast: "all"},
+		{name: "tool hidden from the token", token: runnertest.ReadToken, body: call("9", "insert_data", `{"table":"orders","row":{"id":98,"status":"x"},"autocommit":true}`), fast: "all"},
 		{name: "DROP without confirmation, no elicitation", token: ddlToken, body: call("10", "execute_sql", drop), fast: "all"},
 		{name: "trace context in _meta", body: func(v string) string {
 			return `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":` + withMeta(v, `{"name":"select_query","arguments":{"table":"orders","limit":1}}`, `{}`,
@@ -184,7 +185,7 @@ func TestMCPFastPathAnswersAsTheSDKOnEveryVersion(t *testing.T) {
 	for _, info := range f.reg.Tools() {
 		names[info.Name] = true
 	}
-	tokens := append(MCPTokens(), auth.Token{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}})
+	tokens := append(runnertest.MCPTokens(), auth.Token{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}})
 	asked := 0
 	for _, structured := range []bool{false, true} {
 		serve := func(sdkOnly bool) *httptest.Server {
@@ -207,7 +208,7 @@ func TestMCPFastPathAnswersAsTheSDKOnEveryVersion(t *testing.T) {
 				}
 				post := func(base string) (int, http.Header, string) {
 					req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
-					req.Header.Set("Authorization", "Bearer "+cmpOr(c.token, AgentToken))
+					req.Header.Set("Authorization", "Bearer "+cmpOr(c.token, runnertest.AgentToken))
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Accept", "application/json, text/event-stream")
 					if v != "" {

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"encoding/json"
@@ -12,11 +12,13 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -29,7 +31,7 @@ const metaCustomTool = "paid_order_count"
 
 // newMetaAPI serves mcptest.Fixture with tokens (none: open loopback mode), a custom read tool,
 // and opts over the defaults.
-func newMetaAPI(t *testing.T, tokens []auth.Token, opts httpapi.HandlerOptions) *APIFixture {
+func newMetaAPI(t *testing.T, tokens []auth.Token, opts httpapi.HandlerOptions) *runnertest.APIFixture {
 	t.Helper()
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
@@ -37,41 +39,11 @@ func newMetaAPI(t *testing.T, tokens []auth.Token, opts httpapi.HandlerOptions) 
 		CustomTools: []tools.CustomTool{{Name: metaCustomTool, Description: "Counts the paid orders.",
 			Database: "default", Mode: "read", SQL: "SELECT count(*) AS n FROM orders WHERE status = $1",
 			Parameters: []tools.CustomParam{{Name: "status", Type: "string", Required: true, Description: "Order status."}}}}})
-	logs := &syncBuffer{}
+	logs := &pgtest.SyncBuffer{}
 	opts.Tokens, opts.Log = tokens, zerolog.New(logs)
 	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, opts))
 	t.Cleanup(srv.Close)
-	return &APIFixture{Srv: srv, Log: logs, DB: db}
-}
-
-// ListedTools returns the tool names of a /v1/tools answer, sorted.
-func ListedTools(t *testing.T, body map[string]any) []string {
-	t.Helper()
-	list, ok := body["tools"].([]any)
-	if !ok {
-		t.Fatalf("no tools list: %v", body)
-	}
-	var names []string
-	for _, item := range list {
-		names = append(names, item.(map[string]any)["name"].(string))
-	}
-	sort.Strings(names)
-	return names
-}
-
-// OpenAPITools returns the tool names of an /openapi.json answer, sorted.
-func OpenAPITools(t *testing.T, body map[string]any) []string {
-	t.Helper()
-	paths, ok := body["paths"].(map[string]any)
-	if !ok {
-		t.Fatalf("no paths: %v", body)
-	}
-	var names []string
-	for p := range paths {
-		names = append(names, p[len("/v1/tools/"):])
-	}
-	sort.Strings(names)
-	return names
+	return &runnertest.APIFixture{Srv: srv, Log: logs, DB: db}
 }
 
 // refusal is what an unauthenticated request is answered: status, body and challenge.
@@ -98,8 +70,8 @@ func refusedAs(t *testing.T, method, url, token, body string) refusal {
 // a token list only what that token may use. /mcp (tools/list) is refused the same way.
 func TestMetadataNeedsAToken(t *testing.T) {
 	t.Parallel()
-	api := newMetaAPI(t, MCPTokens(), httpapi.HandlerOptions{})
-	readTools := slices.Sorted(slices.Values(append(BuiltinTools("read"), metaCustomTool)))
+	api := newMetaAPI(t, runnertest.MCPTokens(), httpapi.HandlerOptions{})
+	readTools := slices.Sorted(slices.Values(append(runnertest.BuiltinTools("read"), metaCustomTool)))
 	for _, token := range []string{"", "wrong-token-0123456789abcdef", "eyJhbGciOiJIUzI1NiJ9.e30.x"} {
 		want := refusedAs(t, http.MethodPost, api.Srv.URL+"/v1/tools/select_query", token, `{"table": "orders"}`)
 		if want.status != http.StatusUnauthorized || want.body["errorType"] != "authentication_error" || want.challenge == "" {
@@ -119,12 +91,12 @@ func TestMetadataNeedsAToken(t *testing.T) {
 		}
 	}
 	// With a read token: the read tools, the custom one included, and no write tool.
-	status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/v1/tools", ReadToken, "")
-	if got := ListedTools(t, body); status != http.StatusOK || !slices.Equal(got, readTools) {
+	status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/v1/tools", runnertest.ReadToken, "")
+	if got := runnertest.ListedTools(t, body); status != http.StatusOK || !slices.Equal(got, readTools) {
 		t.Errorf("/v1/tools with a read token: %d %v, want %v", status, got, readTools)
 	}
-	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", ReadToken, "")
-	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, readTools) {
+	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", runnertest.ReadToken, "")
+	if got := runnertest.OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, readTools) {
 		t.Errorf("/openapi.json with a read token: %d %v, want %v", status, got, readTools)
 	}
 	// The probes stay open: load balancers and orchestrators carry no token.
@@ -140,15 +112,15 @@ func TestMetadataNeedsAToken(t *testing.T) {
 // /v1/tools and /mcp keep requiring a token.
 func TestOpenAPIPublic(t *testing.T) {
 	t.Parallel()
-	api := newMetaAPI(t, MCPTokens(), httpapi.HandlerOptions{OpenAPIPublic: true})
+	api := newMetaAPI(t, runnertest.MCPTokens(), httpapi.HandlerOptions{OpenAPIPublic: true})
 	builtins := slices.Sorted(slices.Values(schemas.ToolNames()))
 	status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", "", "")
-	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, builtins) {
+	if got := runnertest.OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, builtins) {
 		t.Errorf("public /openapi.json: %d %v, want the built-in tools %v", status, got, builtins)
 	}
-	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", ReadToken, "")
-	want := slices.Sorted(slices.Values(append(BuiltinTools("read"), metaCustomTool)))
-	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
+	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", runnertest.ReadToken, "")
+	want := slices.Sorted(slices.Values(append(runnertest.BuiltinTools("read"), metaCustomTool)))
+	if got := runnertest.OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("/openapi.json with a read token: %d %v, want %v", status, got, want)
 	}
 	if status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", "wrong-token-0123456789abcdef", ""); status != http.StatusUnauthorized || body["errorType"] != "authentication_error" {
@@ -170,13 +142,13 @@ func TestOpenAPIPublicHidesDisabledBuiltins(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
 	reg := toolstest.Registry(t, db.RoleDSN(t, "meta"), tools.Policy{ReadOnly: true, DisabledTools: []string{"execute_sql"}}, 4)
-	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: MCPTokens(), Log: zerolog.Nop(), OpenAPIPublic: true}))
+	srv := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: runnertest.MCPTokens(), Log: zerolog.Nop(), OpenAPIPublic: true}))
 	t.Cleanup(srv.Close)
 	status, body, _ := apitest.Call(t, http.MethodGet, srv.URL+"/openapi.json", "", "")
 	// The read tools but execute_sql: a read-only database hides only the tools that always write,
 	// which are the write-scope ones.
-	want := slices.Sorted(slices.Values(slices.DeleteFunc(BuiltinTools("read"), func(n string) bool { return n == "execute_sql" })))
-	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
+	want := slices.Sorted(slices.Values(slices.DeleteFunc(runnertest.BuiltinTools("read"), func(n string) bool { return n == "execute_sql" })))
+	if got := runnertest.OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("public /openapi.json over a read-only database without execute_sql: %d %v, want %v", status, got, want)
 	}
 }
@@ -188,11 +160,11 @@ func TestOpenLoopbackMetadata(t *testing.T) {
 	api := newMetaAPI(t, nil, httpapi.HandlerOptions{})
 	all := slices.Sorted(slices.Values(append(schemas.ToolNames(), metaCustomTool)))
 	status, body, _ := apitest.Call(t, http.MethodGet, api.Srv.URL+"/v1/tools", "", "")
-	if got := ListedTools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
+	if got := runnertest.ListedTools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
 		t.Errorf("/v1/tools: %d %v, want %v", status, got, all)
 	}
 	status, body, _ = apitest.Call(t, http.MethodGet, api.Srv.URL+"/openapi.json", "", "")
-	if got := OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
+	if got := runnertest.OpenAPITools(t, body); status != http.StatusOK || !slices.Equal(got, all) {
 		t.Errorf("/openapi.json: %d %v, want %v", status, got, all)
 	}
 	onMCP := apitest.MCPToolNames(t, api.Srv.URL, "")
@@ -212,7 +184,7 @@ func TestOpenAPIPublicConfig(t *testing.T) {
 		key  string
 		want bool
 	}{{``, false}, {`"openapi_public": false,`, false}, {`"openapi_public": true,`, true}} {
-		file := apitest.WriteFile(t, dir, "c.json", `{`+c.key+` "tokens": [{"name": "a", "token": "`+ReadToken+`", "scopes": ["read"]}],
+		file := apitest.WriteFile(t, dir, "c.json", `{`+c.key+` "tokens": [{"name": "a", "token": "`+runnertest.ReadToken+`", "scopes": ["read"]}],
 			"databases": {"default": {"url": "`+db.DSN+`"}}}`)
 		cfg, err := config.LoadConfigFile(file)
 		if err != nil {
@@ -230,7 +202,7 @@ func TestOpenAPIPublicConfig(t *testing.T) {
 		if cfg.OpenAPIPublic != c.want || eff["openapi_public"] != c.want {
 			t.Errorf("%q: config.Config.OpenAPIPublic %v, check-config shows %v, want %v", c.key, cfg.OpenAPIPublic, eff["openapi_public"], c.want)
 		}
-		rt, err := Build(t.Context(), cfg, zerolog.Nop(), BuildOptions{})
+		rt, err := runner.Build(t.Context(), cfg, zerolog.Nop(), runner.BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

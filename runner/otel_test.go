@@ -1,65 +1,24 @@
-package runner
+package runner_test
 
 import (
 	"context"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
-
-// OTLPReceiver is an in-process OTLP/HTTP trace receiver: it decodes every export request the
-// official exporter sends to /v1/traces and keeps its spans.
-type OTLPReceiver struct {
-	Srv   *httptest.Server
-	mu    sync.Mutex
-	spans []*tracepb.Span
-}
-
-func NewOTLPReceiver(t *testing.T) *OTLPReceiver {
-	r := &OTLPReceiver{}
-	r.Srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		var export collectorpb.ExportTraceServiceRequest
-		if req.URL.Path != "/v1/traces" || proto.Unmarshal(body, &export) != nil {
-			http.Error(w, "bad export", http.StatusBadRequest)
-			return
-		}
-		r.mu.Lock()
-		for _, rs := range export.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				r.spans = append(r.spans, ss.Spans...)
-			}
-		}
-		r.mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		out, _ := proto.Marshal(&collectorpb.ExportTraceServiceResponse{})
-		_, _ = w.Write(out)
-	}))
-	t.Cleanup(r.Srv.Close)
-	return r
-}
-
-func (r *OTLPReceiver) Received() []*tracepb.Span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]*tracepb.Span(nil), r.spans...)
-}
 
 // TestTraceOfToolCall: through the real HTTP wiring and the official OTLP/HTTP exporter into an
 // in-process receiver, a pg_transaction call with a W3C traceparent is one span, child of the
@@ -72,7 +31,7 @@ func TestTraceOfToolCall(t *testing.T) {
 	dsn := db.RoleDSN(t, "otel")
 	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON notes TO "`+db.RoleName("otel")+`"`)
 	reg := toolstest.Registry(t, dsn, tools.Policy{}, 2)
-	recv := NewOTLPReceiver(t)
+	recv := runnertest.NewOTLPReceiver(t)
 	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(recv.Srv.URL+"/v1/traces"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"net/http"
@@ -11,6 +11,7 @@ import (
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
@@ -29,7 +30,7 @@ func TestHTTPPlanBudget(t *testing.T) {
 	db.Exec(t, `GRANT UPDATE ON events TO "`+db.RoleName("api")+`"`)
 	reg := toolstest.Registry(t, dsn, tools.Policy{MaxEstimatedRows: 100000}, 4)
 	const tightToken = "tight-token-0123456789abcdef"
-	toks := append(Tokens(), auth.Token{Secret: tightToken, Name: "tight", Scopes: []string{"read", "write"}, MaxEstimatedRows: 10})
+	toks := append(runnertest.Tokens(), auth.Token{Secret: tightToken, Name: "tight", Scopes: []string{"read", "write"}, MaxEstimatedRows: 10})
 	srv := httptest.NewServer(httpapi.NewHandler(reg, toks, zerolog.Nop(), 4096))
 	t.Cleanup(srv.Close)
 	call := func(t *testing.T, tool, token, body string, headers map[string]string) (int, map[string]any) {
@@ -42,36 +43,36 @@ func TestHTTPPlanBudget(t *testing.T) {
 		return status, out
 	}
 	const crossJoin = `{"sql":"select * from events a cross join events b"}`
-	status, body := call(t, "execute_sql", ReadToken, crossJoin, nil)
+	status, body := call(t, "execute_sql", runnertest.ReadToken, crossJoin, nil)
 	if status != http.StatusUnprocessableEntity || body["errorType"] != "too_expensive" || body["plan"] == nil ||
 		!strings.Contains(body["error"].(string), "25000000 rows, over max_estimated_rows 100000") {
 		t.Fatalf("cross join: %d %v", status, body)
 	}
 	const byKey = `{"table":"events","where":"id = $1","params":[42]}`
-	if status, body = call(t, "select_query", ReadToken, byKey, nil); status != http.StatusOK || body["rowCount"] != float64(1) {
+	if status, body = call(t, "select_query", runnertest.ReadToken, byKey, nil); status != http.StatusOK || body["rowCount"] != float64(1) {
 		t.Fatalf("primary-key read: %d %v", status, body)
 	}
 	const some = `{"table":"events","where":"id <= 100"}`
-	if status, _ = call(t, "select_query", ReadToken, some, nil); status != http.StatusOK {
+	if status, _ = call(t, "select_query", runnertest.ReadToken, some, nil); status != http.StatusOK {
 		t.Fatalf("100 rows under the database's budget: %d", status)
 	}
 	if status, body = call(t, "select_query", tightToken, some, nil); status != http.StatusUnprocessableEntity {
 		t.Fatalf("the token's budget of 10 rows: %d %v", status, body)
 	}
-	if status, body = call(t, "select_query", ReadToken, some, map[string]string{httpapi.MaxEstimatedRowsHeader: "10"}); status != http.StatusUnprocessableEntity {
+	if status, body = call(t, "select_query", runnertest.ReadToken, some, map[string]string{httpapi.MaxEstimatedRowsHeader: "10"}); status != http.StatusUnprocessableEntity {
 		t.Fatalf("the header's budget of 10 rows: %d %v", status, body)
 	}
-	if status, body = call(t, "select_query", ReadToken, some, map[string]string{httpapi.MaxEstimatedCostHeader: "0.5"}); status != http.StatusUnprocessableEntity {
+	if status, body = call(t, "select_query", runnertest.ReadToken, some, map[string]string{httpapi.MaxEstimatedCostHeader: "0.5"}); status != http.StatusUnprocessableEntity {
 		t.Fatalf("the header's cost budget: %d %v", status, body)
 	}
 	if status, _ = call(t, "select_query", tightToken, some, map[string]string{httpapi.MaxEstimatedRowsHeader: "1000000"}); status != http.StatusUnprocessableEntity {
 		t.Fatalf("a header raised the token's budget: %d", status)
 	}
-	if status, _ = call(t, "execute_sql", ReadToken, crossJoin, map[string]string{httpapi.MaxEstimatedRowsHeader: "100000000"}); status != http.StatusUnprocessableEntity {
+	if status, _ = call(t, "execute_sql", runnertest.ReadToken, crossJoin, map[string]string{httpapi.MaxEstimatedRowsHeader: "100000000"}); status != http.StatusUnprocessableEntity {
 		t.Fatalf("a header raised the database's budget: %d", status)
 	}
 	before := db.QueryInt(t, "select sum(n) from events")
-	if status, body = call(t, "update_data", WriteToken, `{"table":"events","set":{"n":0},"where":"n > 0","autocommit":true,"max_affected_rows":10000}`,
+	if status, body = call(t, "update_data", runnertest.WriteToken, `{"table":"events","set":{"n":0},"where":"n > 0","autocommit":true,"max_affected_rows":10000}`,
 		map[string]string{httpapi.MaxEstimatedRowsHeader: "1000"}); status != http.StatusUnprocessableEntity {
 		t.Fatalf("an update over the header's budget: %d %v", status, body)
 	}
@@ -80,12 +81,12 @@ func TestHTTPPlanBudget(t *testing.T) {
 	}
 	for _, bad := range []struct{ header, value string }{{httpapi.MaxEstimatedCostHeader, "0"}, {httpapi.MaxEstimatedCostHeader, "cheap"},
 		{httpapi.MaxEstimatedRowsHeader, "1.5"}, {httpapi.MaxEstimatedRowsHeader, "-1"}} {
-		status, body = call(t, "select_query", ReadToken, byKey, map[string]string{bad.header: bad.value})
+		status, body = call(t, "select_query", runnertest.ReadToken, byKey, map[string]string{bad.header: bad.value})
 		if status != http.StatusBadRequest || body["errorType"] != "invalid_arguments" || !strings.Contains(body["error"].(string), bad.header) {
 			t.Errorf("%s: %s: %d %v", bad.header, bad.value, status, body)
 		}
 	}
-	status, body = call(t, "explain_query", ReadToken, `{"sql":"select * from events where kind = $1","params":["k1"]}`, nil)
+	status, body = call(t, "explain_query", runnertest.ReadToken, `{"sql":"select * from events where kind = $1","params":["k1"]}`, nil)
 	if status != http.StatusOK || body["operation"] != "explain" || body["scans"] == nil {
 		t.Fatalf("explain_query: %d %v", status, body)
 	}

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -17,30 +17,12 @@ import (
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/runner/mcpapi"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/session"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
-
-// JSONLines returns the JSON lines of log whose key k equals v.
-func JSONLines(t *testing.T, log *syncBuffer, k, v string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(log.String()), "\n") {
-		var m map[string]any
-		if l == "" {
-			continue
-		}
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("log line %q: %v", l, err)
-		}
-		if m[k] == v {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 // routedFixture is a registry over two databases, "default" (empty) and "reports" (table big,
 // 150 rows, owned by the runner's role, DDL allowed), with sessions, an audit log and the
@@ -48,7 +30,7 @@ func JSONLines(t *testing.T, log *syncBuffer, k, v string) []map[string]any {
 type routedFixture struct {
 	reports *pgtest.DB
 	reg     *tools.Registry
-	audit   *syncBuffer
+	audit   *pgtest.SyncBuffer
 }
 
 func newRoutedFixture(t *testing.T) *routedFixture {
@@ -64,7 +46,7 @@ func newRoutedFixture(t *testing.T) *routedFixture {
 	}
 	mgr := session.New(session.Config{})
 	t.Cleanup(func() { mgr.Close(context.Background()) })
-	audit := &syncBuffer{}
+	audit := &pgtest.SyncBuffer{}
 	reg, err := tools.NewRegistry(t.Context(), tools.Options{Databases: []*tools.Database{
 		toolstest.Database(t, main.RoleDSN(t, "routed"), tools.Policy{}, 2),
 		tools.NewDatabase("reports", pgtest.OpenPool(t, cfg), policy)},
@@ -83,8 +65,8 @@ func newRoutedFixture(t *testing.T) *routedFixture {
 func TestCallsNameTheRoutedDatabase(t *testing.T) {
 	t.Parallel()
 	f := newRoutedFixture(t)
-	logs := &syncBuffer{}
-	recv := NewOTLPReceiver(t)
+	logs := &pgtest.SyncBuffer{}
+	recv := runnertest.NewOTLPReceiver(t)
 	exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(recv.Srv.URL+"/v1/traces"))
 	if err != nil {
 		t.Fatal(err)
@@ -108,16 +90,16 @@ func TestCallsNameTheRoutedDatabase(t *testing.T) {
 	post("purge_big", `{"min":149,"dry_run":true}`)
 
 	for _, tool := range []string{"delete_data", "purge_big"} {
-		lines := JSONLines(t, logs, "tool", tool)
+		lines := runnertest.JSONLines(t, logs, "tool", tool)
 		if len(lines) != 1 || lines[0]["database"] != "reports" {
 			t.Errorf("log line of %s: %v, want database reports", tool, lines)
 		}
-		audits := JSONLines(t, f.audit, "tool", tool)
+		audits := runnertest.JSONLines(t, f.audit, "tool", tool)
 		if len(audits) != 1 || audits[0]["database"] != "reports" {
 			t.Errorf("audit of %s: %v, want database reports", tool, audits)
 		}
 	}
-	if l := JSONLines(t, logs, "tool", "delete_data"); len(l) == 1 && l[0]["session"] != id {
+	if l := runnertest.JSONLines(t, logs, "tool", "delete_data"); len(l) == 1 && l[0]["session"] != id {
 		t.Errorf("log line of the session call: %v, want session %s", l[0], id)
 	}
 	spans := 0
@@ -144,7 +126,7 @@ func TestCallsNameTheRoutedDatabase(t *testing.T) {
 func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 	t.Parallel()
 	f := newRoutedFixture(t)
-	logs := &syncBuffer{}
+	logs := &pgtest.SyncBuffer{}
 	log := zerolog.New(logs)
 	st, ct := mcp.NewInMemoryTransports()
 	p := tools.Principal{Name: "stdio", Scopes: []string{"read", "write", "ddl"}}
@@ -153,14 +135,14 @@ func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	no := &Elicitor{Action: "decline"}
+	no := &runnertest.Elicitor{Action: "decline"}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pgtools-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: no.Handle}).Connect(t.Context(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 
-	begin := CallOut(t, cs, "pg_tx", map[string]any{"action": "begin", "database": "reports"})
+	begin := runnertest.CallOut(t, cs, "pg_tx", map[string]any{"action": "begin", "database": "reports"})
 	id, _ := begin.Object["session_id"].(string)
 	if begin.IsError || id == "" {
 		t.Fatalf("begin: %s", begin.Text)
@@ -175,7 +157,7 @@ func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 		{"purge_big", map[string]any{"min": 0, "autocommit": true}, "in database reports"},
 	}
 	for i, c := range calls {
-		out := CallOut(t, cs, c.tool, c.args)
+		out := runnertest.CallOut(t, cs, c.tool, c.args)
 		if !out.IsError || out.Object["errorType"] != "confirmation_required" {
 			t.Errorf("%s declined: %s", c.tool, out.Text)
 		}
@@ -187,7 +169,7 @@ func TestMCPConfirmationNamesTheRoutedDatabase(t *testing.T) {
 		t.Errorf("big has %d rows after declined calls, want 150", n)
 	}
 	for _, tool := range []string{"delete_data", "purge_big"} {
-		for _, l := range JSONLines(t, logs, "tool", tool) {
+		for _, l := range runnertest.JSONLines(t, logs, "tool", tool) {
 			if l["database"] != "reports" {
 				t.Errorf("MCP log line of %s: %v, want database reports", tool, l)
 			}

@@ -1,11 +1,7 @@
-package runner
+package runner_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,186 +9,62 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/runner/mcptest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
-	"github.com/pgtools/pgtools/tools/pgtest"
-	"github.com/pgtools/pgtools/tools/session"
-)
-
-// ServerFixture is a Server as pgtools serve builds it (pools, registry, session manager,
-// metrics, limits), behind an httptest server.
-type ServerFixture struct {
-	Server   *Server
-	HTTP     *httptest.Server
-	Sessions *session.Manager
-	Log      *syncBuffer
-}
-
-func NewServerFixture(t testing.TB, cfg *config.Config) *ServerFixture {
-	t.Helper()
-	s, sessions, logs, closeAll := BuildServer(t, cfg)
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		hs.Close()
-		closeAll()
-	})
-	return &ServerFixture{Server: s, HTTP: hs, Sessions: sessions, Log: logs}
-}
-
-// ConfigDoc is the configuration a pgtools.json holding doc loads, as pgtools serve reads it
-// (BuildServer validates it).
-func ConfigDoc(t testing.TB, doc string) *config.Config {
-	t.Helper()
-	cfg, err := config.LoadConfigFile(apitest.WriteFile(t, t.TempDir(), "pgtools.json", doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-// BuildServer builds cfg's Server as pgtools serve does: validated config, pools, registry and
-// session manager, logging into a buffer. closeAll rolls back the sessions and closes the pools.
-func BuildServer(t testing.TB, cfg *config.Config) (s *Server, sessions *session.Manager, logs *syncBuffer, closeAll func()) {
-	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	logs = &syncBuffer{}
-	rt, err := Build(context.Background(), cfg, zerolog.New(logs), BuildOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt.Server(), rt.Sessions(), logs, rt.Close
-}
-
-// Call posts a tool call and returns the status, the decoded body and the headers.
-func (f *ServerFixture) Call(t *testing.T, token, tool, body string) (int, map[string]any, http.Header) {
-	t.Helper()
-	return apitest.Call(t, http.MethodPost, f.HTTP.URL+"/v1/tools/"+tool, token, body)
-}
-
-func (f *ServerFixture) Get(t *testing.T, path string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(f.HTTP.URL + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-// Metric returns the value of the sample of name whose labels include want, summed over the
-// samples that match, from a /metrics scrape.
-func (f *ServerFixture) Metric(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	status, text := f.Get(t, "/metrics")
-	if status != 200 {
-		t.Fatalf("/metrics: %d %s", status, text)
-	}
-	return MetricValue(t, text, name, want)
-}
-
-func MetricValue(t *testing.T, text, name string, want map[string]string) float64 {
-	t.Helper()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := p.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		t.Fatalf("/metrics is not Prometheus text: %v", err)
-	}
-	fam, ok := families[name]
-	if !ok {
-		return -1
-	}
-	sum, found := 0.0, false
-next:
-	for _, m := range fam.Metric {
-		labels := map[string]string{}
-		for _, l := range m.Label {
-			labels[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if labels[k] != v {
-				continue next
-			}
-		}
-		found = true
-		switch {
-		case m.Counter != nil:
-			sum += m.Counter.GetValue()
-		case m.Gauge != nil:
-			sum += m.Gauge.GetValue()
-		case m.Histogram != nil:
-			sum += float64(m.Histogram.GetSampleCount())
-		case m.Untyped != nil:
-			sum += m.Untyped.GetValue()
-		}
-	}
-	if !found {
-		return -1
-	}
-	return sum
-}
-
-const (
-	AllToken     = "token-for-all-databases-0123"
-	LimitedToken = "token-for-main-only-0123456"
 )
 
 // TestTwoDatabasesWithTheirOwnPolicies serves two databases at once, each with its own pool and
 // policy, and checks that a token limited to one can neither reach the other nor learn its name.
 func TestTwoDatabasesWithTheirOwnPolicies(t *testing.T) {
 	t.Parallel()
-	mainDB := NewRoleDB(t, "main", `CREATE TABLE orders (id int PRIMARY KEY, status text);
+	mainDB := runnertest.NewRoleDB(t, "main", `CREATE TABLE orders (id int PRIMARY KEY, status text);
 		CREATE TABLE api_keys (id int PRIMARY KEY, secret text);
 		INSERT INTO orders SELECT i, 'paid' FROM generate_series(1, 3) i`, "GRANT INSERT, UPDATE, DELETE ON orders TO %s")
-	reportsDB := NewRoleDB(t, "reports", `CREATE TABLE quarterly_revenue (quarter text PRIMARY KEY, revenue numeric);
+	reportsDB := runnertest.NewRoleDB(t, "reports", `CREATE TABLE quarterly_revenue (quarter text PRIMARY KEY, revenue numeric);
 		INSERT INTO quarterly_revenue VALUES ('2026-Q1', 100), ('2026-Q2', 120)`, "GRANT INSERT ON quarterly_revenue TO %s")
 	cfg := &config.Config{
 		Tokens: []auth.Token{
-			{Secret: AllToken, Name: "ops", Scopes: []string{"read", "write"}},
-			{Secret: LimitedToken, Name: "agent", Scopes: []string{"read", "write"}, Databases: []string{"default"}},
+			{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read", "write"}},
+			{Secret: runnertest.LimitedToken, Name: "agent", Scopes: []string{"read", "write"}, Databases: []string{"default"}},
 		},
 		Databases: map[string]config.DatabaseConfig{
 			"default":      {URL: mainDB, MaxConns: 3, Policy: tools.Policy{DenyTables: []string{"api_keys"}}},
 			"finance_2026": {URL: reportsDB, MaxConns: 2, Policy: tools.Policy{ReadOnly: true, MaxLimit: 1}},
 		},
 	}
-	f := NewServerFixture(t, cfg)
+	f := runnertest.NewServerFixture(t, cfg)
 
 	// Each database answers with its own data and policy.
-	if status, body, _ := f.Call(t, AllToken, "select_query", `{"table":"orders"}`); status != 200 || body["rowCount"] != 3.0 {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"table":"orders"}`); status != 200 || body["rowCount"] != 3.0 {
 		t.Fatalf("default: %d %v", status, body)
 	}
-	if status, body, _ := f.Call(t, AllToken, "select_query", `{"database":"finance_2026","table":"quarterly_revenue","limit":1}`); status != 200 || body["rowCount"] != 1.0 {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"database":"finance_2026","table":"quarterly_revenue","limit":1}`); status != 200 || body["rowCount"] != 1.0 {
 		t.Fatalf("finance_2026: %d %v", status, body)
 	}
-	if status, body, _ := f.Call(t, AllToken, "select_query", `{"database":"finance_2026","table":"quarterly_revenue","limit":2}`); status != 400 || body["errorType"] != "invalid_arguments" {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"database":"finance_2026","table":"quarterly_revenue","limit":2}`); status != 400 || body["errorType"] != "invalid_arguments" {
 		t.Fatalf("finance_2026 max_limit 1: %d %v", status, body)
 	}
-	if status, body, _ := f.Call(t, AllToken, "insert_data", `{"database":"finance_2026","table":"quarterly_revenue","row":{"quarter":"2026-Q3","revenue":1},"autocommit":true}`); status != 403 || body["errorType"] != "not_allowed" {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "insert_data", `{"database":"finance_2026","table":"quarterly_revenue","row":{"quarter":"2026-Q3","revenue":1},"autocommit":true}`); status != 403 || body["errorType"] != "not_allowed" {
 		t.Fatalf("write on the read_only database: %d %v", status, body)
 	}
-	if status, body, _ := f.Call(t, AllToken, "insert_data", `{"table":"orders","row":{"id":4,"status":"open"},"autocommit":true}`); status != 200 || body["affectedRows"] != 1.0 {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "insert_data", `{"table":"orders","row":{"id":4,"status":"open"},"autocommit":true}`); status != 200 || body["affectedRows"] != 1.0 {
 		t.Fatalf("write on default: %d %v", status, body)
 	}
-	if status, body, _ := f.Call(t, AllToken, "select_query", `{"table":"api_keys"}`); status != 403 || body["errorType"] != "not_allowed" {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"table":"api_keys"}`); status != 403 || body["errorType"] != "not_allowed" {
 		t.Fatalf("denied table on default: %d %v", status, body)
 	}
-	if status, body, _ := f.Call(t, AllToken, "select_query", `{"database":"finance_2026","table":"orders"}`); status != 400 || body["errorType"] != "invalid_table" {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"database":"finance_2026","table":"orders"}`); status != 400 || body["errorType"] != "invalid_table" {
 		t.Fatalf("default's table through finance_2026: %d %v", status, body)
 	}
 
 	// The limited token works on its database …
-	if status, body, _ := f.Call(t, LimitedToken, "select_query", `{"table":"orders","limit":1}`); status != 200 {
+	if status, body, _ := f.Call(t, runnertest.LimitedToken, "select_query", `{"table":"orders","limit":1}`); status != 200 {
 		t.Fatalf("limited token on default: %d %v", status, body)
 	}
 	// … and gets the same answer for the other database as for one that does not exist, naming
@@ -210,7 +82,7 @@ func TestTwoDatabasesWithTheirOwnPolicies(t *testing.T) {
 			if call.args != `{}` {
 				args = `{"database":"` + name + `",` + strings.TrimPrefix(call.args, "{")
 			}
-			status, body, _ := f.Call(t, LimitedToken, call.tool, args)
+			status, body, _ := f.Call(t, runnertest.LimitedToken, call.tool, args)
 			if status != 403 || body["errorType"] != "not_allowed" {
 				t.Fatalf("limited token, %s on %s: %d %v", call.tool, name, status, body)
 			}
@@ -231,7 +103,7 @@ func TestTwoDatabasesWithTheirOwnPolicies(t *testing.T) {
 		}
 	}
 	// describe_schema lists only the token's database's tables, and /readyz names none.
-	status, body, _ := f.Call(t, LimitedToken, "describe_schema", `{}`)
+	status, body, _ := f.Call(t, runnertest.LimitedToken, "describe_schema", `{}`)
 	raw, _ := json.Marshal(body)
 	if status != 200 || !strings.Contains(string(raw), "orders") || strings.Contains(string(raw), "quarterly") || strings.Contains(string(raw), "api_keys") {
 		t.Fatalf("describe_schema for the limited token: %d %s", status, raw)
@@ -249,26 +121,13 @@ func TestTwoDatabasesWithTheirOwnPolicies(t *testing.T) {
 	}
 }
 
-// NewRoleDB creates a test database with schema (run as superuser), a least-privilege role with
-// SELECT on it (and grant, formatted with the role, if set), and returns the role's DSN.
-func NewRoleDB(t *testing.T, role, schema, grant string) string {
-	t.Helper()
-	db := pgtest.New(t)
-	db.Exec(t, schema)
-	dsn := db.RoleDSN(t, role)
-	if grant != "" {
-		db.Exec(t, strings.ReplaceAll(grant, "%s", `"`+db.RoleName(role)+`"`))
-	}
-	return dsn
-}
-
 func TestMetricsMoveWithCalls(t *testing.T) {
 	t.Parallel()
-	dsn := NewRoleDB(t, "metrics", `CREATE TABLE orders (id int PRIMARY KEY, status text);
+	dsn := runnertest.NewRoleDB(t, "metrics", `CREATE TABLE orders (id int PRIMARY KEY, status text);
 		INSERT INTO orders SELECT i, 'paid' FROM generate_series(1, 10) i`, "")
-	cfg := &config.Config{Tokens: []auth.Token{{Secret: AllToken, Name: "ops", Scopes: []string{"read"}}},
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Sessions: config.Sessions{TTLSeconds: 3600}}
-	f := NewServerFixture(t, cfg)
+	f := runnertest.NewServerFixture(t, cfg)
 	sel := map[string]string{"tool": "select_query", "database": "default"}
 	with := func(m map[string]string, k, v string) map[string]string {
 		out := map[string]string{k: v}
@@ -281,16 +140,16 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 		t.Fatalf("calls before any call: %v", got)
 	}
 	for i := 0; i < 3; i++ {
-		if status, body, _ := f.Call(t, AllToken, "select_query", `{"table":"orders","limit":4}`); status != 200 {
+		if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"table":"orders","limit":4}`); status != 200 {
 			t.Fatalf("%d %v", status, body)
 		}
 	}
-	f.Call(t, AllToken, "select_query", `{"table":"ordrs"}`)
-	f.Call(t, AllToken, "select_query", `{"table":"orders","database":"nope"}`)
-	f.Call(t, AllToken, "no_such_tool", `{}`)
+	f.Call(t, runnertest.AllToken, "select_query", `{"table":"ordrs"}`)
+	f.Call(t, runnertest.AllToken, "select_query", `{"table":"orders","database":"nope"}`)
+	f.Call(t, runnertest.AllToken, "no_such_tool", `{}`)
 	f.Call(t, "", "select_query", `{"table":"orders"}`)
 	f.Call(t, "wrong-token-0123456789abcdef", "select_query", `{"table":"orders"}`)
-	if status, body, _ := f.Call(t, AllToken, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("begin: %d %v", status, body)
 	}
 
@@ -317,7 +176,7 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 	}
 	_, text := f.Get(t, "/metrics")
 	for _, c := range checks {
-		got := MetricValue(t, text, c.name, c.labels)
+		got := runnertest.MetricValue(t, text, c.name, c.labels)
 		if c.want == -2 {
 			if got < 1 {
 				t.Errorf("%s%v = %v, want ≥ 1", c.name, c.labels, got)
@@ -328,7 +187,7 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	if strings.Contains(text, AllToken) || strings.Contains(text, "principal") || strings.Contains(text, dsn) {
+	if strings.Contains(text, runnertest.AllToken) || strings.Contains(text, "principal") || strings.Contains(text, dsn) {
 		t.Errorf("/metrics shows a token, principal or DSN")
 	}
 	// /readyz updates the database gauge.
@@ -342,11 +201,11 @@ func TestMetricsMoveWithCalls(t *testing.T) {
 
 func TestSessionExpiriesAreCounted(t *testing.T) {
 	t.Parallel()
-	dsn := NewRoleDB(t, "expiry", `CREATE TABLE t (id int)`, "")
-	cfg := &config.Config{Tokens: []auth.Token{{Secret: AllToken, Name: "ops", Scopes: []string{"read"}}},
+	dsn := runnertest.NewRoleDB(t, "expiry", `CREATE TABLE t (id int)`, "")
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Sessions: config.Sessions{TTLSeconds: 0.2}}
-	f := NewServerFixture(t, cfg)
-	if status, body, _ := f.Call(t, AllToken, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
+	f := runnertest.NewServerFixture(t, cfg)
+	if status, body, _ := f.Call(t, runnertest.AllToken, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("begin: %d %v", status, body)
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -363,18 +222,18 @@ func TestSessionExpiriesAreCounted(t *testing.T) {
 // Retry-After, other tokens are not affected, and the token recovers after the wait.
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
-	dsn := NewRoleDB(t, "rate", `CREATE TABLE t (id int); INSERT INTO t VALUES (1)`, "")
-	cfg := &config.Config{Tokens: []auth.Token{{Secret: AllToken, Name: "ops", Scopes: []string{"read"}},
-		{Secret: LimitedToken, Name: "other", Scopes: []string{"read"}}},
+	dsn := runnertest.NewRoleDB(t, "rate", `CREATE TABLE t (id int); INSERT INTO t VALUES (1)`, "")
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}},
+		{Secret: runnertest.LimitedToken, Name: "other", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}},
 		Limits:    config.Limits{Limits: invoke.Limits{RatePerSecond: 2, Burst: 3}}}
-	f := NewServerFixture(t, cfg)
+	f := runnertest.NewServerFixture(t, cfg)
 	for i := 0; i < 3; i++ {
-		if status, body, _ := f.Call(t, AllToken, "select_query", `{"table":"t"}`); status != 200 {
+		if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"table":"t"}`); status != 200 {
 			t.Fatalf("call %d within the burst: %d %v", i, status, body)
 		}
 	}
-	status, body, hdr := f.Call(t, AllToken, "select_query", `{"table":"t"}`)
+	status, body, hdr := f.Call(t, runnertest.AllToken, "select_query", `{"table":"t"}`)
 	if status != 429 || body["errorType"] != "rate_limited" || body["success"] != false || !strings.Contains(body["error"].(string), "2 calls per second") ||
 		!strings.Contains(body["suggestion"].(string), "Wait") {
 		t.Fatalf("call over the burst: %d %v", status, body)
@@ -384,12 +243,12 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("Retry-After = %q, want 1 (half a second, rounded up)", hdr.Get("Retry-After"))
 	}
 	// Another token has its own bucket.
-	if status, body, _ := f.Call(t, LimitedToken, "select_query", `{"table":"t"}`); status != 200 {
+	if status, body, _ := f.Call(t, runnertest.LimitedToken, "select_query", `{"table":"t"}`); status != 200 {
 		t.Fatalf("other token: %d %v", status, body)
 	}
 	// The refused call took no token: after the advised wait, the call goes through.
 	time.Sleep(time.Duration(retry) * time.Second)
-	if status, body, _ := f.Call(t, AllToken, "select_query", `{"table":"t"}`); status != 200 {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"table":"t"}`); status != 200 {
 		t.Fatalf("after Retry-After: %d %v", status, body)
 	}
 	if got := f.Metric(t, "pgtools_rate_limited_total", map[string]string{"reason": "rate"}); got != 1 {
@@ -404,15 +263,15 @@ func TestRateLimit(t *testing.T) {
 // and accepted again once the first has finished.
 func TestConcurrencyLimit(t *testing.T) {
 	t.Parallel()
-	dsn := NewRoleDB(t, "conc", `CREATE TABLE t (id int)`, "")
-	cfg := &config.Config{Tokens: []auth.Token{{Secret: AllToken, Name: "ops", Scopes: []string{"read"}}},
+	dsn := runnertest.NewRoleDB(t, "conc", `CREATE TABLE t (id int)`, "")
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Limits: config.Limits{Limits: invoke.Limits{MaxConcurrentPerToken: 1}}}
-	f := NewServerFixture(t, cfg)
+	f := runnertest.NewServerFixture(t, cfg)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if status, body, _ := f.Call(t, AllToken, "execute_sql", `{"sql":"select pg_sleep(1.5)"}`); status != 200 {
+		if status, body, _ := f.Call(t, runnertest.AllToken, "execute_sql", `{"sql":"select pg_sleep(1.5)"}`); status != 200 {
 			t.Errorf("slow call: %d %v", status, body)
 		}
 	}()
@@ -423,12 +282,12 @@ func TestConcurrencyLimit(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	status, body, hdr := f.Call(t, AllToken, "select_query", `{"table":"t"}`)
+	status, body, hdr := f.Call(t, runnertest.AllToken, "select_query", `{"table":"t"}`)
 	if status != 429 || body["errorType"] != "rate_limited" || !strings.Contains(body["error"].(string), "at most 1 at once") || hdr.Get("Retry-After") == "" {
 		t.Fatalf("second concurrent call: %d %v", status, body)
 	}
 	wg.Wait()
-	if status, body, _ := f.Call(t, AllToken, "select_query", `{"table":"t"}`); status != 200 {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"table":"t"}`); status != 200 {
 		t.Fatalf("after the first call ended: %d %v", status, body)
 	}
 	if got := f.Metric(t, "pgtools_rate_limited_total", map[string]string{"reason": "concurrency"}); got != 1 {
@@ -440,17 +299,17 @@ func TestConcurrencyLimit(t *testing.T) {
 // fails with a timeout that says it never started, unlike a statement that ran too long.
 func TestPoolWaitIsNotAStatementTimeout(t *testing.T) {
 	t.Parallel()
-	dsn := NewRoleDB(t, "poolwait", `CREATE TABLE t (id int)`, "")
-	cfg := &config.Config{Tokens: []auth.Token{{Secret: AllToken, Name: "ops", Scopes: []string{"read"}}},
+	dsn := runnertest.NewRoleDB(t, "poolwait", `CREATE TABLE t (id int)`, "")
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn, MaxConns: 1,
 			Policy: tools.Policy{PoolWait: 200 * time.Millisecond, StatementTimeout: 2 * time.Second}}}}
-	f := NewServerFixture(t, cfg)
+	f := runnertest.NewServerFixture(t, cfg)
 	// Load the catalog first: its query waits for the pool without pool_wait_ms (tools' catalog
 	// cache uses the pool directly), which would blur what this test measures. On a busy machine
 	// opening the pool's one connection, beside the sessions' spare connections opened at start,
 	// can itself take longer than the 200 ms wait: that is set-up, so it may take a few tries.
 	for try := 1; ; try++ {
-		status, body, _ := f.Call(t, AllToken, "select_query", `{"table":"t"}`)
+		status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"table":"t"}`)
 		if status == 200 {
 			break
 		}
@@ -464,7 +323,7 @@ func TestPoolWaitIsNotAStatementTimeout(t *testing.T) {
 	var slow map[string]any
 	go func() {
 		defer wg.Done()
-		_, slow, _ = f.Call(t, AllToken, "execute_sql", `{"sql":"select pg_sleep(5)"}`)
+		_, slow, _ = f.Call(t, runnertest.AllToken, "execute_sql", `{"sql":"select pg_sleep(5)"}`)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for f.Metric(t, "pgtools_pool_connections", map[string]string{"state": "acquired"}) < 1 {
@@ -473,7 +332,7 @@ func TestPoolWaitIsNotAStatementTimeout(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	status, waited, _ := f.Call(t, AllToken, "select_query", `{"table":"t"}`)
+	status, waited, _ := f.Call(t, runnertest.AllToken, "select_query", `{"table":"t"}`)
 	wg.Wait()
 	if status != 504 || waited["errorType"] != "timeout" || !strings.Contains(waited["error"].(string), "waiting for a free connection") ||
 		!strings.Contains(waited["error"].(string), "never started") {
@@ -495,11 +354,11 @@ func TestPoolWaitIsNotAStatementTimeout(t *testing.T) {
 // itself (initialize, tools/list) is not refused.
 func TestRateLimitOverMCP(t *testing.T) {
 	t.Parallel()
-	dsn := NewRoleDB(t, "mcprate", `CREATE TABLE t (id int)`, "")
-	cfg := &config.Config{Tokens: []auth.Token{{Secret: AllToken, Name: "ops", Scopes: []string{"read"}}},
+	dsn := runnertest.NewRoleDB(t, "mcprate", `CREATE TABLE t (id int)`, "")
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}, Limits: config.Limits{Limits: invoke.Limits{RatePerSecond: 0.5, Burst: 1}}}
-	f := NewServerFixture(t, cfg)
-	cs, err := apitest.ConnectMCP(t, f.HTTP.URL, AllToken)
+	f := runnertest.NewServerFixture(t, cfg)
+	cs, err := apitest.ConnectMCP(t, f.HTTP.URL, runnertest.AllToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +377,7 @@ func TestRateLimitOverMCP(t *testing.T) {
 		t.Fatalf("rate-limited MCP result: %v", body)
 	}
 	// The same bucket serves HTTP calls of the token.
-	if status, body, _ := f.Call(t, AllToken, "select_query", `{"table":"t"}`); status != 429 {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "select_query", `{"table":"t"}`); status != 429 {
 		t.Fatalf("HTTP call after the MCP calls: %d %v", status, body)
 	}
 }

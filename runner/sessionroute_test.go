@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/invoke"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -19,7 +20,7 @@ func TestBeginAnswerNamesTheRoutingHeader(t *testing.T) {
 	const tok = "token-route-hint-0123456789"
 	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.RoleDSN(t, "route")}},
 		Tokens: []auth.Token{{Secret: tok, Name: "a", Scopes: []string{"read", "write"}}}}
-	f := NewServerFixture(t, cfg)
+	f := runnertest.NewServerFixture(t, cfg)
 	status, body, _ := f.Call(t, tok, "pg_tx", `{"action":"begin","read_only":true}`)
 	id, _ := body["session_id"].(string)
 	if hint := fmt.Sprint(body["hint"]); status != 200 || id == "" || !strings.HasSuffix(hint, " Behind a load balancer with several replicas, send the HTTP header "+invoke.SessionHeader+": "+id+

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"bufio"
@@ -14,9 +14,12 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/httpapi"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
+	"github.com/pgtools/pgtools/tools/pgtest"
 	"github.com/pgtools/pgtools/tools/toolstest"
 )
 
@@ -25,14 +28,14 @@ import (
 func serveWithBodyWait(t *testing.T, dsn string, wait time.Duration) string {
 	t.Helper()
 	reg := toolstest.Registry(t, dsn, tools.Policy{}, 4)
-	h := httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: MCPTokens(), Log: zerolog.New(&syncBuffer{}), MaxBodyBytes: 4096, BodyReadTimeout: wait})
+	h := httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Tokens: runnertest.MCPTokens(), Log: zerolog.New(&pgtest.SyncBuffer{}), MaxBodyBytes: 4096, BodyReadTimeout: wait})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, h, zerolog.Nop(), time.Second) }()
+	go func() { done <- runner.Serve(ctx, ln, h, zerolog.Nop(), time.Second) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
@@ -96,10 +99,10 @@ func slowClient(t *testing.T, addr, method, path string, header http.Header, bod
 // of reading the trickle.
 func TestSlowBodyIsTimedOut(t *testing.T) {
 	t.Parallel()
-	_, dsn := SetupDB(t)
+	_, dsn := runnertest.SetupDB(t)
 	addr := serveWithBodyWait(t, dsn, 300*time.Millisecond)
-	auth := http.Header{"Authorization": {"Bearer " + AgentToken}}
-	mcpHeader := http.Header{"Authorization": {"Bearer " + AgentToken}, "Content-Type": {"application/json"},
+	auth := http.Header{"Authorization": {"Bearer " + runnertest.AgentToken}}
+	mcpHeader := http.Header{"Authorization": {"Bearer " + runnertest.AgentToken}, "Content-Type": {"application/json"},
 		"Accept": {"application/json, text/event-stream"}}
 	cases := []struct {
 		name, method, path string
@@ -157,14 +160,14 @@ func TestSlowBodyIsTimedOut(t *testing.T) {
 // on the connection would cancel it when the server's watch for a closed connection timed out.
 func TestBodyDeadlineSparesLongCalls(t *testing.T) {
 	t.Parallel()
-	_, dsn := SetupDB(t)
+	_, dsn := runnertest.SetupDB(t)
 	addr := serveWithBodyWait(t, dsn, 200*time.Millisecond)
 	base := "http://" + addr
-	status, body, _ := apitest.Call(t, http.MethodPost, base+"/v1/tools/execute_sql", AgentToken, `{"sql":"select pg_sleep(0.8) is null as slept"}`)
+	status, body, _ := apitest.Call(t, http.MethodPost, base+"/v1/tools/execute_sql", runnertest.AgentToken, `{"sql":"select pg_sleep(0.8) is null as slept"}`)
 	if status != http.StatusOK || body["success"] != true {
 		t.Fatalf("tool call: %d %v", status, body)
 	}
-	mstatus, raw, _ := apitest.MCPPost(t, base, AgentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"select pg_sleep(0.8) is null as slept"}}}`)
+	mstatus, raw, _ := apitest.MCPPost(t, base, runnertest.AgentToken, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_sql","arguments":{"sql":"select pg_sleep(0.8) is null as slept"}}}`)
 	if mstatus != http.StatusOK || !strings.Contains(string(raw), `slept`) || strings.Contains(string(raw), `"isError":true`) {
 		t.Fatalf("mcp call: %d %s", mstatus, raw)
 	}

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"net/http"
@@ -11,24 +11,9 @@ import (
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/mcptest"
-	"github.com/pgtools/pgtools/schemas"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
-
-// BuiltinTools returns, in the registry's order, the built-in tools a token with the given scopes
-// is shown where no policy hides one: those whose schema's x-pgtools scope it holds. Each tool's
-// scope is pinned by tools' TestRegistryToolMeta and what each caller is shown by its
-// TestToolsFor; the transport tests here check that every listing applies the caller's scopes,
-// and follow a new tool without an edit.
-func BuiltinTools(scopes ...string) []string {
-	var names []string
-	for _, name := range schemas.ToolNames() {
-		if meta, _ := schemas.Meta(name); slices.Contains(scopes, meta.Scope) {
-			names = append(names, name)
-		}
-	}
-	return names
-}
 
 // TestToolListsPerCaller checks docs/design.md §12 on every listing transport: GET /v1/tools, MCP
 // tools/list (go-sdk client) and /openapi.json show each token only the tools it can use, and a
@@ -38,16 +23,16 @@ func TestToolListsPerCaller(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, mcptest.Fixture)
 	const narrowToken = "narrow-token-0123456789abcdef"
-	api := NewAPI(t, db.RoleDSN(t, "lists"), append(MCPTokens(),
+	api := runnertest.NewAPI(t, db.RoleDSN(t, "lists"), append(runnertest.MCPTokens(),
 		auth.Token{Secret: narrowToken, Name: "narrow", Scopes: []string{"read", "write"}, Tools: []string{"select_query"}}))
-	writeTools := BuiltinTools("write")
+	writeTools := runnertest.BuiltinTools("write")
 	cases := []struct {
 		token string
 		want  []string
 	}{
-		{AgentToken, BuiltinTools("read", "write")},
-		{ReadToken, BuiltinTools("read")},
-		{WriteToken, writeTools},
+		{runnertest.AgentToken, runnertest.BuiltinTools("read", "write")},
+		{runnertest.ReadToken, runnertest.BuiltinTools("read")},
+		{runnertest.WriteToken, writeTools},
 		{narrowToken, []string{"select_query"}},
 	}
 	for _, c := range cases {
@@ -91,7 +76,7 @@ func TestToolListsPerCaller(t *testing.T) {
 	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
 		t.Errorf("describe_schema outside the allow-list over HTTP: %d %v", status, body)
 	}
-	cs, err := apitest.ConnectMCP(t, api.Srv.URL, ReadToken)
+	cs, err := apitest.ConnectMCP(t, api.Srv.URL, runnertest.ReadToken)
 	if err != nil {
 		t.Fatal(err)
 	}
