@@ -1,4 +1,4 @@
-package runner_test
+package mcpapi_test
 
 import (
 	"fmt"
@@ -46,7 +46,7 @@ func TestMCPNginxRateLimit(t *testing.T) {
 	backend := httptest.NewServer(httpapi.NewHandlerWith(reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: runnertest.MCPTokens()}))
 	t.Cleanup(backend.Close)
 
-	example, err := os.ReadFile(filepath.Join("..", "examples", "nginx", "mcp-rate-limit.conf"))
+	example, err := os.ReadFile(filepath.Join("..", "..", "examples", "nginx", "mcp-rate-limit.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package runner_test
+package mcpapi_test
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 // through a bridge) or connects to /mcp, and the stdio and HTTP forms of four clients are there.
 func TestReadmeMCPConfigs(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../docs/mcp.md")
+	readme, err := os.ReadFile("../../docs/mcp.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // A second, independent MCP client for the pgtools tests: the official TypeScript SDK connects
 // to /mcp over Streamable HTTP with a bearer token, lists the tools, makes a few calls and prints
-// one JSON object with what it saw. runner/mcp_test.go runs it and asserts on that output.
+// one JSON object with what it saw. runner/mcpapi/mcp_ts_test.go runs it and asserts on that output.
 //
 // Usage: node client.mjs URL TOKEN   (exit 0 with a report; exit 1 with {"connectError": …, "code": HTTP status})
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";

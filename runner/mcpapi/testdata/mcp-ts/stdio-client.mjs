@@ -1,4 +1,4 @@
-// The official TypeScript SDK as an MCP client on stdio, for runner/mcp_ts_test.go: the Go test
+// The official TypeScript SDK as an MCP client on stdio, for runner/mcpapi/mcp_ts_test.go: the Go test
 // runs pgtools' stdio server on this process's stdout and stdin (so the SDK's
 // StdioServerTransport, which is nothing but newline-delimited JSON-RPC on stdin/stdout, serves
 // as the client's transport), and this script writes what it saw to the report file.
