@@ -1,4 +1,4 @@
-package runner_test
+package httpapi_test
 
 import (
 	"io"

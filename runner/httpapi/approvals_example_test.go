@@ -1,4 +1,4 @@
-package runner_test
+package httpapi_test
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestApprovalsExampleScript(t *testing.T) {
 	  "databases": {"default": {"url": "` + dsn + `", "policy": {"require_approval": [{"when": "rows_over", "rows": 100}]}}}}`
 	srv := runnertest.NewServerFixture(t, runnertest.ConfigDoc(t, doc)).HTTP
 	for run := 1; run <= 2; run++ {
-		script := exec.Command("bash", "../examples/curl/approvals.sh")
+		script := exec.Command("bash", "../../examples/curl/approvals.sh")
 		script.Env = append(os.Environ(), "PGTOOLS_URL="+srv.URL, "PGTOOLS_TOKEN="+caller, "PGTOOLS_APPROVER_TOKEN="+approver)
 		out, err := script.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), `"affectedRows":150`) || !strings.Contains(string(out), `"approver":"ops-lead"`) {

@@ -1,5 +1,5 @@
 // Drives the runner's /approvals page in a real chromium, as an approver on a phone would, and
-// prints what it saw as one JSON report on stdout; runner/approvals_browser_test.go judges it.
+// prints what it saw as one JSON report on stdout; runner/httpapi/approvals_browser_test.go judges it.
 //
 //   node check.mjs <base URL>   with PGTOOLS_APPROVALS env: {"chromium", "caller", "approver",
 //                               "approve", "deny", "expire"} (tokens and request ids)

@@ -1,4 +1,4 @@
-package runner_test
+package httpapi_test
 
 import (
 	"context"
@@ -85,7 +85,7 @@ func TestUnknownCategoryIsAnInternalError(t *testing.T) {
 func TestDocsListEveryCategory(t *testing.T) {
 	t.Parallel()
 	for _, page := range []string{"tools.md", "troubleshooting.md"} {
-		raw, err := os.ReadFile("../docs/" + page)
+		raw, err := os.ReadFile("../../docs/" + page)
 		if err != nil {
 			t.Fatal(err)
 		}
