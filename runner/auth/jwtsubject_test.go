@@ -1,4 +1,4 @@
-package runner_test
+package auth_test
 
 import (
 	"encoding/json"
