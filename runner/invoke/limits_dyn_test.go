@@ -1,4 +1,4 @@
-package runner_test
+package invoke_test
 
 import (
 	"strconv"
