@@ -34,7 +34,7 @@ fi
 if [ "$purpose" = test ]; then
   { command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } || missing+=(nginx-light)
 fi
-# Chromium: the browser test of the approvals page (runner/approvals_browser_test.go) drives
+# Chromium: the browser test of the approvals page (runner/httpapi/approvals_browser_test.go) drives
 # Debian's chromium headless, and fails under CI without it.
 if [ "$purpose" = test ] && [ -z "${PGTOOLS_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then
   missing+=(chromium)
@@ -45,7 +45,7 @@ if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
 fi
 
-# Node and npm run the TypeScript MCP client test (runner/testdata/mcp-ts), which fails under CI
+# Node and npm run the TypeScript MCP client test (runner/mcpapi/testdata/mcp-ts), which fails under CI
 # without them.
 if [ "$purpose" = test ] && ! { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; }; then
   if [ "$(id -u)" = 0 ]; then

@@ -9,9 +9,11 @@ majors=${MATRIX_MAJORS:-14 16 17 18}
 go=${GO:-go}
 # The packages whose behaviour depends on the server: the tools (identity, guards, catalog,
 # DDL and affected-rows checks), sessions, the wire protocol, the start-up role and grants
-# checks, the harness itself; from runner, the identity, act-as, isolation and custom-tool tests.
+# checks, the harness itself; from runner, the identity, act-as, isolation and custom-tool tests
+# (and from runner/mcpapi, act-as over /mcp).
 pkgs=(./tools ./tools/session ./tools/internal/wire ./tools/pgtest ./runner/preflight)
 runner_run='TwoTenants|ActAs|ActingRoles|RolePerToken|TableLists|Custom|Grant|Identity'
+runner_pkgs=(./runner ./runner/mcpapi)
 mkdir -p .matrix
 summary=()
 rc=0
@@ -22,7 +24,7 @@ for m in $majors; do
   {
     PGTOOLS_TEST_PGBIN=$bin PGTOOLS_TEST_PG_MAJOR=$m $go test -count=1 -timeout 10m -v "${pkgs[@]}"
     r1=$?
-    PGTOOLS_TEST_PGBIN=$bin PGTOOLS_TEST_PG_MAJOR=$m $go test -count=1 -timeout 10m -v -run "$runner_run" ./runner
+    PGTOOLS_TEST_PGBIN=$bin PGTOOLS_TEST_PG_MAJOR=$m $go test -count=1 -timeout 10m -v -run "$runner_run" "${runner_pkgs[@]}"
     r2=$?
     [ $r1 = 0 ] && [ $r2 = 0 ]
   } >"$log" 2>&1

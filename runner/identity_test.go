@@ -1,64 +1,15 @@
-package runner
+package runner_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/auth/authtest"
-	"github.com/pgtools/pgtools/runner/config"
-	"github.com/pgtools/pgtools/tools/pgtest"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
-
-const (
-	actAsToken  = "act-as-token-0123456789abcdef"
-	plainToken  = "plain-token-0123456789abcdef"
-	mcpResource = "https://pgtools.test.invalid/mcp"
-)
-
-// identityFixture is the HTTP API over a database with a table under row-level security: rows
-// of a tenant are visible and writable only to calls whose request.jwt.claims name that tenant.
-// Tokens: "hub" may act for users (role agent, fixed claim app=crm), "plain" may not; JWTs of
-// iss are accepted with audience authtest.Audience on the API and mcpResource on /mcp.
-type identityFixture struct {
-	jwtFixture
-	iss *authtest.JWKSIssuer
-}
-
-func newIdentityFixture(t *testing.T) *identityFixture {
-	t.Helper()
-	db := pgtest.New(t)
-	role := db.RoleName("agent")
-	db.Exec(t, `CREATE ROLE `+role+` NOLOGIN`)
-	db.Exec(t, `CREATE TABLE probe (id int PRIMARY KEY, tenant text); GRANT SELECT, INSERT ON probe TO `+role)
-	db.Exec(t, `CREATE TABLE docs (id int PRIMARY KEY, tenant text NOT NULL, body text);
-		INSERT INTO docs VALUES (1, 'a', 'a1'), (2, 'a', 'a2'), (3, 'b', 'b1');
-		ALTER TABLE docs ENABLE ROW LEVEL SECURITY;
-		CREATE POLICY by_tenant ON docs USING (tenant = current_setting('request.jwt.claims', true)::jsonb ->> 'tenant')
-			WITH CHECK (tenant = current_setting('request.jwt.claims', true)::jsonb ->> 'tenant');
-		GRANT SELECT, INSERT, UPDATE, DELETE ON docs TO `+role)
-	iss := authtest.NewIssuer(t)
-	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.DSN}},
-		Tokens: []auth.Token{
-			{Secret: actAsToken, Name: "hub", Scopes: []string{"read", "write"}, Role: role, ActAs: true, ActAsClaims: map[string]any{"app": "crm"}},
-			{Secret: plainToken, Name: "plain", Scopes: []string{"read", "write"}},
-		},
-		JWT:      &auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL(), Roles: []string{role}},
-		MCPOAuth: &auth.MCPOAuthConfig{Resource: mcpResource}}
-	// As pgtools serve builds it: sessions, limits, metrics.
-	sf := newServerFixture(t, cfg)
-	return &identityFixture{jwtFixture: jwtFixture{srv: sf.http, log: sf.log, db: db, role: role}, iss: iss}
-}
-
-func (f *identityFixture) tenantToken(t *testing.T, sub, tenant string) string {
-	return authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.RSA, authtest.With(authtest.ValidClaims(sub, f.role), "tenant", tenant))
-}
 
 func rowsOf(t *testing.T, body map[string]any) []map[string]any {
 	t.Helper()
@@ -78,13 +29,13 @@ func rowsOf(t *testing.T, body map[string]any) []map[string]any {
 // policy's WITH CHECK is refused and nothing lands.
 func TestTwoTenantsSeeAndChangeOnlyTheirRows(t *testing.T) {
 	t.Parallel()
-	f := newIdentityFixture(t)
-	a, b := f.tenantToken(t, "alice", "a"), f.tenantToken(t, "bob", "b")
+	f := runnertest.NewIdentityFixture(t)
+	a, b := f.TenantToken(t, "alice", "a"), f.TenantToken(t, "bob", "b")
 	for _, c := range []struct {
 		token string
 		want  int
 	}{{a, 2}, {b, 1}} {
-		status, body, _ := f.post(t, "/v1/tools/select_query", c.token, `{"table": "docs"}`)
+		status, body, _ := f.Post(t, "/v1/tools/select_query", c.token, `{"table": "docs"}`)
 		if status != http.StatusOK || len(rowsOf(t, body)) != c.want {
 			t.Fatalf("select_query: %d %v, want %d rows", status, body, c.want)
 		}
@@ -95,39 +46,39 @@ func TestTwoTenantsSeeAndChangeOnlyTheirRows(t *testing.T) {
 		}
 	}
 	// b updates everything it can: only its row changes.
-	status, body, _ := f.post(t, "/v1/tools/execute_sql", b, `{"sql": "UPDATE docs SET body = 'changed'", "mode": "write", "autocommit": true}`)
+	status, body, _ := f.Post(t, "/v1/tools/execute_sql", b, `{"sql": "UPDATE docs SET body = 'changed'", "mode": "write", "autocommit": true}`)
 	if status != http.StatusOK {
 		t.Fatalf("update: %d %v", status, body)
 	}
-	if n := f.db.QueryInt(t, `SELECT count(*) FROM docs WHERE body = 'changed'`); n != 1 {
+	if n := f.DB.QueryInt(t, `SELECT count(*) FROM docs WHERE body = 'changed'`); n != 1 {
 		t.Errorf("tenant b changed %d rows, want its 1", n)
 	}
 	// a deletes inside a session: only its rows go.
-	status, body, _ = f.post(t, "/v1/tools/pg_tx", a, `{"action": "begin"}`)
+	status, body, _ = f.Post(t, "/v1/tools/pg_tx", a, `{"action": "begin"}`)
 	if status != http.StatusOK {
 		t.Fatalf("begin: %d %v", status, body)
 	}
 	sid, _ := body["session_id"].(string)
-	status, body, _ = f.post(t, "/v1/tools/execute_sql", a, `{"sql": "DELETE FROM docs", "mode": "write", "confirm_destructive": true, "session_id": "`+sid+`"}`)
+	status, body, _ = f.Post(t, "/v1/tools/execute_sql", a, `{"sql": "DELETE FROM docs", "mode": "write", "confirm_destructive": true, "session_id": "`+sid+`"}`)
 	if status != http.StatusOK {
 		t.Fatalf("delete in session: %d %v", status, body)
 	}
-	if status, body, _ = f.post(t, "/v1/tools/pg_tx", a, `{"action": "commit", "session_id": "`+sid+`"}`); status != http.StatusOK {
+	if status, body, _ = f.Post(t, "/v1/tools/pg_tx", a, `{"action": "commit", "session_id": "`+sid+`"}`); status != http.StatusOK {
 		t.Fatalf("commit: %d %v", status, body)
 	}
-	if n := f.db.QueryInt(t, `SELECT count(*) FROM docs`); n != 1 {
+	if n := f.DB.QueryInt(t, `SELECT count(*) FROM docs`); n != 1 {
 		t.Errorf("%d rows left, want tenant b's 1", n)
 	}
 	// a inserts a row of tenant b: WITH CHECK refuses it, nothing lands.
-	status, body, _ = f.post(t, "/v1/tools/execute_sql", a, `{"sql": "INSERT INTO docs VALUES (9, 'b', 'forged')", "mode": "write", "autocommit": true}`)
+	status, body, _ = f.Post(t, "/v1/tools/execute_sql", a, `{"sql": "INSERT INTO docs VALUES (9, 'b', 'forged')", "mode": "write", "autocommit": true}`)
 	if status == http.StatusOK || body["errorType"] != "permission_denied" {
 		t.Errorf("a write violating WITH CHECK: %d %v, want permission_denied", status, body)
 	}
-	if n := f.db.QueryInt(t, `SELECT count(*) FROM docs WHERE id = 9`); n != 0 {
+	if n := f.DB.QueryInt(t, `SELECT count(*) FROM docs WHERE id = 9`); n != 0 {
 		t.Error("the forged row landed")
 	}
-	if strings.Contains(f.log.String(), authtest.TenantSecret) {
-		t.Errorf("a claim value reached the log:\n%s", f.log.String())
+	if strings.Contains(f.Log.String(), authtest.TenantSecret) {
+		t.Errorf("a claim value reached the log:\n%s", f.Log.String())
 	}
 }
 
@@ -136,8 +87,8 @@ func TestTwoTenantsSeeAndChangeOnlyTheirRows(t *testing.T) {
 // act_as sending the header is refused with not_allowed and nothing runs.
 func TestActAs(t *testing.T) {
 	t.Parallel()
-	f := newIdentityFixture(t)
-	status, body, _ := f.post(t, "/v1/tools/execute_sql", actAsToken,
+	f := runnertest.NewIdentityFixture(t)
+	status, body, _ := f.Post(t, "/v1/tools/execute_sql", runnertest.ActAsToken,
 		`{"sql": "SELECT current_user AS u, current_setting('request.jwt.claims', true) AS c"}`, auth.ActAsHeader, "user-42")
 	if status != http.StatusOK {
 		t.Fatalf("act as: %d %v", status, body)
@@ -145,15 +96,15 @@ func TestActAs(t *testing.T) {
 	row := rowsOf(t, body)[0]
 	var claims map[string]any
 	_ = json.Unmarshal([]byte(row["c"].(string)), &claims)
-	if row["u"] != f.role || claims["sub"] != "user-42" || claims["via"] != "hub" || claims["app"] != "crm" {
+	if row["u"] != f.Role || claims["sub"] != "user-42" || claims["via"] != "hub" || claims["app"] != "crm" {
 		t.Errorf("acting for user-42 ran as %v with claims %v", row["u"], claims)
 	}
-	if !strings.Contains(f.log.String(), `"principal":"hub:user-42"`) {
-		t.Errorf("the access log does not name the subject's principal:\n%s", f.log.String())
+	if !strings.Contains(f.Log.String(), `"principal":"hub:user-42"`) {
+		t.Errorf("the access log does not name the subject's principal:\n%s", f.Log.String())
 	}
 
 	// Sessions are the subject's: another subject of the same token cannot use one.
-	status, body, _ = f.post(t, "/v1/tools/pg_tx", actAsToken, `{"action": "begin"}`, auth.ActAsHeader, "alice")
+	status, body, _ = f.Post(t, "/v1/tools/pg_tx", runnertest.ActAsToken, `{"action": "begin"}`, auth.ActAsHeader, "alice")
 	if status != http.StatusOK {
 		t.Fatalf("begin: %d %v", status, body)
 	}
@@ -163,80 +114,31 @@ func TestActAs(t *testing.T) {
 		if other == "" {
 			h = nil // the token itself, acting for nobody
 		}
-		status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, h...)
+		status, body, _ = f.Post(t, "/v1/tools/select_query", runnertest.ActAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, h...)
 		if status != http.StatusNotFound || body["errorType"] != "session_not_found" {
 			t.Errorf("subject %q used alice's session: %d %v, want session_not_found", other, status, body)
 		}
 	}
-	if status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, auth.ActAsHeader, "alice"); status != http.StatusOK {
+	if status, body, _ = f.Post(t, "/v1/tools/select_query", runnertest.ActAsToken, `{"table": "probe", "session_id": "`+sid+`"}`, auth.ActAsHeader, "alice"); status != http.StatusOK {
 		t.Errorf("alice cannot use her session: %d %v", status, body)
 	}
 
 	// A token without act_as: not_allowed, nothing run.
-	status, body, _ = f.post(t, "/v1/tools/execute_sql", plainToken, insertProbe, auth.ActAsHeader, "user-42")
+	status, body, _ = f.Post(t, "/v1/tools/execute_sql", runnertest.PlainToken, runnertest.InsertProbe, auth.ActAsHeader, "user-42")
 	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
 		t.Errorf("act-as without act_as: %d %v, want 403 not_allowed", status, body)
 	}
 	// A JWT principal may not act for others either.
-	status, body, _ = f.post(t, "/v1/tools/execute_sql", f.tenantToken(t, "alice", "a"), insertProbe, auth.ActAsHeader, "user-42")
+	status, body, _ = f.Post(t, "/v1/tools/execute_sql", f.TenantToken(t, "alice", "a"), runnertest.InsertProbe, auth.ActAsHeader, "user-42")
 	if status != http.StatusForbidden || body["errorType"] != "not_allowed" {
 		t.Errorf("act-as with a JWT: %d %v, want 403 not_allowed", status, body)
 	}
-	if n := f.db.QueryInt(t, `SELECT count(*) FROM probe`); n != 0 {
+	if n := f.DB.QueryInt(t, `SELECT count(*) FROM probe`); n != 0 {
 		t.Errorf("%d rows landed through refused act-as calls", n)
 	}
 	// A subject with control characters is refused without being echoed.
-	status, body, _ = f.post(t, "/v1/tools/select_query", actAsToken, `{"table": "probe"}`, auth.ActAsHeader, "a\tb")
+	status, body, _ = f.Post(t, "/v1/tools/select_query", runnertest.ActAsToken, `{"table": "probe"}`, auth.ActAsHeader, "a\tb")
 	if status != http.StatusBadRequest || body["errorType"] != "invalid_arguments" {
 		t.Errorf("bad subject: %d %v", status, body)
-	}
-}
-
-// TestMCPOAuthResourceServer: the protected-resource metadata (RFC 9728), the 401 challenge
-// naming it, and access tokens verified with the resource as their audience on /mcp only.
-func TestMCPOAuthResourceServer(t *testing.T) {
-	t.Parallel()
-	f := newIdentityFixture(t)
-	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
-		resp, err := http.Get(f.srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var meta map[string]any
-		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &meta) != nil {
-			t.Fatalf("%s: %d %s", path, resp.StatusCode, raw)
-		}
-		if meta["resource"] != mcpResource || !strings.Contains(string(raw), `"authorization_servers":["`+authtest.Issuer+`"]`) ||
-			!strings.Contains(string(raw), `"bearer_methods_supported":["header"]`) || !strings.Contains(string(raw), `"scopes_supported":["read","write"]`) {
-			t.Errorf("%s: metadata %s", path, raw)
-		}
-	}
-	mcpCall := `{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_sql", "arguments": {"sql": "SELECT current_user AS u"}}}`
-	post := func(token string) (int, string, http.Header) {
-		status, raw, hdr := apitest.MCPPost(t, f.srv.URL, token, mcpCall)
-		return status, string(raw), hdr
-	}
-	wantChallenge := `Bearer resource_metadata="https://pgtools.test.invalid/.well-known/oauth-protected-resource/mcp"`
-	if status, _, hdr := post(""); status != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") != wantChallenge {
-		t.Errorf("no token on /mcp: %d, challenge %q, want %q", status, hdr.Get("WWW-Authenticate"), wantChallenge)
-	}
-	// A token for the HTTP API's audience is not an access token for /mcp.
-	if status, body, _ := post(f.tenantToken(t, "alice", "a")); status != http.StatusUnauthorized || !strings.Contains(body, "another audience") {
-		t.Errorf("API-audience token on /mcp: %d %s", status, body)
-	}
-	access := authtest.Sign(t, jwt.SigningMethodRS256, "rsa-1", f.iss.RSA, authtest.With(authtest.ValidClaims("alice", f.role), "aud", mcpResource+"/"))
-	status, body, _ := post(access)
-	if status != http.StatusOK || !strings.Contains(body, `\"u\":\"`+f.role+`\"`) {
-		t.Errorf("access token on /mcp: %d %s", status, body)
-	}
-	// ...and not a token for the HTTP API, whose audience is jwt.audience.
-	if status, body, _ := f.post(t, "/v1/tools/select_query", access, `{"table": "probe"}`); status != http.StatusUnauthorized {
-		t.Errorf("MCP access token on the HTTP API: %d %v", status, body)
-	}
-	// The HTTP API keeps its own challenge.
-	if _, _, hdr := f.post(t, "/v1/tools/select_query", "", `{}`); !strings.HasPrefix(hdr.Get("WWW-Authenticate"), `Bearer realm=`) {
-		t.Errorf("HTTP API challenge %q", hdr.Get("WWW-Authenticate"))
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
 
@@ -19,16 +20,16 @@ func TestTokenMaxResponseBytesCutsReads(t *testing.T) {
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE notes (id int PRIMARY KEY, body text); INSERT INTO notes SELECT i, repeat('x', 200) FROM generate_series(1, 100) i`)
 	const small, big = "small-cap-token-0123456789", "no-cap-token-0123456789ab"
-	f := newServerFixture(t, configDoc(t, fmt.Sprintf(`{"tokens": [
+	f := runnertest.NewServerFixture(t, runnertest.ConfigDoc(t, fmt.Sprintf(`{"tokens": [
 	    {"name": "small", "token": %q, "scopes": ["read"], "max_response_bytes": 4096},
 	    {"name": "big", "token": %q, "scopes": ["read"]}],
 	  "databases": {"default": {"url": %q}}}`, small, big, db.RoleDSN(t, "cap"))))
-	status, body, _ := f.call(t, small, "select_query", `{"table":"notes","order_by":"id"}`)
+	status, body, _ := f.Call(t, small, "select_query", `{"table":"notes","order_by":"id"}`)
 	n, _ := body["rowCount"].(float64)
 	if status != 200 || body["truncated"] != true || n < 1 || n >= 100 || !strings.Contains(fmt.Sprint(body["hint"]), "byte") {
 		t.Fatalf("capped token: %d rowCount=%v truncated=%v hint=%v", status, body["rowCount"], body["truncated"], body["hint"])
 	}
-	if status, body, _ := f.call(t, big, "select_query", `{"table":"notes"}`); status != 200 || body["truncated"] != false || body["rowCount"] != 100.0 {
+	if status, body, _ := f.Call(t, big, "select_query", `{"table":"notes"}`); status != 200 || body["truncated"] != false || body["rowCount"] != 100.0 {
 		t.Fatalf("uncapped token: %d rowCount=%v truncated=%v", status, body["rowCount"], body["truncated"])
 	}
 }
@@ -64,13 +65,13 @@ func TestOwnConnectionsCarryFixedApplicationName(t *testing.T) {
 	const secret = "alice-secret-token-0123456789"
 	cfg := &config.Config{Tokens: []auth.Token{{Secret: secret, Name: "alice-principal", Scopes: []string{"read", "write"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}}
-	f := newServerFixture(t, cfg)
-	if status, body, _ := f.call(t, secret, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
+	f := runnertest.NewServerFixture(t, cfg)
+	if status, body, _ := f.Call(t, secret, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("begin: %d %v", status, body)
 	}
 	done := make(chan map[string]any, 1)
 	go func() {
-		_, body, _ := f.call(t, secret, "pg_transaction", `{"operations":[{"sql":"select pg_sleep(1)"}]}`)
+		_, body, _ := f.Call(t, secret, "pg_transaction", `{"operations":[{"sql":"select pg_sleep(1)"}]}`)
 		done <- body
 	}()
 	admin := db.Pool(t)
@@ -129,15 +130,15 @@ func TestRolePerTokenIsolatesBackends(t *testing.T) {
 	// lets A read pg_stat_activity and try to terminate the session's backend. It returns what A
 	// read, A's terminate answer and B's statement answer.
 	attack := func(t *testing.T, cfg *config.Config, dbA, dbB string) (seen string, killStatus int, kill, victim map[string]any) {
-		f := newServerFixture(t, cfg)
-		status, body, _ := f.call(t, tokB, "pg_tx", fmt.Sprintf(`{"action":"begin","database":%q}`, dbB))
+		f := runnertest.NewServerFixture(t, cfg)
+		status, body, _ := f.Call(t, tokB, "pg_tx", fmt.Sprintf(`{"action":"begin","database":%q}`, dbB))
 		if status != 200 {
 			t.Fatalf("B begin: %d %v", status, body)
 		}
 		id := body["session_id"].(string)
 		done := make(chan map[string]any, 1)
 		go func() {
-			_, body, _ := f.call(t, tokB, "execute_sql", fmt.Sprintf(`{"database":%q,"session_id":%q,"sql":"select pg_sleep(2), 'b-secret-literal' as tag"}`, dbB, id))
+			_, body, _ := f.Call(t, tokB, "execute_sql", fmt.Sprintf(`{"database":%q,"session_id":%q,"sql":"select pg_sleep(2), 'b-secret-literal' as tag"}`, dbB, id))
 			done <- body
 		}()
 		for deadline := time.Now().Add(5 * time.Second); activeSessions() == 0; time.Sleep(20 * time.Millisecond) {
@@ -145,12 +146,12 @@ func TestRolePerTokenIsolatesBackends(t *testing.T) {
 				t.Fatal("B's statement never showed up as active")
 			}
 		}
-		status, body, _ = f.call(t, tokA, "execute_sql", fmt.Sprintf(snoop, dbA))
+		status, body, _ = f.Call(t, tokA, "execute_sql", fmt.Sprintf(snoop, dbA))
 		if status != 200 {
 			t.Fatalf("A reading pg_stat_activity: %d %v", status, body)
 		}
 		seen = fmt.Sprint(body["data"])
-		killStatus, kill, _ = f.call(t, tokA, "execute_sql", fmt.Sprintf(killSQL, dbA))
+		killStatus, kill, _ = f.Call(t, tokA, "execute_sql", fmt.Sprintf(killSQL, dbA))
 		return seen, killStatus, kill, <-done
 	}
 
@@ -193,21 +194,21 @@ func TestServerSharesConnectionsBetweenTokens(t *testing.T) {
 	const tokA, tokB = "token-a-share-0123456789", "token-b-share-0123456789"
 	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.RoleDSN(t, "share")}}, Sessions: config.Sessions{MaxSessions: 2, MaxTransactions: 2},
 		Tokens: []auth.Token{{Secret: tokA, Name: "a", Scopes: []string{"read", "write"}}, {Secret: tokB, Name: "b", Scopes: []string{"read", "write"}}}}
-	f := newServerFixture(t, cfg)
-	if status, body, _ := f.call(t, tokA, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
+	f := runnertest.NewServerFixture(t, cfg)
+	if status, body, _ := f.Call(t, tokA, "pg_tx", `{"action":"begin","read_only":true}`); status != 200 {
 		t.Fatalf("A's first session: %d %v", status, body)
 	}
-	status, body, _ := f.call(t, tokA, "pg_tx", `{"action":"begin","read_only":true}`)
+	status, body, _ := f.Call(t, tokA, "pg_tx", `{"action":"begin","read_only":true}`)
 	if status != 429 || body["errorType"] != "session_limit_reached" || !strings.Contains(fmt.Sprint(body["error"]), "1 of your 1") {
 		t.Fatalf("A's second session: %d %v", status, body)
 	}
-	if status, body, _ := f.call(t, tokB, "pg_tx", `{"action":"begin"}`); status != 200 {
+	if status, body, _ := f.Call(t, tokB, "pg_tx", `{"action":"begin"}`); status != 200 {
 		t.Fatalf("B's session: %d %v", status, body)
 	}
 	statuses := make(chan int, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
-			status, _, _ := f.call(t, tokA, "pg_transaction", `{"operations":[{"sql":"select pg_sleep(0.5)"}]}`)
+			status, _, _ := f.Call(t, tokA, "pg_transaction", `{"operations":[{"sql":"select pg_sleep(0.5)"}]}`)
 			statuses <- status
 		}()
 	}

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools/localpg"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -25,7 +26,7 @@ type running struct {
 	base, metricsBase string
 	stop              context.CancelFunc
 	done              chan error
-	log               *syncBuffer
+	log               *pgtest.SyncBuffer
 }
 
 // runServer starts cfg's server with Run on loopback listeners (and a metrics listener when
@@ -33,7 +34,7 @@ type running struct {
 func runServer(t *testing.T, cfg *config.Config) *running {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
-	srv, _, logs, closeAll := buildServer(t, cfg)
+	srv, _, logs, closeAll := runnertest.BuildServer(t, cfg)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestDrainingAndMetricsListener(t *testing.T) {
 	db.Exec(t, `CREATE TABLE t (id int); INSERT INTO t VALUES (1)`)
 	dsn := db.RoleDSN(t, "drain")
 	role := db.RoleName("drain")
-	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases:     map[string]config.DatabaseConfig{"default": {URL: dsn}},
 		MetricsListen: "127.0.0.1:0", Shutdown: config.Shutdown{DrainDelaySeconds: 0.7, GraceSeconds: ptr(0.5)}}
 	r := runServer(t, cfg)
@@ -133,10 +134,13 @@ func TestDrainingAndMetricsListener(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		short = r.call(allToken, "execute_sql", `{"sql":"select pg_sleep(0.9), 1 as one"}`)
+		short = r.call(runnertest.AllToken, "execute_sql", `{"sql":"select pg_sleep(0.9), 1 as one"}`)
 	}()
-	go func() { defer wg.Done(); long = r.call(allToken, "execute_sql", `{"sql":"select pg_sleep(20)"}`) }()
-	waitFor(t, 5*time.Second, "both calls running", func() bool {
+	go func() {
+		defer wg.Done()
+		long = r.call(runnertest.AllToken, "execute_sql", `{"sql":"select pg_sleep(20)"}`)
+	}()
+	runnertest.WaitFor(t, 5*time.Second, "both calls running", func() bool {
 		return db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1 and query like '%pg_sleep%'", role) == 2
 	})
 	stopped := time.Now()
@@ -148,7 +152,7 @@ func TestDrainingAndMetricsListener(t *testing.T) {
 	if res := get(r.metricsBase + "/readyz"); res.status != 503 {
 		t.Fatalf("/readyz on metrics_listen while draining: %+v", res)
 	}
-	if res := r.call(allToken, "select_query", `{"table":"t"}`); res.status != 200 {
+	if res := r.call(runnertest.AllToken, "select_query", `{"table":"t"}`); res.status != 200 {
 		t.Fatalf("call during the drain delay: %+v", res)
 	}
 	wg.Wait()
@@ -170,22 +174,11 @@ func TestDrainingAndMetricsListener(t *testing.T) {
 	if took := time.Since(stopped); took > 5*time.Second {
 		t.Errorf("shutdown took %s with a drain delay of 0.7s and a grace of 0.5s", took)
 	}
-	waitFor(t, 5*time.Second, "the cancelled statement to end on the server", func() bool {
+	runnertest.WaitFor(t, 5*time.Second, "the cancelled statement to end on the server", func() bool {
 		return db.QueryInt(t, "select count(*) from pg_stat_activity where usename = $1 and query like '%pg_sleep(20)%' and state = 'active'", role) == 0
 	})
 	if res := get(r.base + "/healthz"); res.err == nil {
 		t.Errorf("the API listener still answers after Run returned: %+v", res)
-	}
-}
-
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -226,7 +219,7 @@ func TestDatabaseDownAtStart(t *testing.T) {
 	}
 	port := freePort(t)
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port)
-	r := runServer(t, &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+	r := runServer(t, &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}})
 
 	if res := get(r.base + "/healthz"); res.status != 200 {
@@ -235,15 +228,15 @@ func TestDatabaseDownAtStart(t *testing.T) {
 	if res := get(r.base + "/readyz"); res.status != 503 || res.body["status"] != "unavailable" || res.body["reason"] != "the database is not reachable" {
 		t.Fatalf("/readyz with the database down: %+v", res)
 	}
-	if res := r.call(allToken, "execute_sql", `{"sql":"select 1 as one"}`); res.status != 503 || res.errorType != "connection_error" {
+	if res := r.call(runnertest.AllToken, "execute_sql", `{"sql":"select 1 as one"}`); res.status != 503 || res.errorType != "connection_error" {
 		t.Fatalf("call with the database down: %+v", res)
 	}
 
 	startLocalPG(t, port)
-	waitFor(t, 15*time.Second, "/readyz to answer 200 once PostgreSQL is up", func() bool {
+	runnertest.WaitFor(t, 15*time.Second, "/readyz to answer 200 once PostgreSQL is up", func() bool {
 		return get(r.base+"/readyz").status == 200
 	})
-	if res := r.call(allToken, "execute_sql", `{"sql":"select 1 as one"}`); res.status != 200 {
+	if res := r.call(runnertest.AllToken, "execute_sql", `{"sql":"select 1 as one"}`); res.status != 200 {
 		t.Fatalf("call once PostgreSQL is up: %+v", res)
 	}
 	if !strings.Contains(r.log.String(), "database is reachable again") {
@@ -259,7 +252,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	port := freePort(t)
 	first := startLocalPG(t, port)
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", port)
-	r := runServer(t, &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+	r := runServer(t, &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{"default": {URL: dsn, MaxConns: 4}}})
 
 	var mu sync.Mutex
@@ -276,7 +269,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 					return
 				default:
 				}
-				res := r.call(allToken, "execute_sql", `{"sql":"select count(*) from pg_class, pg_sleep(0.005)"}`)
+				res := r.call(runnertest.AllToken, "execute_sql", `{"sql":"select count(*) from pg_class, pg_sleep(0.005)"}`)
 				mu.Lock()
 				results = append(results, res)
 				mu.Unlock()

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/tools/pgtest"
@@ -42,12 +43,12 @@ INSERT INTO items SELECT i, 'item ' || i FROM generate_series(1, 95) i;`)
 			return cfg, cfg.Validate()
 		}
 	}
-	serve := func(withKey bool) (*Runtime, string) {
+	serve := func(withKey bool) (*runner.Runtime, string) {
 		cfg, err := load(withKey)()
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, err := Build(context.Background(), cfg, zerolog.Nop(), BuildOptions{NoSessions: true})
+		rt, err := runner.Build(context.Background(), cfg, zerolog.Nop(), runner.BuildOptions{NoSessions: true})
 		if err != nil {
 			t.Fatal(err)
 		}

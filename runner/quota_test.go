@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/auth/authtest"
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/runnertest"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/pgtest"
 )
@@ -24,7 +25,7 @@ const quotaOtherToken = "quota-other-token-0123456789"
 // owners: the act_as token "hub", the plain token "other" and a JWT issuer. Each owner's share is
 // therefore 3, and a subject's share within it 1.
 type quotaFixture struct {
-	*serverFixture
+	*runnertest.ServerFixture
 	db   *pgtest.DB
 	iss  *authtest.JWKSIssuer
 	role string
@@ -40,11 +41,11 @@ func newQuotaFixture(t *testing.T) *quotaFixture {
 	cfg := &config.Config{Databases: map[string]config.DatabaseConfig{"default": {URL: db.DSN, Policy: tools.Policy{PoolWait: 300 * time.Millisecond}}},
 		Sessions: config.Sessions{MaxSessions: 6, MaxTransactions: 6},
 		Tokens: []auth.Token{
-			{Secret: actAsToken, Name: "hub", Scopes: []string{"read", "write"}, Role: role, ActAs: true},
+			{Secret: runnertest.ActAsToken, Name: "hub", Scopes: []string{"read", "write"}, Role: role, ActAs: true},
 			{Secret: quotaOtherToken, Name: "other", Scopes: []string{"read", "write"}},
 		},
 		JWT: &auth.JWTConfig{Issuer: authtest.Issuer, Audience: authtest.Audience, JWKSURL: iss.URL(), Roles: []string{role}}}
-	return &quotaFixture{serverFixture: newServerFixture(t, cfg), db: db, iss: iss, role: role}
+	return &quotaFixture{ServerFixture: runnertest.NewServerFixture(t, cfg), db: db, iss: iss, role: role}
 }
 
 // caller is one end user of an owner: the bearer token and the headers its requests carry.
@@ -54,7 +55,7 @@ type caller struct {
 }
 
 func (f *quotaFixture) hubSubject(i int) caller {
-	return caller{token: actAsToken, header: []string{auth.ActAsHeader, fmt.Sprintf("quota-sub-%d", i)}}
+	return caller{token: runnertest.ActAsToken, header: []string{auth.ActAsHeader, fmt.Sprintf("quota-sub-%d", i)}}
 }
 
 func (f *quotaFixture) jwtSubject(t *testing.T, i int) caller {
@@ -63,7 +64,7 @@ func (f *quotaFixture) jwtSubject(t *testing.T, i int) caller {
 
 func (f *quotaFixture) post(t *testing.T, c caller, tool, body string) (int, map[string]any) {
 	t.Helper()
-	req := apitest.Request(http.MethodPost, f.http.URL+"/v1/tools/"+tool, c.token, body)
+	req := apitest.Request(http.MethodPost, f.HTTP.URL+"/v1/tools/"+tool, c.token, body)
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(c.header); i += 2 {
 		req.Header.Add(c.header[i], c.header[i+1])

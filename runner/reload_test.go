@@ -37,7 +37,7 @@ func TestReloadPolicyPoolsAndDatabaseSet(t *testing.T) {
 		}
 	}
 	first, _ := config(tools.Policy{StatementTimeout: 7 * time.Second}, 3, false)()
-	logs := &syncBuffer{}
+	logs := &pgtest.SyncBuffer{}
 	rt, err := Build(context.Background(), first, zerolog.New(logs), BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestReloadAppliesTaskTimeoutAndReportsRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &pgtest.SyncBuffer{}
 	rt, err := Build(context.Background(), first, zerolog.New(logs), BuildOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/pgtools/pgtools/runner/apitest"
 	"github.com/pgtools/pgtools/runner/auth"
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/runnertest"
 )
 
 // TestTLSModes runs PostgreSQL with TLS (a certificate for 127.0.0.1 only, from a test CA) and
@@ -60,19 +61,19 @@ func TestTLSModes(t *testing.T) {
 	dsn := func(host, mode, rootcert string) string {
 		return fmt.Sprintf("postgres://postgres@%s:%d/postgres?sslmode=%s&sslrootcert=%s&connect_timeout=3", host, port, mode, rootcert)
 	}
-	cfg := &config.Config{Tokens: []auth.Token{{Secret: allToken, Name: "ops", Scopes: []string{"read"}}},
+	cfg := &config.Config{Tokens: []auth.Token{{Secret: runnertest.AllToken, Name: "ops", Scopes: []string{"read"}}},
 		Databases: map[string]config.DatabaseConfig{
 			"full":       {URL: dsn("127.0.0.1", "verify-full", ca.File)},
 			"wrong_ca":   {URL: dsn("127.0.0.1", "verify-full", other.File)},
 			"wrong_name": {URL: dsn("localhost", "verify-full", ca.File)},
 			"ca_only":    {URL: dsn("localhost", "verify-ca", ca.File)},
 		}}
-	f := newServerFixture(t, cfg)
+	f := runnertest.NewServerFixture(t, cfg)
 	sslQuery := `{"database":"%s","sql":"select ssl, version from pg_stat_ssl where pid = pg_backend_pid()"}`
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		// The reload takes effect asynchronously.
-		status, body, _ := f.call(t, allToken, "execute_sql", fmt.Sprintf(sslQuery, "full"))
+		status, body, _ := f.Call(t, runnertest.AllToken, "execute_sql", fmt.Sprintf(sslQuery, "full"))
 		if status == 200 {
 			rows := body["data"].([]any)
 			if row := rows[0].(map[string]any); row["ssl"] != true || !strings.HasPrefix(row["version"].(string), "TLS") {
@@ -85,20 +86,20 @@ func TestTLSModes(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if status, body, _ := f.call(t, allToken, "execute_sql", fmt.Sprintf(sslQuery, "ca_only")); status != 200 {
+	if status, body, _ := f.Call(t, runnertest.AllToken, "execute_sql", fmt.Sprintf(sslQuery, "ca_only")); status != 200 {
 		t.Errorf("verify-ca against a certificate without the host name: %d %v", status, body)
 	}
 	for _, name := range []string{"wrong_ca", "wrong_name"} {
-		status, body, _ := f.call(t, allToken, "execute_sql", fmt.Sprintf(sslQuery, name))
+		status, body, _ := f.Call(t, runnertest.AllToken, "execute_sql", fmt.Sprintf(sslQuery, name))
 		msg := fmt.Sprint(body)
 		if status != 503 || body["errorType"] != "connection_error" || strings.Contains(msg, "postgres://") || strings.Contains(msg, dir) {
 			t.Errorf("%s: want connection_error without the URL or CA path, got %d %v", name, status, body)
 		}
 	}
-	if status, text := f.get(t, "/readyz"); status != 503 || !strings.Contains(text, "2 of 4 databases") {
+	if status, text := f.Get(t, "/readyz"); status != 503 || !strings.Contains(text, "2 of 4 databases") {
 		t.Errorf("/readyz with two databases failing TLS verification: %d %s", status, text)
 	}
-	logs := f.log.String()
+	logs := f.Log.String()
 	if !strings.Contains(logs, `"database":"wrong_ca"`) || !strings.Contains(logs, "certificate signed by unknown authority") ||
 		!strings.Contains(logs, `"database":"wrong_name"`) {
 		t.Errorf("the log does not name the databases that fail and why: %s", logs)

@@ -1,8 +1,8 @@
 // Package apitest is the client side of the pgtools HTTP server in tests: requests with a bearer
 // token whose answer is a JSON object (tool calls, /v1/tools, /openapi.json, health), raw
 // JSON-RPC messages posted to /mcp as curl would send them, and go-sdk MCP sessions over
-// Streamable HTTP. The tests of package runner and of cmd/pgtools share it, so both speak to the
-// server the same way. It is for tests only.
+// Streamable HTTP. The tests of runner's packages and of cmd/pgtools share it, so they speak to
+// the server the same way. It is for tests only.
 package apitest
 
 import (

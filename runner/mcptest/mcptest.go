@@ -1,5 +1,5 @@
 // Package mcptest holds the contract every pgtools MCP transport keeps, as one check that the
-// tests of each transport (Streamable HTTP in package runner, stdio in cmd/pgtools) run against a
+// tests of each transport (Streamable HTTP in runner/mcpapi, stdio in cmd/pgtools) run against a
 // connected client session, so both are held to the same words. It is for tests only.
 package mcptest
 

@@ -1,0 +1,9 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/pgtools/pgtools/tools/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
