@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -14,10 +13,11 @@ import (
 	"github.com/pgtools/pgtools/tools/words"
 )
 
-// This file holds each tool's arguments as a typed struct. Call parses a call's JSON once, into
-// the map the schema validates, and then fills its tool's struct from that map, so handlers read
-// fields rather than probing a map, and a value the schema lets through but Go cannot hold (limit 1e30) is an
-// invalid_arguments answer instead of a silent default.
+// This file holds each tool's arguments as a typed struct. Call parses a call's JSON once into
+// the value the schema validates; once it has passed, encoding/json decodes the same JSON into the
+// tool's struct (numbers as json.Number), so handlers read fields rather than probing a map, and
+// a value the schema lets through but Go cannot hold (limit 1e30) is an invalid_arguments answer
+// instead of a silent default.
 
 // target is the routing part every tool takes.
 type target struct {
@@ -124,133 +124,17 @@ type batchArgs struct {
 	} `json:"operations"`
 }
 
-// argDecoder builds a tool's argument struct from the call's arguments as Call decoded them for
-// the schema (numbers as json.Number).
-type argDecoder func(args map[string]any) (any, error)
+// argDecoder decodes a validated call's JSON into its tool's argument struct.
+type argDecoder func(raw []byte) (any, error)
 
-// decoderFor returns the decoder of T. The call's JSON is parsed once, into the map the schema
-// validates; the struct is filled from that map by a field plan made here, once per type, so no
-// call parses its JSON a second time.
+// decoderFor returns the decoder of T: encoding/json, numbers kept as json.Number, an absent or
+// null argument leaving its field zero. The schema has already checked every value's type, so
+// a field never meets a value it cannot hold, except a number too large for Go (count).
 func decoderFor[T any]() argDecoder {
-	fill := structFiller(reflect.TypeFor[T]())
-	return func(args map[string]any) (any, error) {
+	return func(raw []byte) (any, error) {
 		v := new(T)
-		return v, fill(reflect.ValueOf(v).Elem(), args, "")
+		return v, decodeJSON(raw, v)
 	}
-}
-
-// argValue is an argument type that takes its value as decoded JSON (count, nameList, rawValue).
-type argValue interface{ setArg(v any) error }
-
-// filler sets dst from v, a decoded JSON value; path names the argument for errors.
-type filler func(dst reflect.Value, v any, path string) error
-
-// structFiller returns the filler of struct type t: each field by its json tag, embedded structs
-// flattened. An absent or null argument leaves the field zero.
-func structFiller(t reflect.Type) func(dst reflect.Value, args map[string]any, path string) error {
-	type field struct {
-		index []int
-		name  string
-		fill  filler
-	}
-	var fields []field
-	for _, f := range reflect.VisibleFields(t) {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous || name == "" || name == "-" {
-			continue
-		}
-		fields = append(fields, field{f.Index, name, fillerOf(f.Type)})
-	}
-	return func(dst reflect.Value, args map[string]any, path string) error {
-		for _, f := range fields {
-			v, ok := args[f.name]
-			if !ok || v == nil {
-				continue
-			}
-			if err := f.fill(dst.FieldByIndex(f.index), v, path+f.name); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
-// fillerOf returns the filler of an argument field's type.
-func fillerOf(t reflect.Type) filler {
-	if reflect.PointerTo(t).Implements(reflect.TypeFor[argValue]()) {
-		return func(dst reflect.Value, v any, _ string) error { return dst.Addr().Interface().(argValue).setArg(v) }
-	}
-	typeError := func(v any, path string) error {
-		return &json.UnmarshalTypeError{Value: fmt.Sprintf("%T", v), Type: t, Field: path}
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return func(dst reflect.Value, v any, path string) error {
-			s, ok := v.(string)
-			if !ok {
-				return typeError(v, path)
-			}
-			dst.SetString(s)
-			return nil
-		}
-	case reflect.Bool:
-		return func(dst reflect.Value, v any, path string) error {
-			b, ok := v.(bool)
-			if !ok {
-				return typeError(v, path)
-			}
-			dst.SetBool(b)
-			return nil
-		}
-	case reflect.Map: // map[string]any: a row or a set, kept as decoded
-		return func(dst reflect.Value, v any, path string) error {
-			m, ok := v.(map[string]any)
-			if !ok {
-				return typeError(v, path)
-			}
-			dst.Set(reflect.ValueOf(m))
-			return nil
-		}
-	case reflect.Pointer:
-		elem := fillerOf(t.Elem())
-		return func(dst reflect.Value, v any, path string) error {
-			p := reflect.New(t.Elem())
-			if err := elem(p.Elem(), v, path); err != nil {
-				return err
-			}
-			dst.Set(p)
-			return nil
-		}
-	case reflect.Slice:
-		elem := fillerOf(t.Elem())
-		return func(dst reflect.Value, v any, path string) error {
-			list, ok := v.([]any)
-			if !ok {
-				return typeError(v, path)
-			}
-			out := reflect.MakeSlice(t, len(list), len(list))
-			for i, item := range list {
-				if item == nil {
-					continue
-				}
-				if err := elem(out.Index(i), item, path+"."+strconv.Itoa(i)); err != nil {
-					return err
-				}
-			}
-			dst.Set(out)
-			return nil
-		}
-	case reflect.Struct:
-		fill := structFiller(t)
-		return func(dst reflect.Value, v any, path string) error {
-			m, ok := v.(map[string]any)
-			if !ok {
-				return typeError(v, path)
-			}
-			return fill(dst, m, path+".")
-		}
-	}
-	panic(fmt.Sprintf("tools: no argument filler for %s", t)) // a programming error, found by any test
 }
 
 // argsError is the answer to a validated call whose value Go cannot hold; args, the same call
@@ -282,21 +166,27 @@ func plainTypeError(te *json.UnmarshalTypeError) string {
 // 1e2. It is exact (never through float64) and refuses what does not fit an int64.
 type count struct {
 	n   int64
-	set bool
+	raw json.Number // as the call wrote it; "" when absent
 }
 
 type countError struct{ raw, text string }
 
 func (e *countError) Error() string { return e.text }
 
-func (c *count) setArg(v any) error {
-	n, ok := v.(json.Number)
-	if !ok {
+// UnmarshalJSON reads a JSON number; null is an absent count.
+func (c *count) UnmarshalJSON(b []byte) error {
+	*c = count{}
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) == 0 || (b[0] != '-' && (b[0] < '0' || b[0] > '9')) {
+		var v any
+		_ = decodeJSON(b, &v)
 		return &countError{fmt.Sprint(v), fmt.Sprintf("%s is not a number", words.Quote(fmt.Sprint(v)))}
 	}
-	raw := string(n)
+	raw := string(b) // a JSON number literal, as encoding/json scanned it
 	if i, err := strconv.ParseInt(raw, 10, 64); err == nil {
-		c.n, c.set = i, true
+		c.n, c.raw = i, json.Number(raw)
 		return nil
 	}
 	// 1e2 and 100.0 are whole numbers too; read them exactly, never through float64.
@@ -308,13 +198,21 @@ func (c *count) setArg(v any) error {
 	if acc != big.Exact {
 		return &countError{raw, fmt.Sprintf("%s is too large", words.Quote(raw))}
 	}
-	c.n, c.set = i, true
+	c.n, c.raw = i, json.Number(raw)
 	return nil
+}
+
+// MarshalJSON writes the number as the call wrote it; null when absent.
+func (c count) MarshalJSON() ([]byte, error) {
+	if c.raw == "" {
+		return []byte("null"), nil
+	}
+	return []byte(c.raw), nil
 }
 
 // or returns the number, or def when the argument was absent.
 func (c count) or(def int64) int64 {
-	if !c.set {
+	if c.raw == "" {
 		return def
 	}
 	return c.n
@@ -323,7 +221,11 @@ func (c count) or(def int64) int64 {
 // nameList is a list of names given as a JSON array or one comma-separated string.
 type nameList struct{ v any }
 
-func (l *nameList) setArg(v any) error { l.v = v; return nil }
+// UnmarshalJSON keeps the value as decoded; null is an absent list.
+func (l *nameList) UnmarshalJSON(b []byte) error { l.v = nil; return decodeJSON(b, &l.v) }
+
+// MarshalJSON writes the value as the call gave it.
+func (l nameList) MarshalJSON() ([]byte, error) { return json.Marshal(l.v) }
 
 // names returns the list (nil when absent or empty).
 func (l nameList) names() []string { return ident.List(l.v) }
@@ -332,4 +234,8 @@ func (l nameList) names() []string { return ident.List(l.v) }
 // or a string holding one.
 type rawValue struct{ v any }
 
-func (r *rawValue) setArg(v any) error { r.v = v; return nil }
+// UnmarshalJSON keeps the value as decoded; null is an absent value.
+func (r *rawValue) UnmarshalJSON(b []byte) error { r.v = nil; return decodeJSON(b, &r.v) }
+
+// MarshalJSON writes the value as the call gave it.
+func (r rawValue) MarshalJSON() ([]byte, error) { return json.Marshal(r.v) }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -88,8 +89,9 @@ func (r *Registry) unknownTool(tool string) *Error {
 		Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
 }
 
-// decodeCall checks p's scope for t and decodes rawArgs: parsed once into the map the schema
-// validates, then into the tool's struct. m is set as far as parsing got, for masking.
+// decodeCall checks p's scope for t and decodes rawArgs: parsed into the map the schema
+// validates, then, once valid, decoded into the tool's struct. m is set as far as parsing got,
+// for masking.
 func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[string]any, in any, err *Error) {
 	if !p.Can(t.scope) {
 		return nil, nil, p.lacksScope(t.scope, t.info.Name, "")
@@ -119,7 +121,15 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[
 	if e := nulError(m, ""); e != nil {
 		return m, nil, e
 	}
-	in, derr := t.decode(m)
+	// The typed struct is decoded from the call's own JSON; only a call a page token added to
+	// is encoded again, as merged.
+	body := rawArgs
+	if pg != nil {
+		body, _ = json.Marshal(m)
+	} else if len(strings.TrimSpace(string(rawArgs))) == 0 {
+		body = []byte("{}")
+	}
+	in, derr := t.decode(body)
 	if derr != nil {
 		return m, nil, argsError(derr, m)
 	}

@@ -97,7 +97,7 @@ func (r *Registry) addCustomTool(ctx context.Context, c *jsonschema.Compiler, t 
 		info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
 		plain:     withoutApprovalID(raw),
 		operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, preview: pv,
-		decode: func(map[string]any) (any, error) { return &customArgs{}, nil },
+		decode: func([]byte) (any, error) { return &customArgs{}, nil },
 		run:    func(ctx context.Context, req *request) (Result, *Error) { return runCustom(ctx, req, tool) },
 	}
 	if len(t.order) > 0 {
