@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/pgtools/pgtools/tools/internal/ident"
-	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
@@ -35,28 +34,16 @@ type selectArgs struct {
 	OrderBy string   `json:"order_by"`
 	Limit   count    `json:"limit"`
 	Offset  count    `json:"offset"`
-	// PageToken is checked and merged into the other arguments by Registry.decodeCall; page is
-	// what it held, nil on a first page.
+	// PageToken is checked and merged into the other arguments by Registry.decodeCall, before
+	// validation; what it held is the request's pager.
 	PageToken string `json:"page_token"`
-	paging
 }
 
-// paging is what a tool that issues page tokens needs of its call: the token it was given (nil:
-// a first page), the signer and the caller its next token is bound to.
-type paging struct {
-	page   *page.State
-	pages  *page.Signer
-	caller Principal
-	spec   *page.Spec
-}
-
-// pageable is an argument struct that takes page tokens.
-type pageable interface {
-	setPage(st *page.State, pg *page.Signer, p Principal, spec *page.Spec)
-}
-
-func (pa *paging) setPage(st *page.State, pg *page.Signer, p Principal, spec *page.Spec) {
-	pa.page, pa.pages, pa.caller, pa.spec = st, pg, p, spec
+// pageArgs are the arguments a page token of the call carries, by name (page.Spec.Args
+// normalizes them; an absent one is nil or "").
+func (a *selectArgs) pageArgs() map[string]any {
+	return map[string]any{"database": a.Database, "table": a.Table, "columns": a.Columns.v, "where": a.Where,
+		"params": a.Params.v, "order_by": a.OrderBy, "limit": a.Limit.arg(), "format": a.Format}
 }
 
 type describeArgs struct {
@@ -208,6 +195,14 @@ func (c count) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return []byte(c.raw), nil
+}
+
+// arg is the count as a decoded call holds it: the number as written, or nil when absent.
+func (c count) arg() any {
+	if c.raw == "" {
+		return nil
+	}
+	return c.raw
 }
 
 // or returns the number, or def when the argument was absent.

@@ -35,7 +35,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		r.audit(p, t, m, out, res, err, started)
 		r.observe(tool, db, routed, res, err, started)
 	}()
-	m, in, err := r.decodeCall(p, t, rawArgs)
+	m, in, pg, err := r.decodeCall(p, t, rawArgs)
 	if err != nil {
 		return nil, out, err
 	}
@@ -53,6 +53,9 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	routed = p.mayUse(db.Name)
 	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, in: in, started: started,
 		maxBytes: responseCap(ctx, p, db), budget: planBudgetOf(ctx, p, db)}
+	if t.paging != nil {
+		req.pages = &pager{state: pg, spec: t.paging, signer: r.pages}
+	}
 	if req.budget.Set() {
 		req.budget.Estimates = req.catalogEstimate
 	}
@@ -92,34 +95,33 @@ func (r *Registry) unknownTool(tool string) *Error {
 // decodeCall checks p's scope for t and decodes rawArgs: parsed into the map the schema
 // validates, then, once valid, decoded into the tool's struct. m is set as far as parsing got,
 // for masking.
-func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[string]any, in any, err *Error) {
+func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[string]any, in any, pg *page.State, err *Error) {
 	if !p.Can(t.scope) {
-		return nil, nil, p.lacksScope(t.scope, t.info.Name, "")
+		return nil, nil, nil, p.lacksScope(t.scope, t.info.Name, "")
 	}
 	var args any
 	if len(strings.TrimSpace(string(rawArgs))) == 0 {
 		args = map[string]any{}
 	} else if e := decodeJSON(rawArgs, &args); e != nil {
-		return nil, nil, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
+		return nil, nil, nil, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
 			"Invalid arguments: the body is not valid JSON")
 	}
 	m, _ = args.(map[string]any)
 	// A page token brings the arguments of the call that issued it: merged first, the call
 	// then validates as that one did.
-	var pg *page.State
 	if tok, ok := m["page_token"].(string); ok && t.paging != nil && r.pages != nil {
 		if pg, err = r.pages.Open(pageWho(p), t.info.Name, tok); err != nil {
-			return m, nil, err
+			return m, nil, nil, err
 		}
 		if err = t.paging.Merge(m, pg); err != nil {
-			return m, nil, err
+			return m, nil, nil, err
 		}
 	}
 	if verr := t.schema.Validate(args); verr != nil {
-		return m, nil, validationError(verr, t)
+		return m, nil, nil, validationError(verr, t)
 	}
 	if e := nulError(m, ""); e != nil {
-		return m, nil, e
+		return m, nil, nil, e
 	}
 	// The typed struct is decoded from the call's own JSON; only a call a page token added to
 	// is encoded again, as merged.
@@ -131,12 +133,9 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[
 	}
 	in, derr := t.decode(body)
 	if derr != nil {
-		return m, nil, argsError(derr, m)
+		return m, nil, nil, argsError(derr, m)
 	}
-	if pa, ok := in.(pageable); ok {
-		pa.setPage(pg, r.pages, p, t.paging)
-	}
-	return m, in, nil
+	return m, in, pg, nil
 }
 
 // formatDuration renders a duration for executionTime: "3ms", "0.42ms", "1.2s".

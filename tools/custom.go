@@ -155,10 +155,9 @@ func runCustom(ctx context.Context, req *request, t CustomTool) (Result, *Error)
 	if t.Mode != "write" {
 		limit := req.db.Policy.DefaultLimit
 		st := wire.Stmt{SQL: t.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: format}
-		a, _ := req.in.(*customArgs)
-		paged := len(t.order) > 0 && a != nil && a.pages != nil
+		paged := len(t.order) > 0 && req.pages != nil && req.pages.signer != nil
 		if paged {
-			sql, kp, perr := customPageSQL(t, len(params), a.page, limit)
+			sql, kp, perr := customPageSQL(t, len(params), req.pages.state, limit)
 			if perr != nil {
 				return nil, perr
 			}
@@ -171,7 +170,7 @@ func runCustom(ctx context.Context, req *request, t CustomTool) (Result, *Error)
 		res := rowsResult(t.Name, "", rs, limit, 0, req.maxBytes)
 		res.Command = rs.Tag
 		if paged && rs.Truncated && rs.RowCount > 0 {
-			res.NextPage = a.next(t.Name, req.args, rs, true, 0)
+			res.NextPage = req.nextPage(t.Name, req.args, rs, true, 0)
 			res.Hint = fmt.Sprintf("More rows match than the %d shown; call again with page_token set to next_page for the next page.", rs.RowCount)
 		}
 		return res, nil

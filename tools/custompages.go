@@ -18,11 +18,8 @@ import (
 // operator vouches that the order is unique (it ends with a key); pgtools cannot see a key
 // through arbitrary SQL, so there is no offset fallback.
 
-// customArgs is what an operator-defined tool's call decodes into besides its argument map: the
-// page token it was given.
-type customArgs struct {
-	paging
-}
+// customArgs is what an operator-defined tool's call decodes into besides its argument map.
+type customArgs struct{}
 
 // checkCustomOrder resolves t.OrderBy against the columns t's statement returns and checks that
 // PostgreSQL accepts the statement as the paged subquery; it sets t.order.

@@ -14,7 +14,7 @@ func (r *Registry) Preview(ctx context.Context, p Principal, tool string, rawArg
 	if !ok {
 		return Preview{}, r.unknownTool(tool)
 	}
-	m, in, err := r.decodeCall(p, t, rawArgs)
+	m, in, _, err := r.decodeCall(p, t, rawArgs)
 	if err != nil {
 		finishError(err, t, nil, m)
 		return Preview{}, err
