@@ -21,7 +21,7 @@ func executeSQL(ctx context.Context, req *request, a *executeArgs) (Result, *Err
 }
 
 func executeRead(ctx context.Context, req *request, a *executeArgs) (Result, *Error) {
-	params, perr := paramList(a.Params.v)
+	params, perr := paramList(a.Params)
 	if perr != nil {
 		return nil, perr
 	}
@@ -45,7 +45,7 @@ func executeRead(ctx context.Context, req *request, a *executeArgs) (Result, *Er
 func executeWrite(ctx context.Context, req *request, a *executeArgs) (Result, *Error) {
 	const op = "execute"
 	sql := a.SQL
-	params, perr := paramList(a.Params.v)
+	params, perr := paramList(a.Params)
 	if perr != nil {
 		return nil, perr
 	}

@@ -14,11 +14,11 @@ type request struct {
 	txLimit   *TxLimiter // bound on pg_transaction connections; nil: none
 	principal Principal
 	db        *Database
-	session   *Session       // the session session_id names, locked for the call (nil: stateless)
-	allowDDL  bool           // the database allows DDL and the principal has the ddl scope
-	ddlFix    string         // without allowDDL: the suggestion naming what would allow DDL
-	args      map[string]any // validated arguments, numbers as json.Number (for policy, masking and audit)
-	in        any            // the same arguments decoded into the tool's struct (*selectArgs, …)
+	session   *Session // the session session_id names, locked for the call (nil: stateless)
+	allowDDL  bool     // the database allows DDL and the principal has the ddl scope
+	ddlFix    string   // without allowDDL: the suggestion naming what would allow DDL
+	in        toolArgs // the validated arguments, decoded into the tool's struct (*selectArgs, …)
+	given     []string // the names of the arguments the call gave, sorted (what is shown of the call)
 	started   time.Time
 	maxBytes  int           // response byte cap: the database's, lowered by the principal's and the call's
 	budget    plan.Budget   // plan estimate bound: the database's, lowered by the principal's and the call's

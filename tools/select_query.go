@@ -34,7 +34,7 @@ func selectQuery(ctx context.Context, req *request, a *selectArgs) (Result, *Err
 	if lerr != nil {
 		return nil, lerr
 	}
-	params, perr := paramList(a.Params.v)
+	params, perr := paramList(a.Params)
 	if perr != nil {
 		return nil, perr
 	}
@@ -47,7 +47,7 @@ func selectQuery(ctx context.Context, req *request, a *selectArgs) (Result, *Err
 
 	var sb strings.Builder
 	sb.WriteString("SELECT ")
-	cols := a.Columns.names()
+	cols := listNames(a.Columns)
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
 		// A role granted SELECT on some columns reads those: "*" would be refused whole. With
 		// none, "*" lets PostgreSQL refuse it with its own permission error.
