@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -23,12 +24,12 @@ type approvalGate struct {
 	done    bool              // claimed was finished
 }
 
-// newApprovalGate builds the gate of a call of tool by p on db with the validated arguments m,
-// or nil when no rule applies and no approval_id was sent. An approval_id is claimed here,
-// before anything runs.
-func newApprovalGate(store *approval.Store, p Principal, db *Database, tool string, m map[string]any) (*approvalGate, *Error) {
+// newApprovalGate builds the gate of a call of tool by p on db with the validated arguments in,
+// of which the call gave those named given, or nil when no rule applies and no approval_id was
+// sent. An approval_id is claimed here, before anything runs.
+func newApprovalGate(store *approval.Store, p Principal, db *Database, tool string, in toolArgs, given []string) (*approvalGate, *Error) {
 	rules := approvalRules(p, db)
-	id, _ := m["approval_id"].(string)
+	id := in.approvalID()
 	if len(rules) == 0 || store == nil {
 		if id != "" {
 			return nil, &Error{Type: ErrInvalidArguments,
@@ -37,14 +38,7 @@ func newApprovalGate(store *approval.Store, p Principal, db *Database, tool stri
 		}
 		return nil, nil
 	}
-	args := make(map[string]any, len(m))
-	for k, v := range m {
-		if k != "approval_id" {
-			args[k] = v
-		}
-	}
-	// Map keys sorted, no HTML escapes: one text per set of arguments, as the approver reads it.
-	raw, err := wire.Marshal(args)
+	raw, err := approvalArguments(in, given)
 	if err != nil {
 		return nil, errorf(ErrInvalidArguments, "Send plain JSON arguments.", "The arguments cannot be encoded: %v", err)
 	}
@@ -63,6 +57,30 @@ func newApprovalGate(store *approval.Store, p Principal, db *Database, tool stri
 		g.claimed = ap
 	}
 	return g, nil
+}
+
+// approvalArguments is a call as an approver reads it and as its digest binds it: each argument
+// the call gave (given) but approval_id, as the typed arguments in hold it, keys sorted at every
+// level, numbers as written, no HTML escapes. So the same arguments give the same text, and a
+// call that differs in any argument another. The typed fields encode as the call wrote them
+// (count, nameList, rawValue; an optional field inside an object is left out when absent).
+func approvalArguments(in toolArgs, given []string) ([]byte, error) {
+	all, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]any
+	if err := decodeJSON(all, &fields); err != nil {
+		return nil, err
+	}
+	shown := make(map[string]any, len(given))
+	for _, k := range given {
+		if k != "approval_id" {
+			shown[k] = fields[k]
+		}
+	}
+	// Map keys sorted, no HTML escapes: one text per set of arguments, as the approver reads it.
+	return wire.Marshal(shown)
 }
 
 // settle decides a write that did eff and is about to commit: nil commits it; an error rolls it

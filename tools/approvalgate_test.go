@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pgtools/pgtools/tools/approval"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/session"
 )
 
@@ -434,21 +435,16 @@ func TestApprovalSurvivesAFailedRun(t *testing.T) {
 	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
 		t.Fatal(e)
 	}
-	m := map[string]any{"approval_id": id}
-	var args map[string]any
-	_ = json.Unmarshal([]byte(ins2), &args)
-	for k, v := range args {
-		m[k] = v
-	}
-	g1, e := newApprovalGate(f.store, approvalCaller, f.b.tdb, "insert_data", m)
+	in, given := typedArgs(t, f.reg, "insert_data", withID(ins2, id))
+	g1, e := newApprovalGate(f.store, approvalCaller, f.b.tdb, "insert_data", in, given)
 	if e != nil {
 		t.Fatal(e)
 	}
-	if _, e := newApprovalGate(f.store, approvalCaller, f.b.tdb, "insert_data", m); e == nil || !strings.Contains(e.Message, "being used") {
+	if _, e := newApprovalGate(f.store, approvalCaller, f.b.tdb, "insert_data", in, given); e == nil || !strings.Contains(e.Message, "being used") {
 		t.Fatalf("one approval claimed twice: %v", e)
 	}
 	g1.release()
-	if _, e := newApprovalGate(f.store, approvalCaller, f.b.tdb, "insert_data", m); e != nil {
+	if _, e := newApprovalGate(f.store, approvalCaller, f.b.tdb, "insert_data", in, given); e != nil {
 		t.Fatalf("released approval: %v", e)
 	}
 	// The bound on pending requests.
@@ -462,6 +458,70 @@ func TestApprovalSurvivesAFailedRun(t *testing.T) {
 		_, e := f.call(t, approvalCaller, "insert_data", fmt.Sprintf(`{"table": "customers", "row": {"name": "n%d"}, "autocommit": true}`, i))
 		if want := map[bool]ErrorType{true: ErrApprovalRequired, false: ErrRateLimited}[i < 2]; e == nil || e.Type != want {
 			t.Fatalf("request %d: want %s, got %v", i, want, e)
+		}
+	}
+}
+
+// typedArgs decodes args, a valid call of tool, as Call does: its typed arguments and the names
+// of the arguments it gave.
+func typedArgs(t testing.TB, reg *Registry, tool, args string) (toolArgs, []string) {
+	t.Helper()
+	dc, e := reg.decodeCall(testPrincipal, reg.tools[tool], []byte(args))
+	if e != nil {
+		t.Fatalf("%s %s: %v", tool, args, e)
+	}
+	return dc.in, dc.given
+}
+
+// TestApprovalArgumentsAreTheCallsOwn: what an approver is shown, and the digest binds, is the
+// call's arguments as it gave them but approval_id, keys sorted, numbers as written, no HTML
+// escapes, whatever the typed struct holds beside them (absent fields stay absent, inside
+// on_conflict and operations too). The same arguments written otherwise give the same text;
+// a different value gives another.
+func TestApprovalArgumentsAreTheCallsOwn(t *testing.T) {
+	t.Parallel()
+	reg := closedPortRegistry(t)
+	text := func(tool, args string) string {
+		t.Helper()
+		in, given := typedArgs(t, reg, tool, args)
+		raw, err := approvalArguments(in, given)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tool, args, err)
+		}
+		return string(raw)
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"insert_data", `{"table":"items","row":{"sku":"a<b>&","qty":1.50,"z":null,"n":{"b":1,"a":[1e3,"x"]}},"autocommit":true,"approval_id":"x"}`},
+		{"insert_data", `{"table":"items","rows":[{"sku":"a"},{"qty":10000000000000000000000}],"on_conflict":{"columns":"sku","action":"nothing"},"returning":["id"],"format":"csv"}`},
+		{"insert_data", `{"table":"items","rows":[{"sku":"a"}],"on_conflict":{"update_columns":"","action":"update","columns":["sku"]},"returning":"id, sku","autocommit":false,"database":"default"}`},
+		{"update_data", `{"table":"orders","set":{"status":"p\u00e9\u2028"},"where":"id = $1","params":"[1, \"x\"]","dry_run":false,"max_affected_rows":1e2}`},
+		{"delete_data", `{"table":"orders","where":"id = $1","params":[1,2.0,-0,"s",null,true,{"k":[]}],"max_affected_rows":10.0,"session_id":"00000000-0000-4000-8000-000000000000"}`},
+		{"execute_sql", `{"sql":"select $1","params":[],"mode":"read","confirm_destructive":false,"autocommit":true}`},
+		{"pg_transaction", `{"operations":[{"sql":"select 1"},{"sql":"select $1","params":[1]},{"params":"[2]","sql":"x"}],"action":"transaction","format":"objects"}`},
+	} {
+		var m map[string]any
+		if err := decodeJSON([]byte(c.args), &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "approval_id")
+		want, _ := wire.Marshal(m)
+		if got := text(c.tool, c.args); got != string(want) {
+			t.Errorf("%s %s:\n got %s\nwant %s", c.tool, c.args, got, want)
+		}
+	}
+	const call = `{"table":"orders","where":"id = $1","params":[1],"autocommit":true}`
+	same := text("delete_data", call)
+	if got := text("delete_data", ` { "params" : [1], "autocommit":true, "where":"id = $1", "table":"orders", "approval_id":"a1"}`); got != same {
+		t.Errorf("the same call written otherwise: %s, want %s", got, same)
+	}
+	for _, other := range []string{
+		`{"table":"orders","where":"id = $1","params":[1.0],"autocommit":true}`,
+		`{"table":"orders","where":"id = $1","params":[1],"autocommit":true,"dry_run":false}`,
+		`{"table":"orders","where":"id = $1","params":"[1]","autocommit":true}`,
+		`{"table":"orders","where":"id = $1 ","params":[1],"autocommit":true}`,
+	} {
+		if text("delete_data", other) == same {
+			t.Errorf("%s reads as %s", other, call)
 		}
 	}
 }

@@ -7,19 +7,21 @@ import (
 	"github.com/pgtools/pgtools/tools/approval"
 )
 
-// audit reports a write attempt where route sent it (out); a call refused before it was
-// routed names the database its arguments ask for, or the tool's own.
-func (r *Registry) audit(p Principal, t *toolEntry, args map[string]any, out Outcome, res Result, err *Error, started time.Time) {
-	if r.auditor == nil || !t.gate.isAudited(args) {
+// audit reports a write attempt, as the call's arguments in say it is one, where route sent it
+// (out); a call refused before it was routed names the database and session its arguments ask
+// for, or the tool's own database.
+func (r *Registry) audit(p Principal, t *toolEntry, in toolArgs, out Outcome, res Result, err *Error, started time.Time) {
+	if r.auditor == nil || !isAudited(in) {
 		return
 	}
 	ev := AuditEvent{Time: started.UTC(), Principal: p.Name, Tool: t.info.Name, Duration: time.Since(started),
 		Database: out.Database, SessionID: out.Session}
 	if ev.Database == "" {
-		ev.Database = cmp.Or(t.database, strArg(args, "database"), "default")
-		ev.SessionID = strArg(args, "session_id")
+		to := in.route()
+		ev.Database = cmp.Or(t.database, to.Database, "default")
+		ev.SessionID = to.SessionID
 	}
-	ev.ApprovalID = strArg(args, "approval_id")
+	ev.ApprovalID = in.approvalID()
 	if id, digest, ok := approval.FromError(err); ok {
 		ev.ApprovalID, ev.Digest = id, digest
 	}

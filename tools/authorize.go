@@ -4,44 +4,42 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/pgtools/pgtools/tools/words"
 )
 
-// route resolves the call's target: the session its session_id names (locked for the call; the
-// caller must release it) and that session's database, or the database its database argument
-// names. A database argument that disagrees with the session's is refused.
-func (r *Registry) route(ctx context.Context, p Principal, t *toolEntry, args map[string]any) (*Database, *Session, *Error) {
-	dbName := strArg(args, "database")
+// route resolves the call's target, as its arguments give it (toolArgs.route): the session it
+// runs in (locked for the call; the caller must release it) and that session's database, or the
+// database it names. A database argument that disagrees with the session's is refused.
+func (r *Registry) route(ctx context.Context, p Principal, t *toolEntry, in toolArgs) (*Database, *Session, *Error) {
+	to := in.route()
+	dbName := to.Database
 	if t.database != "" {
 		dbName = t.database
 	}
-	if g := t.gate; g.session != nil && g.session(args) {
-		if id := strArg(args, "session_id"); id != "" {
-			if e := checkRouteHint(ctx, id); e != nil {
-				return nil, nil, e
-			}
-			if r.sessions == nil {
-				return nil, nil, sessionsUnavailable("")
-			}
-			s, e := r.sessions.Acquire(ctx, p.Name, id)
-			if e != nil {
-				return nil, nil, e
-			}
-			if dbName != "" && dbName != s.Database {
-				r.sessions.Release(s)
-				return nil, nil, errorf(ErrInvalidArguments, "Omit database, or give the session's database.",
-					"Invalid arguments: session %s belongs to database %s, not %s", s.ID, words.Quote(s.Database), words.Quote(dbName))
-			}
-			db, ok := r.dbs[s.Database]
-			if !ok { // a session begun through another registry sharing the manager
-				r.sessions.Release(s)
-				return nil, nil, r.databaseUnavailable(p, s.Database)
-			}
-			return db, s, nil
+	if id := to.SessionID; id != "" {
+		if e := checkRouteHint(ctx, id); e != nil {
+			return nil, nil, e
 		}
+		if r.sessions == nil {
+			return nil, nil, sessionsUnavailable("")
+		}
+		s, e := r.sessions.Acquire(ctx, p.Name, id)
+		if e != nil {
+			return nil, nil, e
+		}
+		if dbName != "" && dbName != s.Database {
+			r.sessions.Release(s)
+			return nil, nil, errorf(ErrInvalidArguments, "Omit database, or give the session's database.",
+				"Invalid arguments: session %s belongs to database %s, not %s", s.ID, words.Quote(s.Database), words.Quote(dbName))
+		}
+		db, ok := r.dbs[s.Database]
+		if !ok { // a session begun through another registry sharing the manager
+			r.sessions.Release(s)
+			return nil, nil, r.databaseUnavailable(p, s.Database)
+		}
+		return db, s, nil
 	}
 	if dbName == "" {
 		dbName = "default"
@@ -106,7 +104,7 @@ func (r *Registry) authorize(req *request, t *toolEntry) *Error {
 	if req.allowDDL = db.Policy.AllowDDL && p.Can("ddl"); !req.allowDDL {
 		req.ddlFix = p.ddlFix(db.Policy.AllowDDL)
 	}
-	if !g.isWrite(req.args) {
+	if !isWrite(req.in) {
 		return nil
 	}
 	if !p.Can("write") {
@@ -115,11 +113,11 @@ func (r *Registry) authorize(req *request, t *toolEntry) *Error {
 	if db.Policy.ReadOnly {
 		return errorf(ErrNotAllowed, g.readOnlyFix, "Database %q is read-only under the operator's policy", db.Name)
 	}
-	if g.intent && req.session == nil && !boolArg(req.args, "autocommit") && !boolArg(req.args, "dry_run") {
+	if autocommit, dryRun := req.in.intent(); g.intent && req.session == nil && !autocommit && !dryRun {
 		return &Error{Type: ErrWriteIntentRequired,
 			Message: fmt.Sprintf("%s changes data, so it needs stated intent: autocommit: true or a session_id", tool),
 			Suggestion: fmt.Sprintf(`Either add "autocommit": true to run this call in its own transaction, committed at once, e.g. %s; `+
-				`or open a transaction with pg_tx {"action":"begin"} and pass the session_id it returns, then pg_tx {"action":"commit","session_id":"…"}.`, intentExample(tool, req.args)) + openSessionsHint(req)}
+				`or open a transaction with pg_tx {"action":"begin"} and pass the session_id it returns, then pg_tx {"action":"commit","session_id":"…"}.`, intentExample(tool, req.given)) + openSessionsHint(req)}
 	}
 	return nil
 }
@@ -153,23 +151,19 @@ func settleSession(req *request, t *toolEntry, res Result, e *Error) (Result, *E
 		return nil, e
 	}
 	g := t.gate
-	sessionEcho(res, s, g.echoesSession || g.isWrite(req.args))
+	sessionEcho(res, s, g.echoesSession || isWrite(req.in))
 	return res, nil
 }
 
-// intentExample shows the caller's own call with autocommit added, values elided.
-func intentExample(tool string, args map[string]any) string {
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		if k != "autocommit" && k != "session_id" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
+// intentExample shows the caller's own call, whose arguments are given, with autocommit added,
+// values elided.
+func intentExample(tool string, given []string) string {
 	var b strings.Builder
 	b.WriteString(tool + " {")
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%q: …, ", k)
+	for _, k := range given { // sorted
+		if k != "autocommit" && k != "session_id" {
+			fmt.Fprintf(&b, "%q: …, ", k)
+		}
 	}
 	b.WriteString(`"autocommit": true}`)
 	return b.String()

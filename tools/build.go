@@ -67,9 +67,30 @@ func newBuiltinRegistry(dbs []*Database) (*Registry, error) {
 			info: ToolInfo{Name: name, Description: schemas.Description(name), InputSchema: served,
 				ReadOnly: meta.ReadOnly, Destructive: meta.Destructive, Idempotent: meta.Idempotent},
 			operation: meta.Operation, scope: meta.Scope, props: schemaProperties(raw), schema: sch, run: def.run,
-			gate: def.gate, decode: def.decode, preview: def.preview, paging: def.paging, plain: withoutApprovalID(served),
+			gate: def.gate, newArgs: def.newArgs, access: def.newArgs().access(), preview: def.preview, paging: def.paging, plain: withoutApprovalID(served),
 		}
 		r.order = append(r.order, name)
 	}
 	return r, nil
+}
+
+// ApprovableTools names, sorted, the tools whose calls approval rules (policy.require_approval)
+// judge: the built-in tools whose arguments say they commit writes of their own, and the
+// operator-defined tools of custom whose mode is write. A rule of kind tool must name one of
+// them, or it would never ask. It needs no registry, so configuration is checked before one
+// is built.
+func ApprovableTools(custom []CustomTool) []string {
+	var out []string
+	for _, d := range builtinTools() {
+		if d.newArgs().access().judged() {
+			out = append(out, d.name)
+		}
+	}
+	for _, t := range custom {
+		if customArgsFor(t.Mode)().access().judged() {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

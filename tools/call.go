@@ -2,7 +2,9 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,26 +23,26 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		r.observe("", nil, false, nil, e, started)
 		return nil, out, e
 	}
-	var m map[string]any
+	var dc decoded
 	var db *Database
 	routed := false // the principal may use db
 	defer func() {
 		if err != nil {
-			finishError(err, t, db, m)
+			finishError(err, t, db, dc.parsed)
 		}
 		if res != nil {
 			res.setExecutionTime(formatDuration(time.Since(started)))
 		}
-		r.audit(p, t, m, out, res, err, started)
+		r.audit(p, t, dc.in, out, res, err, started)
 		r.observe(tool, db, routed, res, err, started)
 	}()
-	m, in, err := r.decodeCall(p, t, rawArgs)
-	if err != nil {
+	if dc, err = r.decodeCall(p, t, rawArgs); err != nil {
 		return nil, out, err
 	}
-	// Route once: the session session_id names fixes the database; every gate then applies to it.
+	// Route once: the session the arguments route to fixes the database; every gate then
+	// applies to it.
 	var sess *Session
-	db, sess, err = r.route(ctx, p, t, m)
+	db, sess, err = r.route(ctx, p, t, dc.in)
 	if err != nil {
 		return nil, out, err
 	}
@@ -50,16 +52,19 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		defer r.sessions.Release(sess)
 	}
 	routed = p.mayUse(db.Name)
-	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, args: m, in: in, started: started,
+	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, in: dc.in, given: dc.given, started: started,
 		maxBytes: responseCap(ctx, p, db), budget: planBudgetOf(ctx, p, db)}
+	if t.paging != nil {
+		req.pages = &pager{state: dc.page, spec: t.paging, signer: r.pages}
+	}
 	if req.budget.Set() {
 		req.budget.Estimates = req.catalogEstimate
 	}
 	if err = r.authorize(req, t); err != nil {
 		return nil, out, err
 	}
-	if t.writes() {
-		if req.approval, err = newApprovalGate(r.approvals, p, db, tool, m); err != nil {
+	if t.access.judged() {
+		if req.approval, err = newApprovalGate(r.approvals, p, db, tool, req.in, req.given); err != nil {
 			return nil, out, err
 		}
 		defer req.approval.release()
@@ -88,45 +93,93 @@ func (r *Registry) unknownTool(tool string) *Error {
 		Suggestion: "Available tools: " + strings.Join(r.order, ", ")}
 }
 
-// decodeCall checks p's scope for t and decodes rawArgs: parsed once into the map the schema
-// validates, then into the tool's struct. m is set as far as parsing got, for masking.
-func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (m map[string]any, in any, err *Error) {
+// decoded is a call as decodeCall leaves it, also when it refused the call.
+type decoded struct {
+	// parsed is the call's arguments as parsed for the schema, as far as parsing got (nil for a
+	// body that is not a JSON object). After decodeCall only masking reads it (finishError): a
+	// refused call's message may echo values that never reached a typed struct.
+	parsed map[string]any
+	// in is the tool's typed arguments: the only carrier of a validated call's arguments. For a
+	// refused call they are read as far as they go, unchecked (uncheckedArgs), only for the
+	// audit log to name what the call asked for.
+	in toolArgs
+	// given names the arguments the call gave (with those a page token added), sorted.
+	given []string
+	// page is the page token the call continues, opened; nil for none.
+	page *page.State
+}
+
+// decodeCall checks p's scope for t and decodes rawArgs: parsed into the map the schema
+// validates, then, once valid, decoded into the tool's struct.
+func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (dc decoded, err *Error) {
+	dc.in = t.newArgs()
 	if !p.Can(t.scope) {
-		return nil, nil, p.lacksScope(t.scope, t.info.Name, "")
+		return dc, p.lacksScope(t.scope, t.info.Name, "")
 	}
 	var args any
 	if len(strings.TrimSpace(string(rawArgs))) == 0 {
 		args = map[string]any{}
 	} else if e := decodeJSON(rawArgs, &args); e != nil {
-		return nil, nil, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
+		return dc, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
 			"Invalid arguments: the body is not valid JSON")
 	}
-	m, _ = args.(map[string]any)
+	m, _ := args.(map[string]any)
+	dc.parsed = m
+	defer func() {
+		if err != nil {
+			dc.in = uncheckedArgs(t, m)
+		}
+	}()
 	// A page token brings the arguments of the call that issued it: merged first, the call
 	// then validates as that one did.
-	var pg *page.State
 	if tok, ok := m["page_token"].(string); ok && t.paging != nil && r.pages != nil {
-		if pg, err = r.pages.Open(pageWho(p), t.info.Name, tok); err != nil {
-			return m, nil, err
+		if dc.page, err = r.pages.Open(pageWho(p), t.info.Name, tok); err != nil {
+			return dc, err
 		}
-		if err = t.paging.Merge(m, pg); err != nil {
-			return m, nil, err
+		if err = t.paging.Merge(m, dc.page); err != nil {
+			return dc, err
 		}
 	}
 	if verr := t.schema.Validate(args); verr != nil {
-		return m, nil, validationError(verr, t)
+		return dc, validationError(verr, t)
 	}
 	if e := nulError(m, ""); e != nil {
-		return m, nil, e
+		return dc, e
 	}
-	in, derr := t.decode(m)
-	if derr != nil {
-		return m, nil, argsError(derr, m)
+	// The typed struct is decoded from the call's own JSON; only a call a page token added to
+	// is encoded again, as merged.
+	body := rawArgs
+	if dc.page != nil {
+		body, _ = json.Marshal(m)
+	} else if len(strings.TrimSpace(string(rawArgs))) == 0 {
+		body = []byte("{}")
 	}
-	if pa, ok := in.(pageable); ok {
-		pa.setPage(pg, r.pages, p, t.paging)
+	if derr := decodeJSON(body, dc.in); derr != nil {
+		return dc, argsError(derr, m)
 	}
-	return m, in, nil
+	dc.given = make([]string, 0, len(m))
+	for k := range m {
+		dc.given = append(dc.given, k)
+	}
+	slices.Sort(dc.given)
+	return dc, nil
+}
+
+// uncheckedArgs reads what it can of a refused call's arguments m into t's struct, for the
+// audit log: each of the tool's arguments on its own, so that one the struct cannot hold leaves
+// the others readable; names the schema does not know are skipped.
+func uncheckedArgs(t *toolEntry, m map[string]any) toolArgs {
+	in := t.newArgs()
+	for _, k := range t.props {
+		v, ok := m[k]
+		if !ok {
+			continue
+		}
+		if one, err := json.Marshal(map[string]any{k: v}); err == nil {
+			_ = decodeJSON(one, in)
+		}
+	}
+	return in
 }
 
 // formatDuration renders a duration for executionTime: "3ms", "0.42ms", "1.2s".

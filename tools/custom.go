@@ -80,25 +80,33 @@ func (r *Registry) addCustomTool(ctx context.Context, c *jsonschema.Compiler, t 
 	if err != nil {
 		return fmt.Errorf("%s: the parameters do not make a valid schema: %w", where, err)
 	}
-	write := t.Mode == "write"
 	// An operator-defined tool is its own kind, with a gate built here rather than in the
-	// tool table, checked the same way.
-	g := gate{access: readsOnly, session: always, readOnlyFix: noWritesFix}
+	// tool table, checked the same way. Its mode picks its argument type, which says whether
+	// it writes.
+	newArgs := customArgsFor(t.Mode)
+	k := newArgs().access()
+	write := k != readsOnly
+	var g gate
 	scope := "read"
 	var pv previewer
+	tool := t
+	run := bind(func(ctx context.Context, req *request, a *customReadArgs) (Result, *Error) {
+		return runCustomRead(ctx, req, tool, a)
+	})
 	if write {
-		g.access, g.intent, scope, pv = writesAlways, true, "write", previewCustom
+		g, scope, pv = gate{intent: true, readOnlyFix: noWritesFix}, "write", previewCustom
+		run = bind(func(ctx context.Context, req *request, a *customWriteArgs) (Result, *Error) {
+			return runCustomWrite(ctx, req, tool, a)
+		})
 	}
-	if err := g.check(); err != nil {
+	if err := g.check(k); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
-	tool := t
 	r.tools[t.Name] = &toolEntry{
 		info:      ToolInfo{Name: t.Name, Description: t.Description, InputSchema: raw, ReadOnly: !write, Destructive: write},
 		plain:     withoutApprovalID(raw),
 		operation: t.Name, scope: scope, props: schemaProperties(raw), schema: sch, gate: g, database: t.Database, preview: pv,
-		decode: func(map[string]any) (any, error) { return &customArgs{}, nil },
-		run:    func(ctx context.Context, req *request) (Result, *Error) { return runCustom(ctx, req, tool) },
+		newArgs: newArgs, access: k, run: run,
 	}
 	if len(t.order) > 0 {
 		r.tools[t.Name].paging = customPages(t)
@@ -111,7 +119,7 @@ func (r *Registry) addCustomTool(ctx context.Context, c *jsonschema.Compiler, t 
 // checkStatement prepares t's statement on db and compares what PostgreSQL infers with the
 // declared parameters.
 func checkStatement(ctx context.Context, db *Database, t CustomTool) error {
-	if e := checkFreeSQL(t.SQL, t.Mode == "read", false); e != nil {
+	if e := checkFreeSQL(t.SQL, customArgsFor(t.Mode)().access() == readsOnly, false); e != nil {
 		return fmt.Errorf("the statement is refused: %s", e.Message)
 	}
 	conn, err := db.acquire(ctx)
@@ -140,45 +148,52 @@ func checkStatement(ctx context.Context, db *Database, t CustomTool) error {
 	return nil
 }
 
-// runCustom binds a call's arguments to t's statement in declared order and runs it: a read in a
-// READ ONLY transaction, a write guarded like execute_sql in write mode.
-func runCustom(ctx context.Context, req *request, t CustomTool) (Result, *Error) {
+// customParams binds a call's parameters to t's statement in declared order: each as given,
+// an absent one as its default.
+func customParams(t CustomTool, a *customArgs) []any {
 	params := make([]any, len(t.Parameters))
 	for i, p := range t.Parameters {
-		v, ok := req.args[p.Name]
+		v, ok := a.Params[p.Name]
 		if !ok {
 			v = p.Default
 		}
 		params[i] = v
 	}
-	format := req.format(strArg(req.args, "format"))
-	if t.Mode != "write" {
-		limit := req.db.Policy.DefaultLimit
-		st := wire.Stmt{SQL: t.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: format}
-		a, _ := req.in.(*customArgs)
-		paged := len(t.order) > 0 && a != nil && a.pages != nil
-		if paged {
-			sql, kp, perr := customPageSQL(t, len(params), a.page, limit)
-			if perr != nil {
-				return nil, perr
-			}
-			st.SQL, st.Params, st.KeyCols = sql, append(params, kp...), len(t.order)
+	return params
+}
+
+// runCustomRead runs a call of t, a read tool, in a READ ONLY transaction.
+func runCustomRead(ctx context.Context, req *request, t CustomTool, a *customReadArgs) (Result, *Error) {
+	params := customParams(t, &a.customArgs)
+	limit := req.db.Policy.DefaultLimit
+	st := wire.Stmt{SQL: t.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)}
+	paged := len(t.order) > 0 && req.pages != nil && req.pages.signer != nil
+	if paged {
+		sql, kp, perr := customPageSQL(t, len(params), req.pages.state, limit)
+		if perr != nil {
+			return nil, perr
 		}
-		rs, err := req.readOn(ctx, req.session, st)
-		if err != nil {
-			return nil, req.statementError(ctx, err, stmtInfo{sql: t.SQL, paramCols: paramNames(t), paramArgs: true, readOnly: true})
-		}
-		res := rowsResult(t.Name, "", rs, limit, 0, req.maxBytes)
-		res.Command = rs.Tag
-		if paged && rs.Truncated && rs.RowCount > 0 {
-			res.NextPage = a.next(t.Name, req.args, rs, true, 0)
-			res.Hint = fmt.Sprintf("More rows match than the %d shown; call again with page_token set to next_page for the next page.", rs.RowCount)
-		}
-		return res, nil
+		st.SQL, st.Params, st.KeyCols = sql, append(params, kp...), len(t.order)
 	}
-	dry := boolArg(req.args, "dry_run")
+	rs, err := req.readOn(ctx, req.session, st)
+	if err != nil {
+		return nil, req.statementError(ctx, err, stmtInfo{sql: t.SQL, paramCols: paramNames(t), paramArgs: true, readOnly: true})
+	}
+	res := rowsResult(t.Name, "", rs, limit, 0, req.maxBytes)
+	res.Command = rs.Tag
+	if paged && rs.Truncated && rs.RowCount > 0 {
+		res.NextPage = req.nextPage(t.Name, a.pageArgs(), rs, true, 0)
+		res.Hint = fmt.Sprintf("More rows match than the %d shown; call again with page_token set to next_page for the next page.", rs.RowCount)
+	}
+	return res, nil
+}
+
+// runCustomWrite runs a call of t, a write tool, guarded like execute_sql in write mode.
+func runCustomWrite(ctx context.Context, req *request, t CustomTool, a *customWriteArgs) (Result, *Error) {
+	params := customParams(t, &a.customArgs)
+	dry := a.DryRun
 	st := writeStmt{approval: req.approval, budget: req.budget, op: t.Name, sql: t.SQL, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
-		free: true, allowDDL: req.allowDDL, ddlFix: req.ddlFix, maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: format, dryRun: dry}
+		free: true, allowDDL: req.allowDDL, ddlFix: req.ddlFix, maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: req.format(a.Format), dryRun: dry}
 	if dry {
 		st.keepRows, st.maxAffected = previewRows, 0 // a dry run reports the count; the cap applies when it is applied
 	}

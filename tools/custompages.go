@@ -18,19 +18,13 @@ import (
 // operator vouches that the order is unique (it ends with a key); pgtools cannot see a key
 // through arbitrary SQL, so there is no offset fallback.
 
-// customArgs is what an operator-defined tool's call decodes into besides its argument map: the
-// page token it was given.
-type customArgs struct {
-	paging
-}
-
 // checkCustomOrder resolves t.OrderBy against the columns t's statement returns and checks that
 // PostgreSQL accepts the statement as the paged subquery; it sets t.order.
 func checkCustomOrder(ctx context.Context, db *Database, t *CustomTool) error {
 	if ident.TrimSpace(t.OrderBy) == "" {
 		return nil
 	}
-	if t.Mode == "write" {
+	if customArgsFor(t.Mode)().access() != readsOnly {
 		return fmt.Errorf("order_by pages the rows of a read tool; remove it from this write tool")
 	}
 	conn, err := db.acquire(ctx)

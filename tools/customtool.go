@@ -135,9 +135,6 @@ func decodeNumbers(raw json.RawMessage, v *any) error {
 
 var customName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
-// reservedArgs are the arguments pgtools adds to a custom tool beside its parameters.
-var reservedArgs = []string{"session_id", "autocommit", "dry_run", "format", "page_token", "approval_id"}
-
 // CustomReservedArgs returns the argument names pgtools adds to every custom tool, which no
 // parameter may take (for config validation before the registry exists).
 func CustomReservedArgs() []string { return slices.Clone(reservedArgs) }
@@ -176,12 +173,15 @@ func (t CustomTool) Schema() json.RawMessage {
 	}
 	props["session_id"] = map[string]any{"type": "string", "description": "Session id from pg_tx begin: run inside that open transaction."}
 	props["format"] = map[string]any{"type": "string", "enum": []string{"objects", "columns", "csv"}, "description": "Row format (default objects)."}
-	if t.Mode != "write" && ident.TrimSpace(t.OrderBy) != "" {
+	k := customArgsFor(t.Mode)().access()
+	if k == readsOnly && ident.TrimSpace(t.OrderBy) != "" {
 		props["page_token"] = map[string]any{"type": "string", "minLength": 1, "description": "next_page of a truncated answer: continues after its last row."}
 	}
-	if t.Mode == "write" {
+	if k != readsOnly {
 		props["autocommit"] = map[string]any{"type": "boolean", "description": "Set true to run and commit this call on its own (or give session_id)."}
 		props["dry_run"] = map[string]any{"type": "boolean", "description": "Run, report the rows it would change, roll back."}
+	}
+	if k.judged() {
 		props["approval_id"] = map[string]any{"type": "string", "description": "An approved request's id."}
 	}
 	doc := map[string]any{"type": "object", "description": t.Description, "additionalProperties": false, "properties": props}

@@ -22,7 +22,7 @@ const previewRows = 10
 // may read (RETURNING needs SELECT on each column it returns), and nothing where it may read none:
 // a role that may only insert still inserts.
 func returningClause(rel *catalog.Relation, returning nameList) (string, *Error) {
-	cols := returning.names()
+	cols := listNames(returning)
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
 		if list := rel.ReadList(); list != "" {
 			return " RETURNING " + list, nil

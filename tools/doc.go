@@ -6,13 +6,18 @@
 // and handler in custom.go.
 //
 //  1. Registry.Call (call.go) parses the arguments once and validates them against the tool's
-//     schema (schemas/*.json; the wording of invalid_arguments is validation.go), then fills the
-//     tool's typed argument struct from them (args.go).
-//  2. It routes once: the session that session_id names fixes the database, else the database
+//     schema (schemas/*.json; the wording of invalid_arguments is validation.go), then decodes
+//     them with encoding/json into the tool's typed argument struct (args.go). From there the
+//     struct is the only carrier of the arguments: every later step reads it through toolArgs,
+//     whose methods say where the call runs, whether it writes, the intent it states and the
+//     approval it claims. The argument type is the one place that decides whether a tool
+//     writes; NewRegistry refuses a schema that says otherwise. (The parsed map lives on only
+//     to mask a failure's echoes of the caller's values, which may predate the struct.)
+//  2. It routes once: the session the arguments name fixes the database, else the database
 //     argument does (authorize.go: route).
-//  3. authorize applies every gate of the tool's declarative gate (gate.go): database access,
-//     disabled tools, write scope, read-only sessions, stated intent for writes, DDL; a write
-//     under an approval rule gets its approval gate (approvalgate.go).
+//  3. authorize applies the tool's gate (gate.go) to what its arguments say: database access,
+//     disabled tools, write scope, read-only databases, stated intent for writes, DDL; a call
+//     of a tool that approval rules judge gets its approval gate (approvalgate.go).
 //  4. The tool's handler (one file per tool) runs its statement as the request's identity
 //     (request.go, identity.go): reads in a READ ONLY transaction (exec.go, budgetgate.go),
 //     writes under the guards of guard.go and write.go with their effects read back

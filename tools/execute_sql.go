@@ -15,19 +15,18 @@ func executeSQL(ctx context.Context, req *request, a *executeArgs) (Result, *Err
 		return nil, e
 	}
 	if write {
-		return executeWrite(ctx, req, req.session)
+		return executeWrite(ctx, req, a)
 	}
-	return executeRead(ctx, req, req.session)
+	return executeRead(ctx, req, a)
 }
 
-func executeRead(ctx context.Context, req *request, sess *Session) (Result, *Error) {
-	a := req.in.(*executeArgs)
-	params, perr := paramList(a.Params.v)
+func executeRead(ctx context.Context, req *request, a *executeArgs) (Result, *Error) {
+	params, perr := paramList(a.Params)
 	if perr != nil {
 		return nil, perr
 	}
 	limit := req.db.Policy.DefaultLimit
-	rs, err := req.readOn(ctx, sess, wire.Stmt{SQL: a.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
+	rs, err := req.readOn(ctx, req.session, wire.Stmt{SQL: a.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
 	if err != nil {
 		if errors.Is(err, wire.ErrTxEscaped) {
 			return nil, &Error{Type: ErrReadOnlyViolation, Message: "Transaction control statements (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, …) are not allowed in execute_sql; the read ran in its own READ ONLY transaction and was rolled back",
@@ -43,18 +42,17 @@ func executeRead(ctx context.Context, req *request, sess *Session) (Result, *Err
 // executeWrite runs one agent statement that may change data. Transaction control is refused
 // before anything runs; DDL is recognised after it ran (command tag, catalog rows written by the
 // transaction) and rolled back unless the policy and the token allow it.
-func executeWrite(ctx context.Context, req *request, sess *Session) (Result, *Error) {
+func executeWrite(ctx context.Context, req *request, a *executeArgs) (Result, *Error) {
 	const op = "execute"
-	a := req.in.(*executeArgs)
 	sql := a.SQL
-	params, perr := paramList(a.Params.v)
+	params, perr := paramList(a.Params)
 	if perr != nil {
 		return nil, perr
 	}
 	st := writeStmt{approval: req.approval, budget: req.budget, op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
 		free: true, confirm: a.ConfirmDestructive, allowDDL: req.allowDDL, ddlFix: req.ddlFix,
 		maxAffected: req.db.Policy.MaxAffectedRows, who: req.who(), format: req.format(a.Format)}
-	out, err := runWriteOn(ctx, req.db, sess, st)
+	out, err := runWriteOn(ctx, req.db, req.session, st)
 	if err != nil {
 		return nil, req.statementError(ctx, err, stmtInfo{sql: sql})
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 type explainArgs struct {
-	target
+	databaseArg
+	readOnlyArgs
 	SQL    string   `json:"sql"`
 	Params rawValue `json:"params"`
 }
@@ -34,7 +35,7 @@ func explainQuery(ctx context.Context, req *request, a *explainArgs) (Result, *E
 	if e := checkFreeSQL(a.SQL, true, false); e != nil {
 		return nil, e
 	}
-	params, perr := paramList(a.Params.v)
+	params, perr := paramList(a.Params)
 	if perr != nil {
 		return nil, perr
 	}

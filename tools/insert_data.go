@@ -114,7 +114,7 @@ func insertOn(ctx context.Context, req *request, a *insertArgs, sess *Session) (
 
 // onConflict builds ON CONFLICT (cols) DO NOTHING | DO UPDATE SET c = EXCLUDED.c, ….
 func onConflict(rel *catalog.Relation, oc *conflictArgs, inserted []int) (string, *Error) {
-	target := oc.Columns.names()
+	target := listNames(oc.Columns)
 	if len(target) == 0 {
 		return "", errorf(ErrInvalidArguments, `Name the unique columns, e.g. "on_conflict": {"columns": ["email"], "action": "update"}.`,
 			"Invalid arguments: on_conflict.columns is empty")
@@ -132,7 +132,7 @@ func onConflict(rel *catalog.Relation, oc *conflictArgs, inserted []int) (string
 		return clause + " DO NOTHING", nil
 	}
 	var ucols []int
-	if list := oc.UpdateColumns.names(); len(list) > 0 {
+	if list := listNames(oc.UpdateColumns); len(list) > 0 {
 		if ucols, err = columnSet(rel, list, "on_conflict.update_columns"); err != nil {
 			return "", err
 		}

@@ -102,10 +102,12 @@ func normalizedArg(k string, v any) (any, bool) {
 	return nil, false
 }
 
-// next is the token that continues a read of tool after the last row of rs: by that row's order
-// values when keyed, else by offset (the rows read before rs, and rs's).
-func (pa *paging) next(tool string, args map[string]any, rs *wire.RowSet, keyed bool, offset int64) string {
-	st := &page.State{Tool: tool, Args: pa.spec.Args(args)}
+// nextPage is the token that continues a read of tool, whose arguments a token carries are args
+// (pageArgs), after the last row of rs: by that row's order values when keyed, else by offset
+// (the rows read before rs, and rs's). It is bound to the caller.
+func (req *request) nextPage(tool string, args map[string]any, rs *wire.RowSet, keyed bool, offset int64) string {
+	pg := req.pages
+	st := &page.State{Tool: tool, Args: pg.spec.Args(args)}
 	if keyed {
 		st.After = make([]*string, len(rs.LastKey))
 		for i, v := range rs.LastKey {
@@ -117,5 +119,5 @@ func (pa *paging) next(tool string, args map[string]any, rs *wire.RowSet, keyed 
 	} else {
 		st.Offset = offset + int64(rs.RowCount)
 	}
-	return pa.pages.Issue(pageWho(pa.caller), st)
+	return pg.signer.Issue(pageWho(req.principal), st)
 }

@@ -48,7 +48,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 		if e := checkFreeSQL(sql, false, false); e != nil {
 			return nil, failedAt(i, e)
 		}
-		params, perr := paramList(o.Params.v)
+		params, perr := paramList(o.Params)
 		if perr != nil {
 			return nil, failedAt(i, perr)
 		}

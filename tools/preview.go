@@ -14,14 +14,14 @@ func (r *Registry) Preview(ctx context.Context, p Principal, tool string, rawArg
 	if !ok {
 		return Preview{}, r.unknownTool(tool)
 	}
-	m, in, err := r.decodeCall(p, t, rawArgs)
+	dc, err := r.decodeCall(p, t, rawArgs)
 	if err != nil {
-		finishError(err, t, nil, m)
+		finishError(err, t, nil, dc.parsed)
 		return Preview{}, err
 	}
-	db, sess, err := r.route(ctx, p, t, m)
+	db, sess, err := r.route(ctx, p, t, dc.in)
 	if err != nil {
-		finishError(err, t, nil, m)
+		finishError(err, t, nil, dc.parsed)
 		return Preview{}, err
 	}
 	pv := Preview{Tool: tool, Database: db.Name}
@@ -30,14 +30,14 @@ func (r *Registry) Preview(ctx context.Context, p Principal, tool string, rawArg
 		r.sessions.Release(sess)
 	}
 	if t.preview != nil {
-		t.preview(in, m, rawArgs, &pv)
+		t.preview(dc.in, rawArgs, &pv)
 	}
 	return pv, nil
 }
 
 // previewCustom: an operator-defined write tool can be counted by its dry run.
-func previewCustom(_ any, args map[string]any, raw []byte, pv *Preview) {
-	if !boolArg(args, "dry_run") {
+func previewCustom(in toolArgs, raw []byte, pv *Preview) {
+	if _, dryRun := in.intent(); !dryRun {
 		pv.CountArgs = withArg(raw, "dry_run", true)
 	}
 }

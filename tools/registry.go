@@ -33,7 +33,8 @@ type toolEntry struct {
 	schema    *jsonschema.Schema
 	run       handler
 	gate      gate            // the policy a call needs (authorize.go)
-	decode    argDecoder      // fills the tool's struct from a validated call
+	newArgs   func() toolArgs // a new, empty argument struct of the tool's type, which a validated call is decoded into
+	access    access          // whether the tool's calls write, as its argument type says
 	preview   previewer       // what a confirmation shows (preview.go); nil: nothing to confirm
 	database  string          // fixed database (operator-defined tools); "" takes the argument
 	paging    *page.Spec      // the tool takes page_token and issues next_page (pagetoken.go); nil: not
@@ -81,10 +82,6 @@ type Options struct {
 	Approvals *approval.Store
 }
 
-// writes reports tools whose calls may commit a write that approval rules judge: every tool
-// but the read-only ones and pg_tx, whose begin, commit and rollback write nothing of their own.
-func (t *toolEntry) writes() bool { return !t.info.ReadOnly && t.info.Name != "pg_tx" }
-
 // Tools lists the registered tools in a stable order.
 func (r *Registry) Tools() []ToolInfo {
 	out := make([]ToolInfo, 0, len(r.order))
@@ -110,10 +107,9 @@ func (r *Registry) Database(name string) (*Database, bool) {
 	return db, ok
 }
 
-// previewer fills, from a call's decoded arguments (the tool's own struct, and the map the
-// schema validated) and its raw JSON, what a confirmation shows a human and the arguments it
-// sends on (Preview).
-type previewer func(in any, args map[string]any, raw []byte, pv *Preview)
+// previewer fills, from a call's typed arguments and its raw JSON, what a confirmation shows a
+// human and the arguments it sends on (Preview).
+type previewer func(in toolArgs, raw []byte, pv *Preview)
 
 // Outcome is where a call ran, as Call routed it: what logs, metrics, the audit log, traces and
 // confirmations name, so that no transport reads the arguments again to guess it.

@@ -27,18 +27,14 @@ func rowLimit(req *request, arg count) (int, *Error) {
 }
 
 // selectQuery reads rows from one table in a READ ONLY transaction.
-func selectQuery(ctx context.Context, req *request, _ *selectArgs) (Result, *Error) {
-	return selectOn(ctx, req, req.session)
-}
-
-func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error) {
+func selectQuery(ctx context.Context, req *request, a *selectArgs) (Result, *Error) {
 	const op = "select"
-	a := req.in.(*selectArgs)
+	sess := req.session
 	limit, lerr := rowLimit(req, a.Limit)
 	if lerr != nil {
 		return nil, lerr
 	}
-	params, perr := paramList(a.Params.v)
+	params, perr := paramList(a.Params)
 	if perr != nil {
 		return nil, perr
 	}
@@ -51,7 +47,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 
 	var sb strings.Builder
 	sb.WriteString("SELECT ")
-	cols := a.Columns.names()
+	cols := listNames(a.Columns)
 	if len(cols) == 0 || (len(cols) == 1 && cols[0] == "*") {
 		// A role granted SELECT on some columns reads those: "*" would be refused whole. With
 		// none, "*" lets PostgreSQL refuse it with its own permission error.
@@ -99,7 +95,7 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 	}
 	offset := a.Offset.or(0)
 	var keyParams []any
-	if pg := a.page; pg != nil {
+	if pg := req.pages.state; pg != nil {
 		offset = pg.Offset
 		if pg.After != nil {
 			if !keyed || len(pg.After) != len(total) {
@@ -150,8 +146,8 @@ func selectOn(ctx context.Context, req *request, sess *Session) (Result, *Error)
 		// would be cut the same way.
 		res.Hint = fmt.Sprintf("The first row alone is larger than the %d-byte response cap; select fewer columns.", req.maxBytes)
 	}
-	if rs.Truncated && rs.RowCount > 0 && a.pages != nil {
-		res.NextPage = a.next("select_query", req.args, rs, keyed, offset)
+	if rs.Truncated && rs.RowCount > 0 && req.pages.signer != nil {
+		res.NextPage = req.nextPage("select_query", a.pageArgs(), rs, keyed, offset)
 		res.Hint = pageHint(rs, limit, req.maxBytes, keyed, table)
 	}
 	return res, nil

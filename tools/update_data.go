@@ -26,7 +26,7 @@ func changeRowsOn(ctx context.Context, req *request, op string, a *changeArgs, s
 	}
 	cc := callContext{Database: req.db.Name}
 	mask := req.db.Policy.MasksErrorValues()
-	params, perr := paramList(a.Params.v)
+	params, perr := paramList(a.Params)
 	if perr != nil {
 		return nil, withOp(perr, op, "")
 	}

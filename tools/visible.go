@@ -71,7 +71,7 @@ func (r *Registry) visible(p Principal, t *toolEntry) bool {
 	}
 	// insert_data, update_data, delete_data, pg_transaction and operator-defined write tools
 	// write on every call; execute_sql and pg_tx also read.
-	alwaysWrites := t.gate.access == writesAlways
+	alwaysWrites := t.access == writesAlways
 	for name, db := range r.dbs {
 		if t.database != "" && name != t.database {
 			continue

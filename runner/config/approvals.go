@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pgtools/pgtools/runner/auth"
-	"github.com/pgtools/pgtools/schemas"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/approval"
 )
@@ -47,11 +45,12 @@ func (a Approvals) withDefaults() Approvals {
 }
 
 // approvalProblems checks every approval rule, the databases' and the tokens': each must be a
-// valid rule (approval.Rule.Validate), and a tool rule must name a tool that writes, since
-// a rule on a tool that never writes, or on no tool at all, would never ask for approval and
-// read as protection that is not there.
+// valid rule (approval.Rule.Validate), and a tool rule must name a tool whose calls approval
+// rules judge (tools.ApprovableTools: the tools package decides which tools write), since a rule
+// on a tool that never writes, or on no tool at all, would never ask for approval and read as
+// protection that is not there.
 func (c *Config) approvalProblems() []string {
-	writers := approvableTools(c.CustomTools)
+	writers := tools.ApprovableTools(c.CustomTools)
 	var problems []string
 	check := func(where string, rules []approval.Rule) {
 		for i, r := range rules {
@@ -72,28 +71,6 @@ func (c *Config) approvalProblems() []string {
 		check(tokenWhere(t)+": require_approval", t.RequireApproval)
 	}
 	return problems
-}
-
-// approvableTools are the tools an approval rule can stop, sorted: the built-in tools whose
-// arguments take an approval_id (the writes), and the custom tools of mode write.
-func approvableTools(custom []tools.CustomTool) []string {
-	var out []string
-	for _, name := range schemas.ToolNames() {
-		var doc struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		}
-		raw, _ := schemas.Tool(name)
-		if err := json.Unmarshal(raw, &doc); err == nil && doc.Properties["approval_id"] != nil {
-			out = append(out, name)
-		}
-	}
-	for _, t := range custom {
-		if t.Mode == "write" {
-			out = append(out, t.Name)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // ApprovalsNote warns when approval rules apply to a database that no configured token may
