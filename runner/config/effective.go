@@ -96,11 +96,3 @@ func orEmpty(s []string) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// optional is nil for "", so the printed configuration says null.
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}

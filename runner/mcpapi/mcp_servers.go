@@ -76,10 +76,3 @@ func (c *mcpServers) get(p tools.Principal) *mcp.Server {
 	}
 	return s
 }
-
-// len is how many servers are kept.
-func (c *mcpServers) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}

@@ -77,3 +77,10 @@ func TestMCPServersAreBounded(t *testing.T) {
 		t.Errorf("a dropped principal's server was not built again (%d builds)", built)
 	}
 }
+
+// len is how many servers are kept.
+func (c *mcpServers) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}

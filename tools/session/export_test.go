@@ -18,3 +18,16 @@ func (m *Manager) SpareCount(database string) int { return m.spares.count(databa
 
 // Boot is the manager's boot group, the second group of its session ids.
 func (m *Manager) Boot() string { return m.boot }
+
+// wait returns once no fill runs.
+func (sp *spares) wait() { sp.fills.Wait() }
+
+// count is how many spares database holds now.
+func (sp *spares) count(database string) int {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if s := sp.sets[database]; s != nil {
+		return len(s.conns)
+	}
+	return 0
+}

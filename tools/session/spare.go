@@ -340,19 +340,6 @@ func (sp *spares) tidy(ctx context.Context) {
 	}
 }
 
-// wait returns once no fill runs.
-func (sp *spares) wait() { sp.fills.Wait() }
-
-// count is how many spares database holds now.
-func (sp *spares) count(database string) int {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if s := sp.sets[database]; s != nil {
-		return len(s.conns)
-	}
-	return 0
-}
-
 // close closes every spare and stops the fills; spares opened after it are closed at once.
 func (sp *spares) close() {
 	sp.mu.Lock()
