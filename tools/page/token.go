@@ -17,7 +17,6 @@
 package page
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -28,6 +27,7 @@ import (
 	"time"
 
 	"github.com/pgtools/pgtools/tools/internal/pgerr"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // TTLDefault is how long a page token stays valid when Tokens.TTL is zero.
@@ -152,7 +152,7 @@ func (s *Signer) Open(who, tool, token string) (*State, *pgerr.Error) {
 			"Send next_page exactly as the answer gave it, to the tool that gave it; replicas continue each other's tokens only when they share page_tokens.key_file. "+RestartFix)
 	}
 	var st State
-	if err := decodeJSON(payload, &st); err != nil {
+	if err := wire.Unmarshal(payload, &st); err != nil {
 		return nil, TokenError("is not a token this runner issued", RestartFix)
 	}
 	st.Tool = tool
@@ -170,18 +170,4 @@ func formatTTL(d time.Duration) string {
 		return fmt.Sprintf("%d minutes", int(d/time.Minute))
 	}
 	return d.String()
-}
-
-// decodeJSON decodes one JSON value with numbers as json.Number, as the call's arguments are
-// decoded, so that a token's arguments compare equal to a call's.
-func decodeJSON(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("unexpected data after the JSON value")
-	}
-	return nil
 }
