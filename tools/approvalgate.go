@@ -70,7 +70,7 @@ func approvalArguments(in toolArgs, given []string) ([]byte, error) {
 		return nil, err
 	}
 	var fields map[string]any
-	if err := decodeJSON(all, &fields); err != nil {
+	if err := wire.Unmarshal(all, &fields); err != nil {
 		return nil, err
 	}
 	shown := make(map[string]any, len(given))

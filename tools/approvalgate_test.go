@@ -500,7 +500,7 @@ func TestApprovalArgumentsAreTheCallsOwn(t *testing.T) {
 		{"pg_transaction", `{"operations":[{"sql":"select 1"},{"sql":"select $1","params":[1]},{"params":"[2]","sql":"x"}],"action":"transaction","format":"objects"}`},
 	} {
 		var m map[string]any
-		if err := decodeJSON([]byte(c.args), &m); err != nil {
+		if err := wire.Unmarshal([]byte(c.args), &m); err != nil {
 			t.Fatal(err)
 		}
 		delete(m, "approval_id")

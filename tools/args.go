@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pgtools/pgtools/tools/internal/ident"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/words"
 )
 
@@ -287,7 +288,7 @@ func (a *customArgs) decode(b []byte, w *writeArgs) error {
 			return err
 		}
 	}
-	if err := decodeJSON(b, &a.Params); err != nil {
+	if err := wire.Unmarshal(b, &a.Params); err != nil {
 		return err
 	}
 	for _, k := range reservedArgs {
@@ -365,7 +366,7 @@ func (c *count) UnmarshalJSON(b []byte) error {
 	}
 	if len(b) == 0 || (b[0] != '-' && (b[0] < '0' || b[0] > '9')) {
 		var v any
-		_ = decodeJSON(b, &v)
+		_ = wire.Unmarshal(b, &v)
 		return &countError{fmt.Sprint(v), fmt.Sprintf("%s is not a number", words.Quote(fmt.Sprint(v)))}
 	}
 	raw := string(b) // a JSON number literal, as encoding/json scanned it

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/page"
 	"github.com/pgtools/pgtools/tools/words"
 )
@@ -119,7 +120,7 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (dc dec
 	var args any
 	if len(strings.TrimSpace(string(rawArgs))) == 0 {
 		args = map[string]any{}
-	} else if e := decodeJSON(rawArgs, &args); e != nil {
+	} else if e := wire.Unmarshal(rawArgs, &args); e != nil {
 		return dc, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
 			"Invalid arguments: the body is not valid JSON")
 	}
@@ -154,7 +155,7 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (dc dec
 	} else if len(strings.TrimSpace(string(rawArgs))) == 0 {
 		body = []byte("{}")
 	}
-	if derr := decodeJSON(body, dc.in); derr != nil {
+	if derr := wire.Unmarshal(body, dc.in); derr != nil {
 		return dc, argsError(derr, m)
 	}
 	dc.given = make([]string, 0, len(m))
@@ -176,7 +177,7 @@ func uncheckedArgs(t *toolEntry, m map[string]any) toolArgs {
 			continue
 		}
 		if one, err := json.Marshal(map[string]any{k: v}); err == nil {
-			_ = decodeJSON(one, in)
+			_ = wire.Unmarshal(one, in)
 		}
 	}
 	return in

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgtools/pgtools/tools/internal/pgerr"
+	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/plan"
 )
 
@@ -99,7 +100,7 @@ func redactValues(e *Error, args map[string]any) {
 		if s, ok := v.(string); ok {
 			// params may be a string holding a JSON array: mask its elements too.
 			var list []any
-			if decodeJSON([]byte(s), &list) == nil {
+			if wire.Unmarshal([]byte(s), &list) == nil {
 				walk(list)
 			}
 		}

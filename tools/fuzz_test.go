@@ -64,7 +64,7 @@ func FuzzCall(f *testing.F) {
 			return
 		}
 		var decoded any
-		if decodeJSON(args, &decoded) != nil {
+		if wire.Unmarshal(args, &decoded) != nil {
 			return
 		}
 		schema, _ := schemas.Tool(tool)

@@ -3,6 +3,8 @@ package tools
 import (
 	"strings"
 	"testing"
+
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // Helpers several test files of this package share. The bundle and its call helpers are in
@@ -44,7 +46,7 @@ func checkRedactions(t *testing.T, cases []redactCase) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			var args map[string]any
-			if err := decodeJSON([]byte(c.args), &args); err != nil {
+			if err := wire.Unmarshal([]byte(c.args), &args); err != nil {
 				t.Fatal(err)
 			}
 			e := &Error{Message: c.msg, Suggestion: "Check " + c.msg}

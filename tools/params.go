@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
 // paramList normalises the params argument: a JSON array, or a string holding a JSON array
@@ -20,7 +22,7 @@ func paramList(v any) ([]any, *Error) {
 			return nil, nil
 		}
 		var out []any
-		if err := decodeJSON([]byte(p), &out); err != nil {
+		if err := wire.Unmarshal([]byte(p), &out); err != nil {
 			return nil, errorf(ErrInvalidArguments, `Pass params as a JSON array, e.g. [42, "shipped"]; element 1 binds to $1.`,
 				"Invalid arguments: params is a string but not a JSON array")
 		}
