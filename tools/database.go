@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgtools/pgtools/tools/catalog"
+	"github.com/pgtools/pgtools/tools/discovery"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -196,6 +197,7 @@ type Database struct {
 	Policy Policy
 
 	cat          *catalog.Cache
+	disc         discovery.Cache // each role's index of the catalog, for describe_schema's lists
 	sessionFrame wire.Frame  // frames a read inside a session, with this policy's timeouts
 	sessionWarm  sessionWarm // the tables recent sessions used, for warming spare connections
 }

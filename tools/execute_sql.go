@@ -58,6 +58,9 @@ func executeWrite(ctx context.Context, req *request, sess *Session) (Result, *Er
 	if err != nil {
 		return nil, req.statementError(ctx, err, stmtInfo{sql: sql})
 	}
+	if out.ddl && sess == nil {
+		req.db.cat.Invalidate() // committed: describe_schema and suggestions must see the change at once
+	}
 	res := writeResult(op, "", out, false, req.maxBytes)
 	res.Command = out.tag
 	return res, nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgtools/pgtools/tools/discovery"
 	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
@@ -186,6 +187,26 @@ func customPages(t CustomTool) *pageSpec {
 	return &pageSpec{bound: names, carried: []string{"format"}, norm: func(_ string, v any) (any, bool) { return v, true }}
 }
 
+// describePages is describe_schema's: which tables, or which of a table's columns, match is
+// fixed; how many a page holds and in what detail may change. A token continues after the key
+// of the last table sent (rank, schema, name) or the attnum of the last column.
+var describePages = &pageSpec{bound: []string{"database", "table", "schema", "search", "kind"}, carried: []string{"limit", "detail"},
+	short: map[string]string{"database": "d", "table": "t", "schema": "s", "search": "q", "kind": "k", "limit": "l", "detail": "v"},
+	norm: func(k string, v any) (any, bool) {
+		switch k {
+		case "database", "limit", "table":
+			return normalizedArg(k, v)
+		}
+		s, ok := v.(string)
+		if k == "search" && ok { // the words are what a search means
+			s = strings.Join(discovery.Words(s), " ")
+		}
+		if v == nil || (ok && s == "") {
+			return nil, true
+		}
+		return s, ok
+	}}
+
 func (s *pageSpec) key(k string) string { return cmp.Or(s.short[k], k) }
 
 func (s *pageSpec) all() []string { return append(slices.Clone(s.bound), s.carried...) }
@@ -319,6 +340,15 @@ func (pa *paging) next(tool string, args map[string]any, rs *wire.RowSet, keyed 
 		}
 	} else {
 		st.Offset = offset + int64(rs.RowCount)
+	}
+	return pa.pages.issue(pa.caller, st)
+}
+
+// nextAfter is the token that continues a call of tool after the key after (describe_schema's).
+func (pa *paging) nextAfter(tool string, args map[string]any, after ...string) string {
+	st := &pageState{Tool: tool, Args: pa.spec.args(args), After: make([]*string, len(after))}
+	for i := range after {
+		st.After[i] = &after[i]
 	}
 	return pa.pages.issue(pa.caller, st)
 }

@@ -60,8 +60,14 @@ func (pa *paging) setPage(st *pageState, pg *pager, p Principal, spec *pageSpec)
 
 type describeArgs struct {
 	target
-	Table  string `json:"table"`
-	Schema string `json:"schema"`
+	Table     string `json:"table"`
+	Schema    string `json:"schema"`
+	Search    string `json:"search"`
+	Kind      string `json:"kind"`
+	Detail    string `json:"detail"`
+	Limit     count  `json:"limit"`
+	PageToken string `json:"page_token"` // merged by Registry.decodeCall, like selectArgs'
+	paging
 }
 
 type executeArgs struct {

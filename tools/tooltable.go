@@ -33,8 +33,11 @@ func defineTool[A any](name string, g gate, run func(context.Context, *request, 
 
 // withPages marks d as a tool whose truncated answers carry next_page and whose calls take
 // page_token.
-func withPages(d toolDef) toolDef {
-	d.paging = selectPages
+func withPages(d toolDef) toolDef { return withPageSpec(d, selectPages) }
+
+// withPageSpec is withPages with the page spec of a tool other than select_query.
+func withPageSpec(d toolDef, spec *pageSpec) toolDef {
+	d.paging = spec
 	return d
 }
 
@@ -52,7 +55,7 @@ const noWritesFix = `Use select_query or execute_sql with mode "read"; this data
 func builtinTools() []toolDef {
 	return []toolDef{
 		withPages(defineTool("select_query", gate{access: readsOnly, session: always}, selectQuery)),
-		defineTool("describe_schema", gate{access: readsOnly}, describeSchema),
+		withPageSpec(defineTool("describe_schema", gate{access: readsOnly}, describeSchema), describePages),
 		defineTool("explain_query", gate{access: readsOnly}, explainQuery),
 		withPreview(defineTool("execute_sql", gate{access: writesWhen, writes: modeWrite, intent: true, session: always, readOnlyFix: noWritesFix,
 			scopeFix: `Use mode "read"`, scopeMsg: `execute_sql with mode "write"`}, executeSQL),
