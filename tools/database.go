@@ -198,8 +198,8 @@ type Database struct {
 
 	cat          *catalog.Cache
 	disc         discovery.Cache // each role's index of the catalog, for describe_schema's lists
-	sessionFrame wire.Frame  // frames a read inside a session, with this policy's timeouts
-	sessionWarm  sessionWarm // the tables recent sessions used, for warming spare connections
+	sessionFrame wire.Frame      // frames a read inside a session, with this policy's timeouts
+	sessionWarm  sessionWarm     // the tables recent sessions used, for warming spare connections
 }
 
 // NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.
