@@ -153,7 +153,8 @@ type describeOpts struct {
 // column. A foreign key either way to a table the role may not use, or that the policy hides,
 // is left out too. The login role sees the catalog's own.
 func (db *Database) describeTables(ctx context.Context, role string, rels []*catalog.Relation, o describeOpts) ([]*tableDetail, error) {
-	snap, err := db.cat.Snapshot(ctx, false)
+	// As fresh as a listing: the tables joined to these may be newer than the cache.
+	snap, err := db.cat.Fresh(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -161,10 +162,15 @@ func (db *Database) describeTables(ctx context.Context, role string, rels []*cat
 	if err != nil {
 		return nil, err
 	}
-	// other is the relation qualified name reaches as the role sees it, if the role may use it.
+	// other is the relation schema.name as the role sees it, if the role may use it. One newer
+	// than the snapshot is the login role's if the policy shows it; an agent role's privileges
+	// on it are unknown until the catalog is read again, so it is not named.
 	other := func(schema, name string) *catalog.Relation {
 		r := snap.Rels[catalog.RelKey(schema, name)]
-		if r == nil || r.Denied || !view.Usable(r) {
+		switch {
+		case r == nil && role == "" && db.Policy.tableVisible(schema, name):
+			return &catalog.Relation{Schema: schema, Name: name}
+		case r == nil || r.Denied || !view.Usable(r):
 			return nil
 		}
 		return view.Rel(r)
