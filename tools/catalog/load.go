@@ -1,10 +1,14 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,7 +42,7 @@ WHERE a.attnum > 0 AND NOT a.attisdropped AND ` + relFilter
 	// keysQuery lists the unique indexes that can order a page (Relation.Key): immediate, valid,
 	// without expression or predicate. pickKey chooses among them.
 	keysQuery = `
-SELECT i.indrelid, i.indexrelid, i.indkey::int2[], i.indnkeyatts, i.indisprimary
+SELECT i.indrelid, i.indexrelid, i.indkey::text, i.indnkeyatts, i.indisprimary
 FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL AND ` + relFilter
 )
@@ -114,17 +118,26 @@ func (c *Cache) load(ctx context.Context) (*Snapshot, error) {
 	}
 	var cur *building
 	var curOID uint32
+	// A quarter of a million rows at 50,000 tables: read from the wire as they come, without
+	// pgx's per-value scan plans.
+	fields := rows.FieldDescriptions()
 	for rows.Next() {
-		var oid, typ uint32
-		var num int16
-		var name []byte
-		var array, notNull bool
-		if err := rows.Scan(&oid, &num, &name, &typ, &array, &notNull); err != nil {
+		raw := rows.RawValues()
+		if len(raw) != 6 || len(fields) != 6 {
+			return fail(fmt.Errorf("columns query: %d values", len(raw)))
+		}
+		oid, err1 := wireUint(raw[0], fields[0].Format)
+		num, err2 := wireUint(raw[1], fields[1].Format)
+		typ, err3 := wireUint(raw[3], fields[3].Format)
+		array, err4 := wireBool(raw[4], fields[4].Format)
+		notNull, err5 := wireBool(raw[5], fields[5].Format)
+		if err := cmp.Or(err1, err2, err3, err4, err5); err != nil {
 			return fail(err)
 		}
+		name := raw[2]
 		// pg_attribute holds a table's columns together, so the relation changes seldom.
-		if cur == nil || oid != curOID {
-			cur, curOID = byOID[oid], oid
+		if cur == nil || uint32(oid) != curOID {
+			cur, curOID = byOID[uint32(oid)], uint32(oid)
 		}
 		if cur == nil {
 			continue // created since the relations were read: not in this snapshot
@@ -135,11 +148,11 @@ func (c *Cache) load(ctx context.Context) (*Snapshot, error) {
 			names[n] = n
 		}
 		r := cur.rel
-		if len(cur.nums) > 0 && num < cur.nums[len(cur.nums)-1] {
+		if len(cur.nums) > 0 && int16(num) < cur.nums[len(cur.nums)-1] {
 			cur.sorted = false
 		}
-		cur.nums = append(cur.nums, num)
-		r.Columns, r.ColTypes = append(r.Columns, n), append(r.ColTypes, typ)
+		cur.nums = append(cur.nums, int16(num))
+		r.Columns, r.ColTypes = append(r.Columns, n), append(r.ColTypes, uint32(typ))
 		r.ColArray, r.ColNotNull = append(r.ColArray, array), append(r.ColNotNull, notNull)
 	}
 	if err := rows.Err(); err != nil {
@@ -152,8 +165,16 @@ func (c *Cache) load(ctx context.Context) (*Snapshot, error) {
 	for rows.Next() {
 		var oid uint32
 		var k loadKey
-		if err := rows.Scan(&oid, &k.index, &k.attnums, &k.nkey, &k.primary); err != nil {
+		var indkey string // int2vector's text: attnums between spaces
+		if err := rows.Scan(&oid, &k.index, &indkey, &k.nkey, &k.primary); err != nil {
 			return fail(err)
+		}
+		for _, f := range strings.Fields(indkey) {
+			n, err := strconv.ParseInt(f, 10, 16)
+			if err != nil {
+				return fail(fmt.Errorf("index key %q: %w", indkey, err))
+			}
+			k.attnums = append(k.attnums, int16(n))
 		}
 		if b := byOID[oid]; b != nil {
 			b.keys = append(b.keys, k)
@@ -233,4 +254,33 @@ func (b byNum) Swap(i, j int) {
 	r.ColTypes[i], r.ColTypes[j] = r.ColTypes[j], r.ColTypes[i]
 	r.ColArray[i], r.ColArray[j] = r.ColArray[j], r.ColArray[i]
 	r.ColNotNull[i], r.ColNotNull[j] = r.ColNotNull[j], r.ColNotNull[i]
+}
+
+// wireUint reads an oid or integer column's value as PostgreSQL sent it: text, or big-endian
+// binary of 2, 4 or 8 bytes.
+func wireUint(b []byte, format int16) (uint64, error) {
+	if format == pgx.BinaryFormatCode {
+		switch len(b) {
+		case 2:
+			return uint64(int64(int16(binary.BigEndian.Uint16(b)))), nil
+		case 4:
+			return uint64(binary.BigEndian.Uint32(b)), nil
+		case 8:
+			return binary.BigEndian.Uint64(b), nil
+		}
+		return 0, fmt.Errorf("an integer of %d bytes", len(b))
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return uint64(n), err
+}
+
+// wireBool reads a boolean column's value: text t or f, or one binary byte.
+func wireBool(b []byte, format int16) (bool, error) {
+	switch {
+	case len(b) != 1:
+		return false, fmt.Errorf("a boolean of %d bytes", len(b))
+	case format == pgx.BinaryFormatCode:
+		return b[0] != 0, nil
+	}
+	return b[0] == 't', nil
 }

@@ -168,6 +168,9 @@ func TestSearchAtScale(t *testing.T) {
 	ix := c.Index(snap, nil, "")
 	built := time.Since(start)
 	var worst time.Duration
+	start = time.Now()
+	ix.Find(Query{Words: Words("first"), Limit: 100})
+	first := time.Since(start)
 	for _, q := range []string{"ledger_4711", "branch 4711", "attr_24", "nothing_like_it", "ledger"} {
 		start = time.Now()
 		hits, _ := ix.Find(Query{Words: Words(q), Limit: 100})
@@ -176,5 +179,5 @@ func TestSearchAtScale(t *testing.T) {
 			t.Fatalf("%q found nothing", q)
 		}
 	}
-	t.Logf("index of 50,000 built in %v; slowest search %v", built, worst)
+	t.Logf("index of 50,000 built in %v; first search (folds the text) %v; slowest search after %v", built, first, worst)
 }

@@ -26,6 +26,7 @@ type Entry struct {
 	// Readable is the columns of Rel the role may read: what a search matches and names.
 	Readable []string
 	text     *folded
+	shared   bool // Rel is the snapshot's own: its folded text is the snapshot's, shared by roles
 }
 
 // folded is what a search compares with, lower-cased once per snapshot and relation.
@@ -44,6 +45,10 @@ type SchemaCount struct {
 type Index struct {
 	entries []Entry
 	schemas []SchemaCount
+	// The text a search compares with is folded on the first search, not when the index is
+	// built: a listing needs none of it.
+	fold   sync.Once
+	shared *sharedText
 }
 
 // Len is the number of relations the index lists.
@@ -57,16 +62,10 @@ func (ix *Index) Schemas() []SchemaCount { return ix.schemas }
 // snapshot's own relations, which roles that see a relation whole share.
 func build(snap *catalog.Snapshot, view *catalog.RoleView, shared *sharedText) *Index {
 	rels := snap.Readable(view)
-	ix := &Index{entries: make([]Entry, len(rels))}
+	ix := &Index{entries: make([]Entry, len(rels)), shared: shared}
 	for i, r := range rels {
 		own := view.Rel(r)
-		e := Entry{Rel: own, Readable: readableColumns(own)}
-		if own == r {
-			e.text = shared.of(r, e.Readable)
-		} else {
-			e.text = fold(own, e.Readable)
-		}
-		ix.entries[i] = e
+		ix.entries[i] = Entry{Rel: own, Readable: readableColumns(own), shared: own == r}
 	}
 	slices.SortFunc(ix.entries, func(a, b Entry) int {
 		return cmp.Or(strings.Compare(a.Rel.Schema, b.Rel.Schema), strings.Compare(a.Rel.Name, b.Rel.Name))
@@ -96,35 +95,50 @@ func readableColumns(r *catalog.Relation) []string {
 }
 
 func fold(r *catalog.Relation, cols []string) *folded {
-	var b strings.Builder
+	n := 0
 	for _, c := range cols {
-		b.WriteString(strings.ToLower(c))
-		b.WriteByte('\n')
+		n += len(c) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, c := range cols {
+		b = append(b, strings.ToLower(c)...)
+		b = append(b, '\n')
 	}
 	name := strings.ToLower(r.Name)
 	return &folded{name: name, qualified: strings.ToLower(r.Schema) + "." + name,
-		comment: strings.ToLower(r.Comment), columns: b.String()}
+		comment: strings.ToLower(r.Comment), columns: string(b)}
 }
 
-// sharedText is the folded text of a snapshot's relations, made on first use by any role.
+// folded makes sure every entry has its folded text.
+func (ix *Index) folded() {
+	ix.fold.Do(func() {
+		sh := ix.shared
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		if sh.m == nil {
+			sh.m = make(map[*catalog.Relation]*folded, len(ix.entries))
+		}
+		for i := range ix.entries {
+			e := &ix.entries[i]
+			if !e.shared {
+				e.text = fold(e.Rel, e.Readable)
+				continue
+			}
+			if e.text = sh.m[e.Rel]; e.text == nil {
+				e.text = fold(e.Rel, e.Readable)
+				sh.m[e.Rel] = e.text
+			}
+		}
+	})
+}
+
+// sharedText is the folded text of a snapshot's relations, made on the first search of any
+// role that sees them whole.
 type sharedText struct {
 	mu sync.Mutex
 	m  map[*catalog.Relation]*folded
 }
 
-func (s *sharedText) of(r *catalog.Relation, cols []string) *folded {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f := s.m[r]; f != nil {
-		return f
-	}
-	if s.m == nil {
-		s.m = map[*catalog.Relation]*folded{}
-	}
-	f := fold(r, cols)
-	s.m[r] = f
-	return f
-}
 
 // Cache keeps the indexes of the latest snapshots, one per role, built on first use. It is safe
 // for concurrent use; the zero value is ready.

@@ -83,6 +83,7 @@ func (ix *Index) Find(q Query) (hits []Hit, more bool) {
 			}
 		}
 	} else {
+		ix.folded()
 		// Entries come in schema and name order, so within one rank they come in key order: the
 		// first want of each rank are all that can be needed.
 		byRank := make([][]Hit, RankComment*len(q.Words)+1)
