@@ -132,6 +132,7 @@ type Cache struct {
 	ttl       time.Duration
 	minReload time.Duration
 	acquire   func(context.Context) (*pgxpool.Conn, error)
+	spare     func(context.Context) (*pgxpool.Conn, error) // a second connection, only if one is free at once (nil: none)
 	visible   func(schema, name string) bool
 }
 
@@ -140,6 +141,14 @@ type Cache struct {
 // operator's schema and table lists). A miss reloads at most once per minReload.
 func New(acquire func(context.Context) (*pgxpool.Conn, error), visible func(schema, name string) bool, minReload time.Duration) *Cache {
 	return &Cache{acquire: acquire, visible: visible, minReload: minReload}
+}
+
+// WithSpare lets a load read part of a big catalog on a second connection, from spare, which
+// must answer at once (an error when none is free): the first call on a database of 50,000
+// tables then waits for the longer of two scans instead of both. It returns c.
+func (c *Cache) WithSpare(spare func(context.Context) (*pgxpool.Conn, error)) *Cache {
+	c.spare = spare
+	return c
 }
 
 // Invalidate drops the cached snapshot: the next call loads the catalog again, and a load under

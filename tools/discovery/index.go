@@ -139,7 +139,6 @@ type sharedText struct {
 	m  map[*catalog.Relation]*folded
 }
 
-
 // Cache keeps the indexes of the latest snapshots, one per role, built on first use. It is safe
 // for concurrent use; the zero value is ready.
 type Cache struct {
