@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pgtools/pgtools/tools/catalog"
+	"github.com/pgtools/pgtools/tools/session"
 )
 
 // discoveryFixture adds to the bundle's customers and orders a table found by a word of its
@@ -366,5 +370,71 @@ func TestDescribeSchemaCap(t *testing.T) {
 	entries := out["data"].([]any)
 	if c := entries[len(entries)-1].(map[string]any)["comment"].(string); !strings.HasSuffix(c, "…") || len([]rune(c)) != 201 {
 		t.Fatalf("a listed comment is not cut at 200 characters: %q", c)
+	}
+}
+
+// TestDDLThroughPgtoolsRefreshesTheCatalog: DDL that pgtools runs — execute_sql write,
+// pg_transaction, a session's at its commit (not before) — drops the cached catalog, so that the
+// next describe_schema sees it however big the catalog is; a rolled-back session drops nothing.
+func TestDDLThroughPgtoolsRefreshesTheCatalog(t *testing.T) {
+	t.Parallel()
+	b := newBundle(t, Policy{AllowDDL: true})
+	b.db.Exec(t, "GRANT CREATE ON SCHEMA public TO "+quoteIdent(b.db.RoleName("agent")))
+	sessions := session.New(session.Config{TTL: time.Minute})
+	t.Cleanup(func() { sessions.Close(context.Background()) })
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{b.tdb}, Sessions: sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.reg = reg
+	p := Principal{Name: "builder", Scopes: []string{"read", "write", "ddl"}}
+	ctx := context.Background()
+	cached := func() *catalog.Snapshot {
+		s, err := b.tdb.cat.Snapshot(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	must := func(tool, args string) map[string]any {
+		t.Helper()
+		out, e := b.callAs(t, p, tool, args)
+		if e != nil {
+			t.Fatalf("%s %s: %s", tool, args, errorJSON(t, e))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		run   func() // the DDL, through pgtools
+		table string
+	}{
+		{"execute_sql", func() { must("execute_sql", `{"sql":"CREATE TABLE made_by_execute (i int)","mode":"write","autocommit":true}`) }, "made_by_execute"},
+		{"pg_transaction", func() {
+			must("pg_transaction", `{"operations":[{"sql":"CREATE TABLE made_by_batch (i int)"},{"sql":"INSERT INTO made_by_batch VALUES (1)"}]}`)
+		}, "made_by_batch"},
+		{"a session's commit", func() {
+			sid := must("pg_tx", `{"action":"begin"}`)["session_id"].(string)
+			before := cached()
+			must("execute_sql", `{"sql":"CREATE TABLE made_in_session (i int)","mode":"write","session_id":"`+sid+`"}`)
+			if cached() != before {
+				t.Fatal("the catalog was dropped before the session committed")
+			}
+			must("pg_tx", `{"action":"commit","session_id":"`+sid+`"}`)
+		}, "made_in_session"},
+	} {
+		before := cached()
+		tc.run()
+		after := cached()
+		if after == before || after.Rels[catalog.RelKey("public", tc.table)] == nil {
+			t.Fatalf("%s: the cached catalog was not refreshed", tc.name)
+		}
+	}
+	sid := must("pg_tx", `{"action":"begin"}`)["session_id"].(string)
+	must("execute_sql", `{"sql":"CREATE TABLE never_made (i int)","mode":"write","session_id":"`+sid+`"}`)
+	before := cached()
+	must("pg_tx", `{"action":"rollback","session_id":"`+sid+`"}`)
+	if cached() != before {
+		t.Fatal("a rolled-back session dropped the catalog")
 	}
 }
