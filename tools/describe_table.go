@@ -153,8 +153,7 @@ type describeOpts struct {
 // column. A foreign key either way to a table the role may not use, or that the policy hides,
 // is left out too. The login role sees the catalog's own.
 func (db *Database) describeTables(ctx context.Context, role string, rels []*catalog.Relation, o describeOpts) ([]*tableDetail, error) {
-	// As fresh as a listing: the tables joined to these may be newer than the cache.
-	snap, err := db.cat.Fresh(ctx)
+	snap, err := db.cat.Snapshot(ctx, false)
 	if err != nil {
 		return nil, err
 	}
