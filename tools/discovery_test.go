@@ -409,7 +409,9 @@ func TestDDLThroughPgtoolsRefreshesTheCatalog(t *testing.T) {
 		run   func() // the DDL, through pgtools
 		table string
 	}{
-		{"execute_sql", func() { must("execute_sql", `{"sql":"CREATE TABLE made_by_execute (i int)","mode":"write","autocommit":true}`) }, "made_by_execute"},
+		{"execute_sql", func() {
+			must("execute_sql", `{"sql":"CREATE TABLE made_by_execute (i int)","mode":"write","autocommit":true}`)
+		}, "made_by_execute"},
 		{"pg_transaction", func() {
 			must("pg_transaction", `{"operations":[{"sql":"CREATE TABLE made_by_batch (i int)"},{"sql":"INSERT INTO made_by_batch VALUES (1)"}]}`)
 		}, "made_by_batch"},
