@@ -86,27 +86,37 @@ func (a *describeArgs) pageReserve(req *request) int {
 	return pageEnvelope + len(a.nextAfter("describe_schema", req.args, "9999", longest, longest))
 }
 
-// fit says how many of items (encoded) fit in budget as a JSON array; the first one fits
-// whenever it is within hardCap.
-func fit(items [][]byte, budget, hardCap int) (n, size int) {
-	size = 2 // []
-	for i, it := range items {
-		add := len(it)
-		if i > 0 {
-			add++ // ,
-		}
-		if size+add > budget && (i > 0 || size+add > hardCap) {
-			return i, size
-		}
-		size += add
-	}
-	return len(items), size
+// pageFill collects a page's encoded entries, as a JSON array, while they fit in budget; the
+// first one whenever it fits in hardCap, so that a page is never empty but for an entry the cap
+// cannot hold.
+type pageFill struct {
+	items           [][]byte
+	size            int // of the array: brackets and commas included
+	budget, hardCap int
 }
 
-func joinArray(items [][]byte) []byte {
-	out := make([]byte, 0, 2+len(items)*64)
+func newPageFill(budget, hardCap int) *pageFill {
+	return &pageFill{size: 2, budget: budget, hardCap: hardCap}
+}
+
+// add appends it and reports true, or reports false when it does not fit.
+func (p *pageFill) add(it []byte) bool {
+	extra := len(it)
+	if len(p.items) > 0 {
+		extra++
+	}
+	if p.size+extra > p.budget && (len(p.items) > 0 || p.size+extra > p.hardCap) {
+		return false
+	}
+	p.items, p.size = append(p.items, it), p.size+extra
+	return true
+}
+
+// array is the entries as one JSON array.
+func (p *pageFill) array() []byte {
+	out := make([]byte, 0, p.size)
 	out = append(out, '[')
-	for i, it := range items {
+	for i, it := range p.items {
 		if i > 0 {
 			out = append(out, ',')
 		}
@@ -150,12 +160,13 @@ func describeList(ctx context.Context, req *request, a *describeArgs, ws []strin
 		res.Schemas, _ = wire.Marshal(sc[:min(len(sc), overviewSchemasMax)])
 		reserve += len(res.Schemas) + len(`,"schemas":`)
 	}
-	items, last, err := req.db.listEntries(ctx, role, a.Detail, hits, budget-reserve, hardCap-reserve)
+	page := newPageFill(budget-reserve, hardCap-reserve)
+	last, err := req.db.listEntries(ctx, role, a.Detail, hits, page)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
-	n := len(items)
-	res.RowCount, res.Data = &n, joinArray(items)
+	n := len(page.items)
+	res.RowCount, res.Data = &n, page.array()
 	cutByBytes := last < len(hits)
 	res.Truncated = more || cutByBytes
 	switch {
@@ -201,23 +212,10 @@ func listKey(after []*string) (discovery.Key, bool) {
 	return discovery.Key{Rank: rank, Schema: *after[1], Name: *after[2]}, true
 }
 
-// listEntries encodes hits in detail (names, summary or full) while they fit in budget (the
-// first one: in hardCap), and returns them and how many hits they cover: a table dropped since
-// the catalog was read is passed over in a full listing, not listed.
-func (db *Database) listEntries(ctx context.Context, role, detail string, hits []discovery.Hit, budget, hardCap int) ([][]byte, int, error) {
-	var items [][]byte
-	size := 2
-	add := func(it []byte) bool {
-		extra := len(it)
-		if len(items) > 0 {
-			extra++
-		}
-		if size+extra > budget && (len(items) > 0 || size+extra > hardCap) {
-			return false
-		}
-		items, size = append(items, it), size+extra
-		return true
-	}
+// listEntries adds hits to page in detail (names, summary or full) while they fit, and returns
+// how many hits the page covers: a table dropped since the catalog was read is passed over in a
+// full listing, not listed.
+func (db *Database) listEntries(ctx context.Context, role, detail string, hits []discovery.Hit, page *pageFill) (int, error) {
 	if detail != "full" {
 		for i, h := range hits {
 			var it []byte
@@ -231,11 +229,11 @@ func (db *Database) listEntries(ctx context.Context, role, detail string, hits [
 				it, _ = wire.Marshal(tableSummary{Schema: h.Rel.Schema, Name: h.Rel.Name, Type: relKinds[h.Rel.Kind],
 					EstimatedRows: h.Rel.EstimateShown(), Comment: comment, MatchedColumns: h.Matched})
 			}
-			if !add(it) {
-				return items, i, nil
+			if !page.add(it) {
+				return i, nil
 			}
 		}
-		return items, len(hits), nil
+		return len(hits), nil
 	}
 	for start := 0; start < len(hits); start += fullBatch {
 		batch := hits[start:min(start+fullBatch, len(hits))]
@@ -245,7 +243,7 @@ func (db *Database) listEntries(ctx context.Context, role, detail string, hits [
 		}
 		details, err := db.describeTables(ctx, role, rels, describeOpts{keys: true})
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		for i, d := range details {
 			if d == nil {
@@ -255,12 +253,12 @@ func (db *Database) listEntries(ctx context.Context, role, detail string, hits [
 				d.Columns, d.MoreColumns = d.Columns[:fullColumnsMax], more
 			}
 			it, _ := wire.Marshal(d)
-			if !add(it) {
-				return items, start + i, nil
+			if !page.add(it) {
+				return start + i, nil
 			}
 		}
 	}
-	return items, len(hits), nil
+	return len(hits), nil
 }
 
 // describeOne answers a call with table: a page of its columns (those matching search, if
@@ -305,16 +303,20 @@ func describeOne(ctx context.Context, req *request, a *describeArgs, ws []string
 	if more {
 		d.Columns, d.nums = d.Columns[:limit], d.nums[:limit]
 	}
-	cols := make([][]byte, len(d.Columns))
-	for i, c := range d.Columns {
-		cols[i], _ = wire.Marshal(c)
-	}
 	first := a.page == nil
 	all := d.Columns
 	d.Columns = []columnInfo{}
 	bare, _ := wire.Marshal(d.shown(first))
 	reserve := a.pageReserve(req) + len(bare) - 2
-	k, _ := fit(cols, a.pageBudget(req)-reserve, req.maxBytes-reserve)
+	page := newPageFill(a.pageBudget(req)-reserve, req.maxBytes-reserve)
+	k := 0
+	for _, c := range all {
+		it, _ := wire.Marshal(c)
+		if !page.add(it) {
+			break
+		}
+		k++
+	}
 	d.Columns = all[:k]
 	data, _ := wire.Marshal(d.shown(first))
 	res := &SchemaResult{Operation: op, Table: table, Data: data, Truncated: more || k < len(all)}
