@@ -7,10 +7,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 majors=${MATRIX_MAJORS:-14 16 17 18}
 go=${GO:-go}
-# The packages whose behaviour depends on the server: the tools (identity, guards, catalog,
+# The packages whose behaviour depends on the server: the tools (identity, guards, catalog and its load,
 # DDL and affected-rows checks), sessions, the wire protocol, the start-up role and grants
 # checks, the harness itself; from runner, the identity, act-as, isolation and custom-tool tests.
-pkgs=(./tools ./tools/session ./tools/internal/wire ./tools/pgtest ./runner/config)
+pkgs=(./tools ./tools/catalog ./tools/session ./tools/internal/wire ./tools/pgtest ./runner/config)
 runner_run='TwoTenants|ActAs|ActingRoles|RolePerToken|TableLists|Custom|Grant|Identity'
 mkdir -p .matrix
 summary=()
