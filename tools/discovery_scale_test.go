@@ -283,6 +283,18 @@ func (s *scaleBundle) wide(t *testing.T) {
 	if cs := out["data"].(map[string]any)["columns"].([]any); len(cs) != 1 || cs[0].(map[string]any)["name"] != "c1234" {
 		t.Fatalf("search in the wide table: %v", cs)
 	}
+	// A mistyped column of 1,600 names a handful and points to search, quickly.
+	start := time.Now()
+	_, e := s.callAs(t, s.login, "select_query", `{"table":"s03.wide","columns":"c16000"}`)
+	took := time.Since(start)
+	if e == nil || e.Type != ErrInvalidColumn || !strings.Contains(e.Suggestion, `"c1600"`) || strings.Count(e.Suggestion, `"`)/2 > 3 ||
+		!strings.Contains(e.Suggestion, "search") {
+		t.Fatalf("a mistyped column: %v", e)
+	}
+	t.Logf("invalid_column among 1,600 columns: %v", took)
+	if took > timeSlack()*10*time.Millisecond {
+		t.Errorf("invalid_column took %v", took)
+	}
 }
 
 // privileges checks that READER never sees s20, s07.payroll_secret or kayak_orders.secret_margin:
