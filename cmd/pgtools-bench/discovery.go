@@ -62,13 +62,13 @@ END $$`, discoveryRole, discoveryPassword)); err != nil {
 		}
 		rows = append(rows, f)
 	}
-	fmt.Fprintf(out, "\n%-38s", "describe_schema")
+	fmt.Fprintf(out, "\n%-54s", "describe_schema")
 	for _, f := range rows {
 		fmt.Fprintf(out, " %16s", strconv.Itoa(f.tables)+" tables")
 	}
 	fmt.Fprintln(out)
 	line := func(name string, v func(f discoveryFigures) string) {
-		fmt.Fprintf(out, "%-38s", name)
+		fmt.Fprintf(out, "%-54s", name)
 		for _, f := range rows {
 			fmt.Fprintf(out, " %16s", v(f))
 		}
@@ -77,7 +77,7 @@ END $$`, discoveryRole, discoveryPassword)); err != nil {
 	ms := func(x float64) string { return fmt.Sprintf("%.1f ms", x) }
 	kb := func(x float64) string { return fmt.Sprintf("%.1f KB", x) }
 	line("catalog built in (setup)", func(f discoveryFigures) string { return f.build.Round(time.Second).String() })
-	line("first call {} (reads the catalog)", func(f discoveryFigures) string { return ms(f.firstMS) })
+	line("first call {} (reads the catalog), median of 3 runners", func(f discoveryFigures) string { return ms(f.firstMS) })
 	line("  answer", func(f discoveryFigures) string { return kb(f.firstKB) })
 	line("cached call {}, p50", func(f discoveryFigures) string { return ms(f.cachedMS) })
 	line("  answer", func(f discoveryFigures) string { return kb(f.cachedKB) })
@@ -133,6 +133,16 @@ END $$`); err != nil {
 	}
 	f.build = time.Since(start)
 
+	// What a database that has been running a while has: statistics on its catalog, and no
+	// autovacuum of the new catalog rows competing with the first call.
+	say("  settling: VACUUM ANALYZE of the catalog tables, CHECKPOINT")
+	if err := adminExec(ctx, dbAdmin, "VACUUM ANALYZE pg_catalog.pg_class, pg_catalog.pg_attribute, pg_catalog.pg_index, pg_catalog.pg_description, "+
+		"pg_catalog.pg_namespace, pg_catalog.pg_type, pg_catalog.pg_constraint, pg_catalog.pg_depend"); err != nil {
+		return f, err
+	}
+	if err := adminExec(ctx, dbAdmin, "CHECKPOINT"); err != nil {
+		return f, err
+	}
 	const token = "bench-disc-token-0123456789abcdef"
 	runtime.GC()
 	f.rssBeforeMB = rssMB()
@@ -141,20 +151,8 @@ END $$`); err != nil {
 	if err := cfg.Validate(); err != nil {
 		return f, err
 	}
-	rt, err := runner.Build(ctx, cfg, zerolog.New(io.Discard), runner.BuildOptions{NoSessions: true})
-	if err != nil {
-		return f, err
-	}
-	defer rt.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return f, err
-	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go rt.Run(sctx, ln, nil)
-	base := "http://" + ln.Addr().String() + "/v1/tools/"
 	client := &http.Client{}
+	var base string
 	call := func(tool, body string) (time.Duration, int, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+tool, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -171,6 +169,36 @@ END $$`); err != nil {
 		}
 		return took, len(b), nil
 	}
+	// The first call of three runners, each reading the catalog afresh: their median. The
+	// third serves the rest.
+	var firsts []float64
+	for i := 0; i < 3; i++ {
+		rt, err := runner.Build(ctx, cfg, zerolog.New(io.Discard), runner.BuildOptions{NoSessions: true})
+		if err != nil {
+			return f, err
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			rt.Close()
+			return f, err
+		}
+		sctx, stop := context.WithCancel(ctx)
+		go rt.Run(sctx, ln, nil)
+		closeRunner := func() { stop(); rt.Close() }
+		base = "http://" + ln.Addr().String() + "/v1/tools/"
+		d, size, err := call("describe_schema", `{}`)
+		if err != nil || i == 2 {
+			defer closeRunner()
+		} else {
+			closeRunner()
+		}
+		if err != nil {
+			return f, err
+		}
+		firsts, f.firstKB = append(firsts, float64(d.Microseconds())/1000), float64(size)/1024
+	}
+	sort.Float64s(firsts)
+	f.firstMS = firsts[1]
 	p50 := func(tool string, bodies []string) (ms, kb float64, err error) {
 		var lat, size []float64
 		for _, b := range bodies {
@@ -185,15 +213,12 @@ END $$`); err != nil {
 		return lat[len(lat)/2], size[len(size)/2], nil
 	}
 	say("  measuring")
-	d, size, err := call("describe_schema", `{}`)
-	if err != nil {
-		return f, err
-	}
-	f.firstMS, f.firstKB = float64(d.Microseconds())/1000, float64(size)/1024
+	var err error
 	if f.cachedMS, f.cachedKB, err = p50("describe_schema", slices20(`{}`)); err != nil {
 		return f, err
 	}
-	if d, _, err = call("describe_schema", `{"search":"ledger_1"}`); err != nil {
+	d, _, err := call("describe_schema", `{"search":"ledger_1"}`)
+	if err != nil {
 		return f, err
 	}
 	f.firstSearchMS = float64(d.Microseconds()) / 1000

@@ -29,7 +29,7 @@ const (
 	relationsQuery = `
 SELECT c.oid, n.nspname::text, c.relname::text, c.relkind::text, greatest(c.reltuples, 0)::bigint,
        coalesce(d.description, ''),
-       has_table_privilege(c.oid, 'SELECT') OR has_any_column_privilege(c.oid, 'SELECT'),
+       has_any_column_privilege(c.oid, 'SELECT'), -- true too with SELECT on the whole table
        c.relrowsecurity AND NOT u.bypass AND (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 CROSS JOIN (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_roles WHERE rolname = current_user) u
