@@ -21,6 +21,8 @@
 //     way without running it, for a human's confirmation (preview.go).
 //
 // Below it, by layer: tools/internal/wire speaks PostgreSQL's extended protocol (the pipeline, statement
-// cache, binding and row encoder), tools/session owns pg_tx sessions and their manager, and
-// tools/internal/pgerr holds the error object and the classification of PostgreSQL errors.
+// cache, binding and row encoder), tools/session owns pg_tx sessions and their manager,
+// tools/internal/pgerr holds the error object and the classification of PostgreSQL errors,
+// tools/catalog caches the catalog and each role's view of it, and tools/discovery lists and
+// searches that view, a page at a time, for describe_schema (describe_schema.go).
 package tools
