@@ -93,8 +93,8 @@ const (
 	detailOIDs = `(SELECT to_regclass(n) FROM unnest($1::text[]) n)`
 	// detailOIDsStrict resolves one table as a cast does: a name gone since the catalog was
 	// read is PostgreSQL's undefined_table error.
-	detailOIDsStrictQuery = `SELECT n::regclass::oid FROM unnest($1::text[]) n`
-	detailOIDsQuery       = `SELECT to_regclass(n)::oid FROM unnest($1::text[]) n`
+	detailOIDsStrictQuery = `SELECT n::regclass::oid FROM unnest($1::text[]) WITH ORDINALITY u(n, i) ORDER BY i`
+	detailOIDsQuery       = `SELECT to_regclass(n)::oid FROM unnest($1::text[]) WITH ORDINALITY u(n, i) ORDER BY i`
 	detailColumnsQuery    = `
 SELECT a.attrelid, a.attnum, a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
        pg_get_expr(d.adbin, d.adrelid), coalesce(col_description(a.attrelid, a.attnum), ''),
