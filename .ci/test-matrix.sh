@@ -7,11 +7,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 majors=${MATRIX_MAJORS:-14 16 17 18}
 go=${GO:-go}
-# The packages whose behaviour depends on the server: the tools (identity, guards, catalog,
+# The packages whose behaviour depends on the server: the tools (identity, guards, catalog and its load,
 # DDL and affected-rows checks), sessions, the wire protocol, the start-up role and grants
 # checks, the harness itself; from runner, the identity, act-as, isolation and custom-tool tests
 # (and from runner/mcpapi, act-as over /mcp).
-pkgs=(./tools ./tools/session ./tools/internal/wire ./tools/pgtest ./runner/preflight)
+pkgs=(./tools ./tools/catalog ./tools/session ./tools/internal/wire ./tools/pgtest ./runner/preflight)
 runner_run='TwoTenants|ActAs|ActingRoles|RolePerToken|TableLists|Custom|Grant|Identity'
 runner_pkgs=(./runner ./runner/mcpapi)
 mkdir -p .matrix

@@ -76,7 +76,7 @@ var toolNames = sync.OnceValue(func() []string {
 //
 // What validates a call is Validation, which keeps the keywords a model does not need to read:
 // "pattern" (regular expressions; the answer to a mismatch says in words what to send),
-// "minLength", and the size bounds of arrays and objects ("minItems", "maxItems",
+// "minLength", "maxLength", and the size bounds of arrays and objects ("minItems", "maxItems",
 // "minProperties"; descriptions say what matters of them). Tool serves the schema without them,
 // as every token of it is paid on every turn.
 func Tool(name string) ([]byte, bool) {
@@ -84,7 +84,7 @@ func Tool(name string) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	served, err := withoutKeywords(raw, "pattern", "minLength", "minItems", "maxItems", "minProperties")
+	served, err := withoutKeywords(raw, "pattern", "minLength", "maxLength", "minItems", "maxItems", "minProperties")
 	if err != nil {
 		panic("schemas: " + name + ".json: " + err.Error())
 	}

@@ -146,6 +146,19 @@ type describeArgs struct {
 	readOnlyArgs
 	Table  string `json:"table"`
 	Schema string `json:"schema"`
+	Search string `json:"search"`
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+	Limit  count  `json:"limit"`
+	// PageToken is checked and merged into the other arguments by Registry.decodeCall, like
+	// selectArgs'.
+	PageToken string `json:"page_token"`
+}
+
+// pageArgs are the arguments a page token of the call carries, by name (describePages).
+func (a *describeArgs) pageArgs() map[string]any {
+	return map[string]any{"database": a.Database, "table": a.Table, "schema": a.Schema, "search": a.Search,
+		"kind": a.Kind, "limit": a.Limit.arg(), "detail": a.Detail}
 }
 
 // executeArgs are execute_sql's: a call writes in mode "write".

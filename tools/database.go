@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/catalog"
+	"github.com/pgtools/pgtools/tools/discovery"
 	"github.com/pgtools/pgtools/tools/internal/pgerr"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
@@ -201,16 +202,31 @@ type Database struct {
 	Policy Policy
 
 	cat          *catalog.Cache
-	sessionFrame wire.Frame  // frames a read inside a session, with this policy's timeouts
-	sessionWarm  sessionWarm // the tables recent sessions used, for warming spare connections
+	disc         discovery.Cache // each role's index of the catalog, for describe_schema's lists
+	sessionFrame wire.Frame      // frames a read inside a session, with this policy's timeouts
+	sessionWarm  sessionWarm     // the tables recent sessions used, for warming spare connections
 }
 
 // NewDatabase wraps a pool built from PoolConfig. The caller keeps ownership of the pool.
 func NewDatabase(name string, pool *pgxpool.Pool, policy Policy) *Database {
 	db := &Database{Name: name, Pool: pool, Policy: policy.withDefaults()}
-	db.cat = catalog.New(db.acquire, db.Policy.tableVisible, 100*time.Millisecond)
+	db.cat = catalog.New(db.acquire, db.Policy.tableVisible, 100*time.Millisecond).WithSpare(db.spareConn)
 	db.sessionFrame = wire.SessionFrame(db.Policy.sessionCall().StatementTimeout, db.Policy.LockTimeout)
 	return db
+}
+
+// errNoSpare answers spareConn when the pool has no connection to spare.
+var errNoSpare = errors.New("no connection to spare")
+
+// spareConn is a second connection for loading the catalog, if the pool can give one at once: a
+// free one, or a new one while the pool is below its size (its connect bounded to a second).
+func (db *Database) spareConn(ctx context.Context) (*pgxpool.Conn, error) {
+	if st := db.Pool.Stat(); st.AcquiredConns()+st.ConstructingConns() >= st.MaxConns() {
+		return nil, errNoSpare
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return db.Pool.Acquire(ctx)
 }
 
 // PoolConfig parses dsn into a pool configuration with the settings every stateless connection

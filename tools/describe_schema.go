@@ -2,268 +2,335 @@ package tools
 
 import (
 	"context"
-	"sort"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgtools/pgtools/tools/catalog"
+	"github.com/pgtools/pgtools/tools/discovery"
 	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
+	"github.com/pgtools/pgtools/tools/page"
+	"github.com/pgtools/pgtools/tools/words"
+)
+
+// What a describe_schema page holds (docs/tools.md, "Discovery"): at most limit entries (tables,
+// or one table's columns), at most the response byte cap, and, when the call gives no limit, at
+// most describePageBytes, so that the first call on any database costs a model a few thousand
+// tokens. A page never holds less than one entry unless that entry alone passes the byte cap.
+const (
+	describeLimitDefault = 100
+	describePageBytes    = 16 << 10
+	// listCommentRunes is where a listed table's comment is cut; describing the table shows it all.
+	listCommentRunes = 200
+	// overviewSchemasMax bounds the schemas an overview names; search matches schema names too.
+	overviewSchemasMax = 50
+	// fullColumnsMax is the columns each table of a listing with detail full shows.
+	fullColumnsMax = 100
+	// fullBatch is how many tables a listing with detail full describes per round trip.
+	fullBatch = 25
+	// pageEnvelope is what an answer holds besides its data and next_page: operation, table,
+	// rowCount, truncated, executionTime and the hint, generously.
+	pageEnvelope = 1024
 )
 
 // tableSummary is one entry of describe_schema's list. EstimatedRows is absent where row-level
 // security applies to the caller's role: the planner's estimate counts every row of the table,
-// including those the role may not see.
+// including those the role may not see. MatchedColumns, in a search, names the columns that
+// matched a word the table's name did not.
 type tableSummary struct {
-	Schema        string `json:"schema"`
-	Name          string `json:"name"`
-	Type          string `json:"type"`
-	EstimatedRows *int64 `json:"estimatedRows,omitempty"`
-	Comment       string `json:"comment,omitempty"`
+	Schema         string   `json:"schema"`
+	Name           string   `json:"name"`
+	Type           string   `json:"type"`
+	EstimatedRows  *int64   `json:"estimatedRows,omitempty"`
+	Comment        string   `json:"comment,omitempty"`
+	MatchedColumns []string `json:"matchedColumns,omitempty"`
 }
 
-type columnInfo struct {
-	Name     string  `json:"name"`
-	Type     string  `json:"type"`
-	Nullable bool    `json:"nullable"`
-	Default  *string `json:"default,omitempty"`
-	Comment  string  `json:"comment,omitempty"`
-}
+var kindCodes = map[string]byte{"table": 'r', "view": 'v', "materialized view": 'm', "foreign table": 'f', "partitioned table": 'p'}
 
-type foreignKey struct {
-	Name              string   `json:"name"`
-	Columns           []string `json:"columns"`
-	ReferencesTable   string   `json:"referencesTable"`
-	ReferencesColumns []string `json:"referencesColumns"`
-}
-
-type indexInfo struct {
-	Name       string `json:"name"`
-	Definition string `json:"definition"`
-	Unique     bool   `json:"unique"`
-}
-
-type checkInfo struct {
-	Name       string `json:"name"`
-	Definition string `json:"definition"`
-}
-
-type tableDetail struct {
-	Schema        string       `json:"schema"`
-	Name          string       `json:"name"`
-	Type          string       `json:"type"`
-	Comment       string       `json:"comment,omitempty"`
-	EstimatedRows *int64       `json:"estimatedRows,omitempty"`
-	Columns       []columnInfo `json:"columns"`
-	PrimaryKey    []string     `json:"primaryKey"`
-	ForeignKeys   []foreignKey `json:"foreignKeys"`
-	Indexes       []indexInfo  `json:"indexes"`
-	Checks        []checkInfo  `json:"checkConstraints,omitempty"`
-}
-
-var relKinds = map[byte]string{'r': "table", 'v': "view", 'm': "materialized view", 'f': "foreign table", 'p': "partitioned table"}
-
-// describeSchema lists the tables an agent may use, or describes one table.
+// describeSchema lists or searches the tables an agent may use, or describes one table.
 func describeSchema(ctx context.Context, req *request, a *describeArgs) (Result, *Error) {
+	ws := discovery.Words(a.Search)
+	if a.Search != "" && len(ws) == 0 {
+		return nil, errorf(ErrInvalidArguments, `Give search one or more words, e.g. "invoice" or "customer email".`,
+			"Invalid arguments: search holds no word, only white space")
+	}
+	if len(ws) > discovery.MaxWords {
+		return nil, errorf(ErrInvalidArguments, fmt.Sprintf("Search with at most %d words: the few that name what you look for.", discovery.MaxWords),
+			"Invalid arguments: search has %d words, more than %d", len(ws), discovery.MaxWords)
+	}
+	if a.Table != "" {
+		return describeOne(ctx, req, a, ws)
+	}
+	return describeList(ctx, req, a, ws)
+}
+
+// pageBudget is the bytes a page's answer may hold: the response byte cap, and without a limit
+// argument also describePageBytes.
+func (a *describeArgs) pageBudget(req *request) int {
+	if a.Limit.raw != "" {
+		return req.maxBytes
+	}
+	return min(req.maxBytes, describePageBytes)
+}
+
+// pageReserve is what a page's answer needs besides its data: the envelope and a next_page,
+// measured on a token after the longest key a page can end at.
+func (a *describeArgs) pageReserve(req *request) int {
+	if !req.paged() {
+		return pageEnvelope
+	}
+	longest := strings.Repeat("\x01", 63) // a name of 63 bytes, each escaped in six
+	return pageEnvelope + len(req.nextAfter("describe_schema", a.pageArgs(), "9999", longest, longest))
+}
+
+// pageFill collects a page's encoded entries, as a JSON array, while they fit in budget; the
+// first one whenever it fits in hardCap, so that a page is never empty but for an entry the cap
+// cannot hold.
+type pageFill struct {
+	items           [][]byte
+	size            int // of the array: brackets and commas included
+	budget, hardCap int
+}
+
+func newPageFill(budget, hardCap int) *pageFill {
+	return &pageFill{size: 2, budget: budget, hardCap: hardCap}
+}
+
+// add appends it and reports true, or reports false when it does not fit.
+func (p *pageFill) add(it []byte) bool {
+	extra := len(it)
+	if len(p.items) > 0 {
+		extra++
+	}
+	if p.size+extra > p.budget && (len(p.items) > 0 || p.size+extra > p.hardCap) {
+		return false
+	}
+	p.items, p.size = append(p.items, it), p.size+extra
+	return true
+}
+
+// array is the entries as one JSON array.
+func (p *pageFill) array() []byte {
+	out := make([]byte, 0, p.size)
+	out = append(out, '[')
+	for i, it := range p.items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	return append(out, ']')
+}
+
+// describeList answers a call without table: a page of the tables the role may read that match
+// schema, kind and search, in the order discovery gives them.
+func describeList(ctx context.Context, req *request, a *describeArgs, ws []string) (Result, *Error) {
 	const op = "describe"
 	cc := callContext{ReadOnly: true, Database: req.db.Name}
 	mask := req.db.Policy.MasksErrorValues()
-	if name := a.Table; name != "" {
-		if sc := a.Schema; sc != "" {
-			if parts, ok := ident.SplitQualified(name); ok && len(parts) == 1 {
-				name = pgx.Identifier{sc}.Sanitize() + "." + pgx.Identifier{parts[0].Name}.Sanitize()
-				if !parts[0].Quoted {
-					name = pgx.Identifier{sc}.Sanitize() + "." + parts[0].Name
-				}
+	role := req.who().role
+	snap, err := req.db.cat.Fresh(ctx)
+	if err != nil {
+		return nil, withOp(classify(ctx, err, cc, mask), op, "")
+	}
+	view, err := req.db.cat.ViewFor(ctx, snap, role)
+	if err != nil {
+		return nil, withOp(classify(ctx, err, cc, mask), op, "")
+	}
+	ix := req.db.disc.Index(snap, view, role)
+	limit := int(a.Limit.or(describeLimitDefault))
+	q := discovery.Query{Schema: a.Schema, Kind: kindCodes[a.Kind], Words: ws, Limit: limit}
+	if pg := req.pageState(); pg != nil {
+		k, ok := listKey(pg.After)
+		if !ok {
+			return nil, withOp(page.TokenError("does not continue a list of tables", page.RestartFix), op, "")
+		}
+		q.After = &k
+	}
+	hits, more := ix.Find(q)
+
+	res := &SchemaResult{Operation: op}
+	budget, hardCap, reserve := a.pageBudget(req), req.maxBytes, a.pageReserve(req)
+	overview := req.pageState() == nil && a.Schema == "" && len(ws) == 0 && a.Kind == "" && more && len(ix.Schemas()) > 1
+	if overview {
+		sc := ix.Schemas()
+		res.Schemas, _ = wire.Marshal(sc[:min(len(sc), overviewSchemasMax)])
+		reserve += len(res.Schemas) + len(`,"schemas":`)
+	}
+	page := newPageFill(budget-reserve, hardCap-reserve)
+	last, err := req.db.listEntries(ctx, role, a.Detail, hits, page)
+	if err != nil {
+		return nil, withOp(classify(ctx, err, cc, mask), op, "")
+	}
+	n := len(page.items)
+	res.RowCount, res.Data = &n, page.array()
+	cutByBytes := last < len(hits)
+	res.Truncated = more || cutByBytes
+	switch {
+	case res.Truncated && last == 0:
+		res.Hint = fmt.Sprintf("The first table's entry alone is larger than the %d-byte response cap; ask for detail names or summary.", req.maxBytes)
+	case res.Truncated:
+		if req.paged() {
+			k := hits[last-1].Key
+			res.NextPage = req.nextAfter("describe_schema", a.pageArgs(), strconv.Itoa(k.Rank), k.Schema, k.Name)
+		}
+		if cutByBytes {
+			res.Hint = fmt.Sprintf("Page cut at %d tables to stay within %d bytes; call again with page_token set to next_page for the next ones, or narrow with schema, search or kind.", n, budget)
+		} else {
+			res.Hint = fmt.Sprintf("More tables match than the limit of %d; call again with page_token set to next_page for the next page, or narrow with schema, search or kind.", limit)
+		}
+		if overview {
+			all := ix.Schemas()
+			shown := "each"
+			if len(all) > overviewSchemasMax {
+				shown = fmt.Sprintf("the first %d", overviewSchemasMax)
 			}
+			res.Hint = fmt.Sprintf("The %d tables you may read are in %d schemas; schemas lists %s with its number of tables: pass schema or search to narrow. ", ix.Len(), len(all), shown) + res.Hint
 		}
-		role := req.who().role
-		rel, err := req.db.cat.ResolveTable(ctx, role, name)
-		if err != nil {
-			return nil, withOp(classify(ctx, err, cc, mask), op, "")
-		}
-		detail, err := req.db.describeTable(ctx, role, rel)
-		if err != nil {
-			return nil, withOp(classify(ctx, err, cc, mask), op, rel.Display())
-		}
-		data, _ := wire.Marshal(detail)
-		return &SchemaResult{Operation: op, Table: rel.Display(), Data: data}, nil
-	}
-	snap, err := req.db.cat.Snapshot(ctx, true)
-	if err != nil {
-		return nil, withOp(classify(ctx, err, cc, mask), op, "")
-	}
-	schema := a.Schema
-	view, err := req.db.cat.ViewFor(ctx, snap, req.who().role)
-	if err != nil {
-		return nil, withOp(classify(ctx, err, cc, mask), op, "")
-	}
-	list := []tableSummary{}
-	for _, r := range snap.Rels {
-		if !view.Readable(r) || r.Denied || (schema != "" && r.Schema != schema) {
-			continue
-		}
-		list = append(list, tableSummary{Schema: r.Schema, Name: r.Name, Type: relKinds[r.Kind], EstimatedRows: view.Rel(r).EstimateShown(), Comment: r.Comment})
-	}
-	sort.Slice(list, func(i, j int) bool {
-		if list[i].Schema != list[j].Schema {
-			return list[i].Schema < list[j].Schema
-		}
-		return list[i].Name < list[j].Name
-	})
-	data, _ := wire.Marshal(list)
-	n := len(list)
-	res := &SchemaResult{Operation: op, RowCount: &n, Data: data}
-	if n == 0 {
+	case n == 0 && len(ws) > 0:
+		res.Hint = "No table you may read matches every word of search (names, columns, comments); try fewer or shorter words, or drop schema or kind."
+	case n == 0:
 		res.Hint = "No tables are visible to the runner's role with this filter."
-	} else {
-		res.Hint = "Call describe_schema with table to see a table's columns, keys and indexes."
+	default:
+		res.Hint = "Call describe_schema with table to see a table's columns, keys, indexes and the tables it joins to."
 	}
 	return res, nil
 }
 
-// The queries of describeTable. Each also returns the columns an entry names, so that a role's
-// description can leave out what names a column the role may not use: refs of a column are those
-// its default or generation expression reads; an index's are its key, INCLUDE, expression and
-// predicate columns (the latter two as PostgreSQL records them in pg_depend).
-const (
-	columnsQuery = `
-SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
-       pg_get_expr(d.adbin, d.adrelid), coalesce(col_description(a.attrelid, a.attnum), ''),
-       coalesce((SELECT array_agg(r.attname::text) FROM pg_depend dep
-                 JOIN pg_attribute r ON r.attrelid = dep.refobjid AND r.attnum = dep.refobjsubid
-                 WHERE dep.refclassid = 'pg_class'::regclass AND dep.refobjid = a.attrelid AND dep.refobjsubid > 0
-                   AND ((dep.classid = 'pg_attrdef'::regclass AND dep.objid = d.oid)
-                     OR (dep.classid = 'pg_class'::regclass AND dep.objid = a.attrelid AND dep.objsubid = a.attnum))), '{}')
-FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`
-	constraintsQuery = `
-SELECT c.conname::text, c.contype::text,
-       coalesce((SELECT array_agg(a.attname::text ORDER BY k.ord) FROM unnest(c.conkey) WITH ORDINALITY k(n, ord)
-                 JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n), '{}'),
-       coalesce(c.confrelid::regclass::text, ''), coalesce(fn.nspname::text, ''), coalesce(fc.relname::text, ''),
-       coalesce((SELECT array_agg(a.attname::text ORDER BY k.ord) FROM unnest(c.confkey) WITH ORDINALITY k(n, ord)
-                 JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n), '{}'),
-       pg_get_constraintdef(c.oid)
-FROM pg_constraint c LEFT JOIN pg_class fc ON fc.oid = c.confrelid LEFT JOIN pg_namespace fn ON fn.oid = fc.relnamespace
-WHERE c.conrelid = $1::regclass ORDER BY c.conname`
-	indexesQuery = `
-SELECT i.relname::text, pg_get_indexdef(x.indexrelid), x.indisunique,
-       coalesce((SELECT array_agg(a.attname::text) FROM pg_attribute a
-                 WHERE a.attrelid = x.indrelid AND a.attnum > 0
-                   AND (a.attnum = ANY (x.indkey::int2[])
-                     OR a.attnum IN (SELECT dep.refobjsubid FROM pg_depend dep
-                                     WHERE dep.classid = 'pg_class'::regclass AND dep.objid = x.indexrelid
-                                       AND dep.refclassid = 'pg_class'::regclass AND dep.refobjid = x.indrelid))), '{}')
-FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-WHERE x.indrelid = $1::regclass ORDER BY i.relname`
-)
+// listKey reads the key a list's page token ends at: rank, schema, name.
+func listKey(after []*string) (discovery.Key, bool) {
+	if len(after) != 3 || after[0] == nil || after[1] == nil || after[2] == nil {
+		return discovery.Key{}, false
+	}
+	rank, err := strconv.Atoi(*after[0])
+	if err != nil || rank < 0 {
+		return discovery.Key{}, false
+	}
+	return discovery.Key{Rank: rank, Schema: *after[1], Name: *after[2]}, true
+}
 
-// describeTable describes rel as role sees it. For an agent role (role != "") a key, index,
-// constraint or default that names a column the role may not use (relation.restricted), and a
-// foreign key to a table it cannot use, is left out whole: part of a key is no key, and an
-// entry's name or definition would name the hidden column. The login role sees the catalog's own.
-func (db *Database) describeTable(ctx context.Context, role string, rel *catalog.Relation) (*tableDetail, error) {
-	var snap *catalog.Snapshot
-	var view *catalog.RoleView
-	if role != "" {
-		var err error
-		if snap, err = db.cat.Snapshot(ctx, false); err != nil {
-			return nil, err
-		}
-		if view, err = db.cat.ViewFor(ctx, snap, role); err != nil {
-			return nil, err
-		}
-	}
-	shows := func(r *catalog.Relation, cols []string) bool {
-		if !r.Restricted {
-			return true
-		}
-		for _, c := range cols {
-			if r.ColumnIndex(c) < 0 {
-				return false
-			}
-		}
-		return true
-	}
-	conn, err := db.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a read-only transaction has nothing to lose
-	reg := pgx.Identifier{rel.Schema, rel.Name}.Sanitize()
-	d := &tableDetail{Schema: rel.Schema, Name: rel.Name, Type: relKinds[rel.Kind], Comment: rel.Comment, EstimatedRows: rel.EstimateShown(),
-		Columns: []columnInfo{}, PrimaryKey: []string{}, ForeignKeys: []foreignKey{}, Indexes: []indexInfo{}}
-	rows, err := tx.Query(ctx, columnsQuery, reg)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var c columnInfo
-		var refs []string
-		if err := rows.Scan(&c.Name, &c.Type, &c.Nullable, &c.Default, &c.Comment, &refs); err != nil {
-			return nil, err
-		}
-		if !shows(rel, []string{c.Name}) {
-			continue
-		}
-		if !shows(rel, refs) {
-			c.Default = nil
-		}
-		d.Columns = append(d.Columns, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = tx.Query(ctx, constraintsQuery, reg)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var name, kind, refTable, refSchema, refName, def string
-		var cols, refCols []string
-		if err := rows.Scan(&name, &kind, &cols, &refTable, &refSchema, &refName, &refCols, &def); err != nil {
-			return nil, err
-		}
-		if !shows(rel, cols) {
-			continue
-		}
-		switch kind {
-		case "p":
-			d.PrimaryKey = cols
-		case "f":
-			if view != nil {
-				ref := snap.Rels[catalog.RelKey(refSchema, refName)]
-				if ref == nil || !view.Usable(ref) || !shows(view.Rel(ref), refCols) {
-					continue
+// listEntries adds hits to page in detail (names, summary or full) while they fit, and returns
+// how many hits the page covers: a table dropped since the catalog was read is passed over in a
+// full listing, not listed.
+func (db *Database) listEntries(ctx context.Context, role, detail string, hits []discovery.Hit, page *pageFill) (int, error) {
+	if detail != "full" {
+		for i, h := range hits {
+			var it []byte
+			if detail == "names" {
+				it, _ = wire.Marshal(h.Rel.Spelled())
+			} else {
+				comment, cut := words.Clip(h.Rel.Comment, listCommentRunes)
+				if cut {
+					comment += "…"
 				}
+				it, _ = wire.Marshal(tableSummary{Schema: h.Rel.Schema, Name: h.Rel.Name, Type: relKinds[h.Rel.Kind],
+					EstimatedRows: h.Rel.EstimateShown(), Comment: comment, MatchedColumns: h.Matched})
 			}
-			d.ForeignKeys = append(d.ForeignKeys, foreignKey{Name: name, Columns: cols, ReferencesTable: refTable, ReferencesColumns: refCols})
-		case "c":
-			d.Checks = append(d.Checks, checkInfo{Name: name, Definition: def})
+			if !page.add(it) {
+				return i, nil
+			}
+		}
+		return len(hits), nil
+	}
+	for start := 0; start < len(hits); start += fullBatch {
+		batch := hits[start:min(start+fullBatch, len(hits))]
+		rels := make([]*catalog.Relation, len(batch))
+		for i, h := range batch {
+			rels[i] = h.Rel
+		}
+		details, err := db.describeTables(ctx, role, rels, describeOpts{keys: true})
+		if err != nil {
+			return 0, err
+		}
+		for i, d := range details {
+			if d == nil {
+				continue // dropped since the catalog was read
+			}
+			if more := len(d.Columns) - fullColumnsMax; more > 0 {
+				d.Columns, d.MoreColumns = d.Columns[:fullColumnsMax], more
+			}
+			it, _ := wire.Marshal(d)
+			if !page.add(it) {
+				return start + i, nil
+			}
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	return len(hits), nil
+}
+
+// describeOne answers a call with table: a page of its columns (those matching search, if
+// given) and, on the first page, its keys, indexes and the tables it joins to.
+func describeOne(ctx context.Context, req *request, a *describeArgs, ws []string) (Result, *Error) {
+	const op = "describe"
+	cc := callContext{ReadOnly: true, Database: req.db.Name}
+	mask := req.db.Policy.MasksErrorValues()
+	name := a.Table
+	if sc := a.Schema; sc != "" {
+		if parts, ok := ident.SplitQualified(name); ok && len(parts) == 1 {
+			name = pgx.Identifier{sc}.Sanitize() + "." + pgx.Identifier{parts[0].Name}.Sanitize()
+			if !parts[0].Quoted {
+				name = pgx.Identifier{sc}.Sanitize() + "." + parts[0].Name
+			}
+		}
 	}
-	rows, err = tx.Query(ctx, indexesQuery, reg)
+	role := req.who().role
+	rel, err := req.db.cat.ResolveTable(ctx, role, name)
 	if err != nil {
-		return nil, err
+		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
-	for rows.Next() {
-		var ix indexInfo
-		var cols []string
-		if err := rows.Scan(&ix.Name, &ix.Definition, &ix.Unique, &cols); err != nil {
-			return nil, err
+	table := rel.Display()
+	var after int16
+	if pg := req.pageState(); pg != nil {
+		n, perr := 0, error(nil)
+		if len(pg.After) == 1 && pg.After[0] != nil {
+			n, perr = strconv.Atoi(*pg.After[0])
 		}
-		if shows(rel, cols) {
-			d.Indexes = append(d.Indexes, ix)
+		if len(pg.After) != 1 || pg.After[0] == nil || perr != nil || n < 0 || n > 1600 {
+			return nil, withOp(page.TokenError("does not continue a table's columns", page.RestartFix), op, table)
 		}
+		after = int16(n)
 	}
-	return d, rows.Err()
+	details, err := req.db.describeTables(ctx, role, []*catalog.Relation{rel}, describeOpts{strict: true, afterNum: after, words: ws, keys: req.pageState() == nil})
+	if err != nil {
+		return nil, withOp(classify(ctx, err, cc, mask), op, table)
+	}
+	d := details[0]
+	limit := int(a.Limit.or(describeLimitDefault))
+	more := len(d.Columns) > limit
+	if more {
+		d.Columns, d.nums = d.Columns[:limit], d.nums[:limit]
+	}
+	first := req.pageState() == nil
+	all := d.Columns
+	d.Columns = []columnInfo{}
+	bare, _ := wire.Marshal(d.shown(first))
+	reserve := a.pageReserve(req) + len(bare) - 2
+	page := newPageFill(a.pageBudget(req)-reserve, req.maxBytes-reserve)
+	k := 0
+	for _, c := range all {
+		it, _ := wire.Marshal(c)
+		if !page.add(it) {
+			break
+		}
+		k++
+	}
+	d.Columns = all[:k]
+	data, _ := wire.Marshal(d.shown(first))
+	res := &SchemaResult{Operation: op, Table: table, Data: data, Truncated: more || k < len(all)}
+	switch {
+	case res.Truncated && k == 0:
+		res.Hint = fmt.Sprintf("The table's first column, with its keys and indexes, is larger than the %d-byte response cap.", req.maxBytes)
+	case res.Truncated:
+		if req.paged() {
+			res.NextPage = req.nextAfter("describe_schema", a.pageArgs(), strconv.Itoa(int(d.nums[k-1])))
+		}
+		res.Hint = fmt.Sprintf("%s has more columns than this page holds (%d); call again with page_token set to next_page for the next ones, or find some with search.", table, k)
+	case len(ws) > 0 && len(d.Columns) == 0:
+		res.Hint = fmt.Sprintf("No column of %s you may use matches every word of search; describe it without search to see them all.", table)
+	}
+	return res, nil
 }

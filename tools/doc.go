@@ -35,6 +35,7 @@
 //
 // Below it, in packages that know nothing of the registry or the request: tools/catalog keeps
 // each database's catalog and each role's view of it, and resolves and suggests names;
+// tools/discovery lists and searches that view, a page at a time, for describe_schema;
 // tools/approval holds the require_approval rules, the effect they judge and the store of
 // approval requests; tools/page signs and opens the page tokens of truncated reads and builds
 // the keyset order they continue by; tools/plan reads the plans of agent statements and judges

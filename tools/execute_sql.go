@@ -56,6 +56,9 @@ func executeWrite(ctx context.Context, req *request, a *executeArgs) (Result, *E
 	if err != nil {
 		return nil, req.statementError(ctx, err, stmtInfo{sql: sql})
 	}
+	if out.ddl && req.session == nil {
+		req.db.cat.Invalidate() // committed: describe_schema and suggestions must see the change at once
+	}
 	res := writeResult(op, "", out, false, req.maxBytes)
 	res.Command = out.tag
 	return res, nil

@@ -2,7 +2,10 @@ package tools
 
 import (
 	"encoding/json"
+	"strings"
 
+
+	"github.com/pgtools/pgtools/tools/discovery"
 	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/page"
@@ -29,6 +32,26 @@ func customPages(t CustomTool) *page.Spec {
 	}
 	return &page.Spec{Bound: names, Carried: []string{"format"}}
 }
+
+// describePages is describe_schema's: which tables, or which of a table's columns, match is
+// fixed; how many a page holds and in what detail may change. A token continues after the key
+// of the last table sent (rank, schema, name) or the attnum of the last column.
+var describePages = &page.Spec{Bound: []string{"database", "table", "schema", "search", "kind"}, Carried: []string{"limit", "detail"},
+	Short: map[string]string{"database": "d", "table": "t", "schema": "s", "search": "q", "kind": "k", "limit": "l", "detail": "v"},
+	Norm: func(k string, v any) (any, bool) {
+		switch k {
+		case "database", "limit", "table":
+			return normalizedArg(k, v)
+		}
+		s, ok := v.(string)
+		if k == "search" && ok { // the words are what a search means
+			s = strings.Join(discovery.Words(s), " ")
+		}
+		if v == nil || (ok && s == "") {
+			return nil, true
+		}
+		return s, ok
+	}}
 
 // pageBound lists the arguments a select_query token fixes, because they decide which rows match and in what
 // order; a call with page_token may repeat them or leave them out, but not change them. limit
@@ -120,4 +143,27 @@ func (req *request) nextPage(tool string, args map[string]any, rs *wire.RowSet, 
 		st.Offset = offset + int64(rs.RowCount)
 	}
 	return pg.signer.Issue(pageWho(req.principal), st)
+}
+
+// nextAfter is the token that continues a call of tool, whose arguments a token carries are
+// args, after the key after (describe_schema's). It is bound to the caller.
+func (req *request) nextAfter(tool string, args map[string]any, after ...string) string {
+	pg := req.pages
+	st := &page.State{Tool: tool, Args: pg.spec.Args(args), After: make([]*string, len(after))}
+	for i := range after {
+		st.After[i] = &after[i]
+	}
+	return pg.signer.Issue(pageWho(req.principal), st)
+}
+
+// paged says whether the call's answer can carry next_page: its tool pages, and the registry
+// signs tokens.
+func (req *request) paged() bool { return req.pages != nil && req.pages.signer != nil }
+
+// pageState is the page token the call continues, opened; nil for a first page.
+func (req *request) pageState() *page.State {
+	if req.pages == nil {
+		return nil
+	}
+	return req.pages.state
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -145,6 +146,9 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	committing := time.Now()
 	err = commit(ctx, pc) // clears the batch's session state before COMMIT
 	phase(ctx, "commit", committing)
+	if slices.ContainsFunc(outs, func(o *writeOutcome) bool { return o.ddl }) && (err == nil || errors.Is(err, errCommitUnknown)) {
+		req.db.cat.Invalidate() // describe_schema and suggestions must see the schema change at once
+	}
 	if err != nil {
 		// commit rolled back what PostgreSQL refused, but whether that reset held is not
 		// confirmed here: the connection is destroyed.

@@ -93,6 +93,9 @@ func pgTx(ctx context.Context, req *request, a *txArgs) (Result, *Error) {
 			e.Message += "; the session has ended and nothing of it was committed"
 			return nil, e
 		}
+		if action == "commit" && s.ChangedSchema.Load() {
+			req.db.cat.Invalidate() // the session's DDL is visible now: describe_schema and suggestions must see it
+		}
 		status := map[string]string{"commit": "committed", "rollback": "rolled_back"}[action]
 		return &TxResult{Operation: op, Action: action, SessionID: s.ID, Status: status,
 			Hint: fmt.Sprintf("Session %s is %s and closed.", s.ID, strings.ReplaceAll(status, "_", " "))}, nil

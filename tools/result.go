@@ -104,12 +104,19 @@ func (r *WriteResult) Summary() Summary {
 	return Summary{Table: r.Table, Rows: &r.RowCount, AffectedRows: &r.AffectedRows, Truncated: r.Truncated, DryRun: r.DryRun}
 }
 
-// SchemaResult answers describe_schema: the visible tables, or one table's detail.
+// SchemaResult answers describe_schema: a page of the tables the caller may read, or of one
+// table's detail.
 type SchemaResult struct {
-	Operation string          `json:"operation"`
-	Table     string          `json:"table,omitempty"`    // the described table
-	RowCount  *int            `json:"rowCount,omitempty"` // tables listed; nil for one table's detail
+	Operation string `json:"operation"`
+	Table     string `json:"table,omitempty"`    // the described table
+	RowCount  *int   `json:"rowCount,omitempty"` // tables listed; nil for one table's detail
+	// Schemas, on the first page of a listing without schema, search or kind that does not hold
+	// every table, is each schema with its number of tables: the overview to narrow by.
+	Schemas   json.RawMessage `json:"schemas,omitempty"`
 	Data      json.RawMessage `json:"data"`
+	Truncated bool            `json:"truncated"` // more tables, or more of the table's columns, follow
+	// NextPage, when truncated, is the page_token that continues after the last one sent.
+	NextPage string `json:"next_page,omitempty"`
 	timing
 	Hint string `json:"hint,omitempty"`
 }
@@ -117,8 +124,10 @@ type SchemaResult struct {
 // MarshalJSON writes the answer with "success": true first.
 func (r *SchemaResult) MarshalJSON() ([]byte, error) { return schemaEncoder.Marshal(r) }
 
-// Summary reports the described table or the number of tables listed.
-func (r *SchemaResult) Summary() Summary { return Summary{Table: r.Table, Rows: r.RowCount} }
+// Summary reports the described table or the number of tables listed, and whether more follow.
+func (r *SchemaResult) Summary() Summary {
+	return Summary{Table: r.Table, Rows: r.RowCount, Truncated: r.Truncated}
+}
 
 // TxResult answers pg_tx: a session begun, committed or rolled back, a savepoint action, or the
 // caller's sessions listed.

@@ -107,6 +107,9 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *
 	}
 	if err == nil && keep {
 		st.approval.committed() // kept in the session: the approval is used up whatever the session does next
+		if out.ddl {
+			s.ChangedSchema.Store(true)
+		}
 	}
 	return out, err
 }

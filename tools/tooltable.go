@@ -45,8 +45,11 @@ func bind[A any, P interface {
 
 // withPages marks d as a tool whose truncated answers carry next_page and whose calls take
 // page_token.
-func withPages(d toolDef) toolDef {
-	d.paging = selectPages
+func withPages(d toolDef) toolDef { return withPageSpec(d, selectPages) }
+
+// withPageSpec is withPages with the page spec of a tool other than select_query.
+func withPageSpec(d toolDef, spec *page.Spec) toolDef {
+	d.paging = spec
 	return d
 }
 
@@ -68,7 +71,7 @@ const noWritesFix = `Use select_query or execute_sql with mode "read"; this data
 func builtinTools() []toolDef {
 	return []toolDef{
 		withPages(defineTool("select_query", gate{}, selectQuery)),
-		defineTool("describe_schema", gate{}, describeSchema),
+		withPageSpec(defineTool("describe_schema", gate{}, describeSchema), describePages),
 		defineTool("explain_query", gate{}, explainQuery),
 		withPreview(defineTool("execute_sql", gate{intent: true, readOnlyFix: noWritesFix,
 			scopeFix: `Use mode "read"`, scopeMsg: `execute_sql with mode "write"`}, executeSQL),

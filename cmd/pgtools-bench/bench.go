@@ -62,6 +62,13 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		defer cl.Stop()
 		admin = cl.DSN("postgres")
 	}
+	sizes, err := discoverySizes(o.discovery)
+	if err != nil {
+		return err
+	}
+	if o.discoveryOnly {
+		return benchDiscovery(ctx, out, admin, sizes)
+	}
 	dbName := fmt.Sprintf("pgtools_bench_%d", time.Now().UnixNano()%1e9)
 	if err := adminExec(ctx, admin, "CREATE DATABASE "+dbName); err != nil {
 		return err
@@ -460,7 +467,29 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 	fmt.Fprintln(out, "\n(runner KB/call counts the bench process: HTTP client and server together; backend peak is the largest VmHWM among this database's backends)")
-	return benchTransactions(ctx, o, out, dbAdmin, appDSN, role)
+	if err := benchTransactions(ctx, o, out, dbAdmin, appDSN, role); err != nil {
+		return err
+	}
+	if len(sizes) == 0 {
+		return nil
+	}
+	return benchDiscovery(ctx, out, admin, sizes)
+}
+
+// discoverySizes reads --discovery: catalog sizes, each at least 20 (one table per schema).
+func discoverySizes(s string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(f, "_", ""))
+		if err != nil || n < 20 {
+			return nil, fmt.Errorf("--discovery: %q is not a number of tables of 20 or more", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
 }
 
 // latencies runs n sequential calls and returns their durations in ms.

@@ -38,6 +38,10 @@ type options struct {
 	tokensOnly  bool
 	txN         int
 	txOnly      bool
+	// discovery is the catalog sizes describe_schema is measured at ("" skips it);
+	// discoveryOnly runs that section alone.
+	discovery     string
+	discoveryOnly bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -53,11 +57,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.bigN, "big-n", 20, "calls per large-table measurement")
 	fs.IntVar(&o.txN, "tx-n", 1000, "calls per write contender at concurrency 1, spread over the rounds")
 	fs.BoolVar(&o.txOnly, "tx-only", false, "run only the writes table (autocommit insert, pg_transaction, a session) and its phases, on a small demo data set")
+	fs.StringVar(&o.discovery, "discovery", "5000,50000", "catalog sizes (tables, comma-separated) to measure describe_schema at; empty skips it")
+	fs.BoolVar(&o.discoveryOnly, "discovery-only", false, "run only the describe_schema section (first call, cached call, search, a 1,600-column table, did-you-mean, answer bytes, memory)")
 	fs.BoolVar(&o.tokensOnly, "tokens-only", false, "print the o200k token figures (catalog, 100-row results per format over HTTP and MCP) and stop")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of one contender's first throughput run (--profile) to this file")
 	fs.StringVar(&o.profile, "profile", "pgtools select_query over HTTP", "the contender --cpuprofile profiles (in-process load), e.g. \""+mcpName("2026-07-28")+"\"")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pgtools-bench [flags]\n\nCompares a primary-key select_query through HTTP with raw pgx (bare, BEGIN READ ONLY as three\nround trips, and pipelined) and with the floor of any HTTP tool (a bare net/http handler around\nthe raw pipelined read), the same read as an MCP tools/call on /mcp beside the HTTP API, and a\ncapped read of a large table with raw LIMIT 1001; then writes: an autocommit insert_data, a\npg_transaction of three inserts and a session (begin, insert, commit) at concurrency 1 and -c.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: pgtools-bench [flags]\n\nCompares a primary-key select_query through HTTP with raw pgx (bare, BEGIN READ ONLY as three\nround trips, and pipelined) and with the floor of any HTTP tool (a bare net/http handler around\nthe raw pipelined read), the same read as an MCP tools/call on /mcp beside the HTTP API, and a\ncapped read of a large table with raw LIMIT 1001; then writes: an autocommit insert_data, a\npg_transaction of three inserts and a session (begin, insert, commit) at concurrency 1 and -c;\nthen describe_schema on catalogs of 5,000 and 50,000 tables (--discovery).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -17,7 +17,9 @@ import (
 // once the served schemas lost their header and second description; 2,390 with the descriptions
 // rewritten and the validation-only keywords (pattern, minLength) no longer served; 2,440 with
 // explain_query as a ninth tool, array and object size bounds no longer served and the shared
-// database and params descriptions shortened.
+// database and params descriptions shortened; 2,479 with describe_schema's search, kind, detail,
+// limit and page_token, maxLength not served, and defaults that said nothing (false, or what the
+// description states) left out.
 const catalogTokenBudget = 2500
 
 // mcpCatalog returns the compact JSON of the tools array a client with token receives from

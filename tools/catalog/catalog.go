@@ -28,6 +28,7 @@ import (
 
 // Relation is a table, view, materialized view, foreign or partitioned table as the catalog has it.
 type Relation struct {
+	OID          uint32 // pg_class.oid, as of the snapshot the relation was loaded in
 	Schema, Name string
 	Kind         byte // pg_class.relkind
 	Columns      []string
@@ -119,20 +120,31 @@ func RelKey(schema, name string) string { return schema + "\x00" + name }
 // Snapshot is an immutable view of the catalog, shared by concurrent calls.
 type Snapshot struct {
 	loaded     time.Time
+	took       time.Duration        // how long loading it took: what a reload will cost
 	Rels       map[string]*Relation // by relKey(schema, name), exact names
 	SearchPath []string             // current_schemas(false) of the runner's role
 	roles      roleViews            // each agent role's view, loaded on first use
+	login      readableList         // the relations the login role may read, sorted, made on first use
 }
+
+// Loaded is when the snapshot was read from the database.
+func (s *Snapshot) Loaded() time.Time { return s.loaded }
+
+// Took is how long reading the snapshot took.
+func (s *Snapshot) Took() time.Duration { return s.took }
 
 // Cache keeps the catalog of one database so that resolving identifiers costs no round
 // trip on the hot path. A miss reloads it (at most once per minReload), so tables created after
 // start-up are found at once.
 type Cache struct {
 	cur       atomic.Pointer[Snapshot]
-	mu        sync.Mutex // serialises reloads
+	mu        sync.Mutex    // serialises reloads
+	gen       atomic.Uint64 // counts Invalidate calls: a load begun before one is not kept
+	reloading atomic.Bool   // a background reload is under way
 	ttl       time.Duration
 	minReload time.Duration
 	acquire   func(context.Context) (*pgxpool.Conn, error)
+	spare     func(context.Context) (*pgxpool.Conn, error) // a second connection, only if one is free at once (nil: none)
 	visible   func(schema, name string) bool
 }
 
@@ -143,98 +155,19 @@ func New(acquire func(context.Context) (*pgxpool.Conn, error), visible func(sche
 	return &Cache{acquire: acquire, visible: visible, minReload: minReload}
 }
 
-// Invalidate drops the cached snapshot: the next call loads the catalog again.
-func (c *Cache) Invalidate() { c.cur.Store(nil) }
-
-const catalogQuery = `
-SELECT n.nspname, c.relname, c.relkind::text, greatest(c.reltuples, 0)::bigint,
-       coalesce(obj_description(c.oid, 'pg_class'), ''),
-       has_table_privilege(c.oid, 'SELECT') OR has_any_column_privilege(c.oid, 'SELECT'),
-       coalesce(x.names, '{}'), coalesce(x.types, '{}'), coalesce(x.arrays, '{}'),
-       coalesce(x.notnull, '{}'), pk.cols,
-       c.relrowsecurity AND NOT u.bypass AND (c.relforcerowsecurity OR NOT pg_has_role(c.relowner, 'USAGE'))
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-CROSS JOIN (SELECT rolsuper OR rolbypassrls AS bypass FROM pg_roles WHERE rolname = current_user) u
-LEFT JOIN LATERAL (
-  SELECT array_agg(a.attname::text ORDER BY a.attnum) AS names, array_agg(a.atttypid ORDER BY a.attnum) AS types,
-         array_agg(t.typcategory = 'A' ORDER BY a.attnum) AS arrays, array_agg(a.attnotnull ORDER BY a.attnum) AS notnull
-  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-  WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) x ON true
-LEFT JOIN LATERAL (
-  SELECT ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
-               JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
-               WHERE k.ord <= i.indnkeyatts ORDER BY k.ord) AS cols
-  FROM pg_index i
-  WHERE i.indrelid = c.oid AND i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
-    AND NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum = ANY (i.indkey::int2[]) AND NOT a.attnotnull)
-  ORDER BY i.indisprimary DESC, i.indnkeyatts, i.indexrelid LIMIT 1) pk ON true
-WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p')
-  AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
-  AND NOT c.relispartition`
-
-func (c *Cache) load(ctx context.Context) (*Snapshot, error) {
-	conn, err := c.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
-	rows, err := conn.Query(ctx, catalogQuery)
-	if err != nil {
-		return nil, fmt.Errorf("loading the catalog: %w", err)
-	}
-	defer rows.Close()
-	snap := &Snapshot{loaded: time.Now(), Rels: map[string]*Relation{}}
-	for rows.Next() {
-		r := &Relation{}
-		var kind string
-		if err := rows.Scan(&r.Schema, &r.Name, &kind, &r.Estimate, &r.Comment, &r.CanSelect, &r.Columns, &r.ColTypes, &r.ColArray, &r.ColNotNull, &r.Key, &r.RowSecurity); err != nil {
-			return nil, fmt.Errorf("loading the catalog: %w", err)
-		}
-		r.Kind = kind[0]
-		r.Denied = !c.visible(r.Schema, r.Name)
-		snap.Rels[RelKey(r.Schema, r.Name)] = r
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("loading the catalog: %w", err)
-	}
-	if err := conn.QueryRow(ctx, "SELECT current_schemas(false)::text[]").Scan(&snap.SearchPath); err != nil {
-		return nil, fmt.Errorf("loading the search path: %w", err)
-	}
-	return snap, nil
+// WithSpare lets a load read part of a big catalog on a second connection, from spare, which
+// must answer at once (an error when none is free): the first call on a database of 50,000
+// tables then waits for the longer of two scans instead of both. It returns c.
+func (c *Cache) WithSpare(spare func(context.Context) (*pgxpool.Conn, error)) *Cache {
+	c.spare = spare
+	return c
 }
 
-// Snapshot returns the cached catalog, loading it when absent or older than the TTL (60
-// seconds); with refresh it reloads unless the cache is younger than its minimum reload interval.
-func (c *Cache) Snapshot(ctx context.Context, refresh bool) (*Snapshot, error) {
-	snap := c.cur.Load()
-	stale := func(s *Snapshot) bool {
-		if s == nil {
-			return true
-		}
-		age := time.Since(s.loaded)
-		return age > c.ttlOrDefault() || (refresh && age >= c.minReload)
-	}
-	if !stale(snap) {
-		return snap, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if snap = c.cur.Load(); !stale(snap) {
-		return snap, nil
-	}
-	fresh, err := c.load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c.cur.Store(fresh)
-	return fresh, nil
-}
-
-func (c *Cache) ttlOrDefault() time.Duration {
-	if c.ttl <= 0 {
-		return 60 * time.Second
-	}
-	return c.ttl
+// Invalidate drops the cached snapshot: the next call loads the catalog again, and a load under
+// way (which may have read the catalog before the change that calls Invalidate) is not kept.
+func (c *Cache) Invalidate() {
+	c.gen.Add(1)
+	c.cur.Store(nil)
 }
 
 // Lookup finds the relation PostgreSQL would find for parts: a qualified name in its schema, an
@@ -311,13 +244,44 @@ func (c *Cache) ResolveTable(ctx context.Context, role, name string) (*Relation,
 			}
 			return view.Rel(r), nil
 		}
-		if refresh || !plain {
+		if refresh || !plain || !c.worthReloading(ctx, snap, parts) {
 			return nil, &pgerr.Error{Type: pgerr.ErrInvalidTable, SQLState: "42P01",
 				Message:    fmt.Sprintf("Table %s does not exist or is not available", words.Quote(name)),
 				Suggestion: tableSuggestion(snap, view, partNames(parts), note)}
 		}
 	}
 	panic("unreachable")
+}
+
+// existsQuery asks whether a name reaches a relation pgtools serves, as the login role's search
+// path reads it.
+const existsQuery = `SELECT EXISTS (SELECT FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.oid = to_regclass($1) AND ` + relFilter + `)`
+
+// worthReloading reports whether a miss of parts in snap could be answered by reloading the
+// catalog. A name snap has is one the role may not use: a reload can only show a grant made
+// since, which is worth it where reloading is cheap. A name snap lacks is asked of PostgreSQL
+// (one round trip, where a reload reads the whole catalog): only one that exists now is worth
+// it, so a typo is answered at once at any catalog size. When the question fails (no USAGE on
+// the schema the name gives, say) the reload decides, as it always did.
+func (c *Cache) worthReloading(ctx context.Context, snap *Snapshot, parts []ident.Part) bool {
+	if snap.Lookup(parts) != nil {
+		return !big(snap)
+	}
+	names := make(pgx.Identifier, len(parts))
+	for i, p := range parts {
+		names[i] = p.Folded()
+	}
+	conn, err := c.acquire(ctx)
+	if err != nil {
+		return true
+	}
+	defer conn.Release()
+	var exists bool
+	if err := conn.QueryRow(ctx, existsQuery, names.Sanitize()).Scan(&exists); err != nil {
+		return true
+	}
+	return exists
 }
 
 // partNames joins the parts' names as written inside any quotes, for comparing with catalog
@@ -330,60 +294,104 @@ func partNames(parts []ident.Part) string {
 	return strings.Join(names, ".")
 }
 
-// tableSuggestion names the tables nearest to name that view's role can read and lists the others,
-// each spelled so that writing it as shown reaches that table; note (may be empty) goes between
-// the two.
+// tableSuggestion names the tables nearest to name that view's role can read and, when there are
+// few, lists the others, each spelled so that writing it as shown reaches that table; note (may
+// be empty) goes between the two. Past a few dozen tables it names only the near misses and
+// points to search: a list of thousands helps no one.
 func tableSuggestion(snap *Snapshot, view *RoleView, name, note string) string {
-	var rels []*Relation
-	for _, r := range snap.Rels {
-		if view.Readable(r) && !r.Denied {
-			rels = append(rels, r)
-		}
-	}
+	rels, names := snap.readable(view)
 	if len(rels) == 0 {
 		return "No tables are available to the runner's role; ask the operator to grant access."
 	}
-	sort.Slice(rels, func(i, j int) bool { return rels[i].Display() < rels[j].Display() })
-	names := make([]string, len(rels))
-	spelled := make(map[string]string, len(rels))
-	for i, r := range rels {
-		names[i] = r.Display()
-		spelled[names[i]] = r.Spelled()
-	}
-	return suggestNames(name, names, spelled, 3, 30, note, "tables")
+	return suggestNames(name, names, func(i int) string { return rels[i].Spelled() }, 3, 30, note, "tables",
+		"describe_schema with search finds one by a word of its name, its columns or its comment")
 }
 
+// ColumnSuggestion is the suggestion of an invalid_column error: the columns of r nearest to
+// name, and all of them when there are few; note (may be empty) goes between the two.
 func ColumnSuggestion(r *Relation, name, note string) string {
-	spelled := make(map[string]string, len(r.Columns))
-	for _, c := range r.Columns {
-		spelled[c] = ident.Spell(c)
-	}
-	return suggestNames(name, r.Columns, spelled, 2, 60, note, "columns")
+	return suggestNames(name, r.Columns, func(i int) string { return ident.Spell(r.Columns[i]) }, 2, 60, note, "columns",
+		"describe_schema with this table and search finds one by a word of its name or comment")
 }
 
 // suggestNames is "Did you mean …? note Available <what>: …" with up to n near misses of name
-// among names and the first max names, each shown as spelled[name].
-func suggestNames(name string, names []string, spelled map[string]string, n, max int, note, what string) string {
-	shown := make([]string, len(names))
-	for i, s := range names {
-		shown[i] = spelled[s]
+// among names, and every name when there are at most max, else their number and find (how to
+// look one up). spell(i) is names[i] as the model must write it.
+func suggestNames(name string, names []string, spell func(i int) string, n, max int, note, what, find string) string {
+	var list string
+	if len(names) <= max {
+		shown := make([]string, len(names))
+		for i := range names {
+			shown[i] = spell(i)
+		}
+		list = "Available " + what + ": " + strings.Join(shown, ", ")
+	} else {
+		list = fmt.Sprintf("There are %d %s; %s.", len(names), what, find)
 	}
-	list := "Available " + what + ": " + listSome(shown, max)
-	close := words.Closest(name, names, n)
-	if len(close) == 0 {
+	near := words.ClosestIndexes(name, names, n)
+	if len(near) == 0 {
 		return note + list
 	}
-	for i, c := range close {
-		close[i] = spelled[c]
+	close := make([]string, len(near))
+	for i, k := range near {
+		close[i] = spell(k)
 	}
 	return fmt.Sprintf("Did you mean %s? %s%s", strings.Join(words.QuoteAll(close), " or "), note, list)
 }
 
-func listSome(names []string, max int) string {
-	if len(names) <= max {
-		return strings.Join(names, ", ")
+// readableList is the relations a role may read that the policy does not hide, in the order of
+// their display names: what suggestions choose from, made once per snapshot and role.
+type readableList struct {
+	once  sync.Once
+	rels  []*Relation
+	names []string // Display of each
+}
+
+// Readable returns the relations view's role may read and the policy does not hide (nil view:
+// the login role's), sorted by display name; made once per snapshot and role. The caller must
+// not modify the slice.
+func (s *Snapshot) Readable(view *RoleView) []*Relation {
+	rels, _ := s.readable(view)
+	return rels
+}
+
+// readable returns view's readable list of s (nil view: the login role's) and the display names.
+func (s *Snapshot) readable(view *RoleView) ([]*Relation, []string) {
+	l := &s.login
+	if view != nil {
+		l = &view.list
 	}
-	return strings.Join(names[:max], ", ") + fmt.Sprintf(" … (%d more; describe_schema lists all)", len(names)-max)
+	l.once.Do(func() {
+		for key, r := range s.Rels {
+			// The view's maps are keyed like Rels: no key to build per relation.
+			readable := r.CanSelect
+			if view != nil {
+				readable = view.readable[key]
+			}
+			if readable && !r.Denied {
+				l.rels = append(l.rels, r)
+			}
+		}
+		l.names = make([]string, len(l.rels))
+		for i, r := range l.rels {
+			l.names[i] = r.Display()
+		}
+		sort.Sort(byName{l.rels, l.names})
+	})
+	return l.rels, l.names
+}
+
+// byName sorts relations by their display names.
+type byName struct {
+	rels  []*Relation
+	names []string
+}
+
+func (b byName) Len() int           { return len(b.rels) }
+func (b byName) Less(i, j int) bool { return b.names[i] < b.names[j] }
+func (b byName) Swap(i, j int) {
+	b.rels[i], b.rels[j] = b.rels[j], b.rels[i]
+	b.names[i], b.names[j] = b.names[j], b.names[i]
 }
 
 // ResolveColumn returns the column's exact name in r, or an invalid_column error.

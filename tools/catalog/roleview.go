@@ -17,10 +17,11 @@ import (
 // not read is named to it (an insert needs the name), and PostgreSQL refuses the wrong kind of use
 // with permission_denied. Any other column is answered as one that does not exist.
 type RoleView struct {
-	readable, usable map[string]bool // by relKey
+	readable map[string]bool // by relKey: true for each relation the role may read
 	// rels holds the role's relation for each relation it may use: the snapshot's own where the
-	// role sees it whole, else a copy (forRole). A relation missing here has no columns (rel).
+	// role sees it whole, else a copy (forRole). A relation missing here is one it may not use.
 	rels map[string]*Relation // by relKey
+	list readableList         // what suggestions name, made on first use
 }
 
 // roleViewQuery loads a role's view in one query. cols is NULL where the role may use every column
@@ -45,7 +46,7 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace CROSS JOIN u
 CROSS JOIN LATERAL (SELECT pg_has_role($1, c.relowner, 'USAGE') AS owner,
        has_schema_privilege($1, n.oid, 'USAGE') AND (has_table_privilege($1, c.oid, 'SELECT') OR has_any_column_privilege($1, c.oid, 'SELECT')) AS readable,
        has_schema_privilege($1, n.oid, 'USAGE') AND (has_table_privilege($1, c.oid, 'SELECT,INSERT,UPDATE,DELETE') OR has_any_column_privilege($1, c.oid, 'SELECT,INSERT,UPDATE')) AS usable) p
-WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p')
+WHERE (p.readable OR p.usable) AND c.relkind IN ('r', 'v', 'm', 'f', 'p')
   AND n.nspname <> 'information_schema' AND n.nspname NOT LIKE 'pg\_%'
   AND NOT c.relispartition`
 
@@ -53,6 +54,20 @@ WHERE c.relkind IN ('r', 'v', 'm', 'f', 'p')
 type roleViews struct {
 	mu    sync.Mutex
 	views map[string]*RoleView
+}
+
+// names returns up to max roles whose views are loaded.
+func (rv *roleViews) names(max int) []string {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	out := make([]string, 0, min(max, len(rv.views)))
+	for role := range rv.views {
+		if len(out) == max {
+			break
+		}
+		out = append(out, role)
+	}
+	return out
 }
 
 // ViewFor returns role's view of snap, loading it on first use (one query per role and
@@ -76,27 +91,38 @@ func (c *Cache) ViewFor(ctx context.Context, snap *Snapshot, role string) (*Role
 		return nil, fmt.Errorf("loading role %s's view of the catalog: %w", role, err)
 	}
 	defer rows.Close()
-	v := &RoleView{readable: map[string]bool{}, usable: map[string]bool{}, rels: map[string]*Relation{}}
+	type access struct {
+		key                   string
+		readable, rowSecurity bool
+		cols, readCols        []string // nil: every column
+	}
+	var list []access
 	for rows.Next() {
 		var schema, name string
-		var readable, usable, rowSecurity bool
-		var cols, readCols []string // nil: every column
-		if err := rows.Scan(&schema, &name, &readable, &usable, &rowSecurity, &cols, &readCols); err != nil {
+		var a access
+		var usable bool // or readable: the query lists no other relation
+		if err := rows.Scan(&schema, &name, &a.readable, &usable, &a.rowSecurity, &a.cols, &a.readCols); err != nil {
 			return nil, fmt.Errorf("loading role %s's view of the catalog: %w", role, err)
 		}
-		key := RelKey(schema, name)
-		v.readable[key] = readable
-		v.usable[key] = usable || readable
-		switch r := snap.Rels[key]; {
-		case r == nil || !v.usable[key]:
-		case cols != nil || readCols != nil || rowSecurity != r.RowSecurity:
-			v.rels[key] = r.forRole(cols, readCols, rowSecurity)
-		default:
-			v.rels[key] = r
-		}
+		a.key = RelKey(schema, name)
+		list = append(list, a)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("loading role %s's view of the catalog: %w", role, err)
+	}
+	// The query lists only what the role may use, so the view is as small as the role's reach.
+	v := &RoleView{readable: make(map[string]bool, len(list)), rels: make(map[string]*Relation, len(list))}
+	for _, a := range list {
+		if a.readable {
+			v.readable[a.key] = true
+		}
+		switch r := snap.Rels[a.key]; {
+		case r == nil: // created since the snapshot was loaded
+		case a.cols != nil || a.readCols != nil || a.rowSecurity != r.RowSecurity:
+			v.rels[a.key] = r.forRole(a.cols, a.readCols, a.rowSecurity)
+		default:
+			v.rels[a.key] = r
+		}
 	}
 	if snap.roles.views == nil {
 		snap.roles.views = map[string]*RoleView{}
@@ -163,5 +189,5 @@ func (v *RoleView) Usable(r *Relation) bool {
 	if v == nil {
 		return true
 	}
-	return v.usable[RelKey(r.Schema, r.Name)]
+	return v.rels[RelKey(r.Schema, r.Name)] != nil
 }

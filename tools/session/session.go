@@ -90,6 +90,9 @@ type Session struct {
 	Who Identity
 	// Connect is how long its begin spent opening a connection: 0 when it took a spare.
 	Connect time.Duration
+	// ChangedSchema records that a statement of the session changed the catalog (DDL), so that
+	// its commit refreshes what the runner knows of the database's tables.
+	ChangedSchema atomic.Bool
 
 	conn      *pgx.Conn
 	sem       chan struct{}

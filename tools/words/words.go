@@ -132,40 +132,183 @@ func List(names []string) string {
 // third of s's length (2 at least), or any name that contains s or is contained in it (3
 // characters or more). Distances fold ASCII case only, as PostgreSQL does, so a look-alike such
 // as the Kelvin sign counts as the different character it is; ties go to the name closer in
-// case too.
+// case too, then to the earlier name.
 func Closest(s string, names []string, n int) []string {
-	type scored struct {
-		name  string
-		d, cd int
+	idx := ClosestIndexes(s, names, n)
+	out := make([]string, len(idx))
+	for i, k := range idx {
+		out[i] = names[k]
 	}
+	return out
+}
+
+// ClosestIndexes is Closest as positions in names. It costs little per name even among tens of
+// thousands: a name is measured only as far as it could still be among the n best.
+func ClosestIndexes(s string, names []string, n int) []int {
+	if n <= 0 {
+		return []int{}
+	}
+	type scored struct{ i, d int }
 	ls := ASCIILower(s)
-	nls := utf8.RuneCountInString(ls)
-	limit := max(2, nls/3)
-	var out []scored
-	for _, name := range names {
+	q := []rune(ls)
+	limit := max(2, len(q)/3)
+	var kept []scored
+	bound := -1 // once n names are within bound, a name farther away cannot be among the best
+	var buf distanceBuf
+	buf.hist.set(ls)
+	for i, name := range names {
 		ln := ASCIILower(name)
 		contains := len(ls) >= 3 && (strings.Contains(ln, ls) || strings.Contains(ls, ln))
-		if diff := nls - utf8.RuneCountInString(ln); !contains && (diff > limit || -diff > limit) {
-			continue // the length difference alone exceeds the limit: skip the quadratic distance
+		if diff := len(q) - utf8.RuneCountInString(ln); !contains && (diff > limit || -diff > limit) {
+			continue // the length difference alone exceeds the limit
 		}
-		if d := EditDistance(ls, ln); d <= limit || contains {
-			out = append(out, scored{name, d, EditDistance(s, name)})
+		k := limit
+		if contains {
+			k = len(q) + len(ln) // any distance
+		}
+		if bound >= 0 {
+			k = min(k, bound)
+		}
+		if buf.hist.apart(ln, k) {
+			continue
+		}
+		d := buf.within(q, ln, k)
+		if d > k {
+			continue
+		}
+		kept = append(kept, scored{i, d})
+		if len(kept) >= 4*n {
+			// Keep the n best and those tied with the worst of them; the bound tightens.
+			sort.SliceStable(kept, func(a, b int) bool { return kept[a].d < kept[b].d })
+			bound = kept[n-1].d
+			j := n
+			for j < len(kept) && kept[j].d <= bound {
+				j++
+			}
+			kept = kept[:j]
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].d != out[j].d {
-			return out[i].d < out[j].d
+	cd := make(map[int]int, len(kept))
+	for _, sc := range kept {
+		cd[sc.i] = EditDistance(s, names[sc.i])
+	}
+	sort.SliceStable(kept, func(a, b int) bool {
+		if kept[a].d != kept[b].d {
+			return kept[a].d < kept[b].d
 		}
-		return out[i].cd < out[j].cd
+		if cd[kept[a].i] != cd[kept[b].i] {
+			return cd[kept[a].i] < cd[kept[b].i]
+		}
+		return kept[a].i < kept[b].i
 	})
-	res := make([]string, 0, n)
-	for _, sc := range out {
+	res := make([]int, 0, n)
+	for _, sc := range kept {
 		if len(res) == n {
 			break
 		}
-		res = append(res, sc.name)
+		res = append(res, sc.i)
 	}
 	return res
+}
+
+// distanceBuf holds the rows of a bounded edit distance, reused from name to name.
+type distanceBuf struct {
+	b         []rune
+	prev, cur []int
+	hist      byteHist
+}
+
+// byteHist counts the bytes of an ASCII word, to tell cheaply that another is far from it: one
+// edit changes the counts by at most two, so half their difference bounds the distance below.
+type byteHist struct {
+	ascii  bool
+	n      int
+	counts [128]int32
+}
+
+func (h *byteHist) set(s string) {
+	h.ascii, h.n = isASCII(s), len(s)
+	if h.ascii {
+		for i := 0; i < len(s); i++ {
+			h.counts[s[i]]++
+		}
+	}
+}
+
+// apart reports whether s, ASCII like the counted word, is certainly more than k edits from it.
+func (h *byteHist) apart(s string, k int) bool {
+	if !h.ascii || !isASCII(s) {
+		return false
+	}
+	common := 0
+	for i := 0; i < len(s); i++ {
+		if h.counts[s[i]] > 0 {
+			common++
+		}
+		h.counts[s[i]]--
+	}
+	for i := 0; i < len(s); i++ {
+		h.counts[s[i]]++
+	}
+	diff := h.n + len(s) - 2*common
+	return (diff+1)/2 > k
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// within is the Levenshtein distance in runes between a and b when it is at most k, else k+1. It
+// fills only the diagonal band of width 2k+1 and stops at the first row whose every cell
+// exceeds k (Ukkonen's cut-off).
+func (buf *distanceBuf) within(a []rune, b string, k int) int {
+	buf.b = buf.b[:0]
+	for _, r := range b {
+		buf.b = append(buf.b, r)
+	}
+	rb := buf.b
+	m, n := len(a), len(rb)
+	inf := k + 1
+	if m-n > k || n-m > k {
+		return inf
+	}
+	if cap(buf.prev) < n+2 {
+		buf.prev, buf.cur = make([]int, n+2), make([]int, n+2)
+	}
+	prev, cur := buf.prev[:n+2], buf.cur[:n+2]
+	for j := range prev {
+		prev[j] = min(j, inf)
+	}
+	for i := 1; i <= m; i++ {
+		lo, hi := max(1, i-k), min(n, i+k)
+		cur[0] = min(i, inf)
+		rowMin := inf
+		if lo == 1 {
+			rowMin = cur[0]
+		} else {
+			cur[lo-1] = inf
+		}
+		for j := lo; j <= hi; j++ {
+			v := prev[j-1]
+			if a[i-1] != rb[j-1] {
+				v++
+			}
+			v = min(v, prev[j]+1, cur[j-1]+1, inf)
+			cur[j] = v
+			rowMin = min(rowMin, v)
+		}
+		cur[hi+1] = inf
+		if rowMin > k {
+			return inf
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[n], inf)
 }
 
 // EditDistance is the Levenshtein distance between a and b in runes, for "did you mean"

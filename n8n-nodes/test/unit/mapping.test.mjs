@@ -268,6 +268,16 @@ test('several input items make several calls, each paired with its item', async 
 	assert.deepEqual(items.map((i) => i.pairedItem), [{ item: 0 }, { item: 1 }, { item: 2 }]);
 });
 
+test('Describe Schema sends search, kind, detail, limit and page_token as the model fills them, and leaves out what it does not', async () => {
+	const { calls } = await run('DescribeSchema', {
+		args: [{ search: 'kayak orders', kind: 'table', detail: 'names', limit: 5 }, { page_token: 'tok' }, { table: 'wide', search: 'vat', limit: 0 }],
+	});
+	assert.deepEqual(
+		calls.map((c) => c.options.body),
+		[{ search: 'kayak orders', kind: 'table', detail: 'names', limit: 5 }, { page_token: 'tok' }, { table: 'wide', search: 'vat' }],
+	);
+});
+
 // The n8n task runner connection: startJob('pgtools', {tool, args, database}, itemIndex) in place
 // of the HTTP request; n8n answers {ok: true, result} or {ok: false, error}.
 const taskRunner = { connection: 'taskRunner' };
