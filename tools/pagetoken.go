@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 
-
 	"github.com/pgtools/pgtools/tools/discovery"
 	"github.com/pgtools/pgtools/tools/internal/ident"
 	"github.com/pgtools/pgtools/tools/internal/wire"
