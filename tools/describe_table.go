@@ -216,17 +216,15 @@ func (db *Database) describeTables(ctx context.Context, role string, rels []*cat
 
 	out := make([]*tableDetail, len(rels))
 	byOID := map[uint32]int{}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; rows.Next(); i++ {
+	i := 0
+	err = eachRow(br, func(rows pgx.Rows) error { // the OIDs, in the order of names
+		defer func() { i++ }()
 		var oid *uint32
 		if err := rows.Scan(&oid); err != nil {
-			return nil, err
+			return err
 		}
 		if oid == nil || i >= len(rels) {
-			continue
+			return nil
 		}
 		r := rels[i]
 		byOID[*oid] = i
@@ -235,57 +233,50 @@ func (db *Database) describeTables(ctx context.Context, role string, rels []*cat
 			d.PrimaryKey, d.ForeignKeys, d.ReferencedBy, d.Indexes = []string{}, []foreignKey{}, []inboundKey{}, []indexInfo{}
 		}
 		out[i] = d
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	// Columns.
-	rows, err = br.Query()
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
+	err = eachRow(br, func(rows pgx.Rows) error { // the columns
 		var oid uint32
 		var num int16
 		var c columnInfo
 		var refs []string
 		if err := rows.Scan(&oid, &num, &c.Name, &c.Type, &c.Nullable, &c.Default, &c.Comment, &refs); err != nil {
-			return nil, err
+			return err
 		}
 		i, ok := byOID[oid]
 		if !ok {
-			continue
+			return nil
 		}
 		r, d := rels[i], out[i]
 		if !shows(r, []string{c.Name}) || !matchesWords(o.words, c.Name, c.Comment) {
-			continue
+			return nil
 		}
 		if !shows(r, refs) {
 			c.Default = nil
 		}
 		d.Columns = append(d.Columns, c)
 		d.nums = append(d.nums, num)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if !o.keys {
 		return out, br.Close()
 	}
-	rows, err = br.Query()
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
+	err = eachRow(br, func(rows pgx.Rows) error { // the constraints
 		var oid uint32
 		var name, kind, refTable, refSchema, refName, def string
 		var cols, refCols []string
 		if err := rows.Scan(&oid, &name, &kind, &cols, &refTable, &refSchema, &refName, &refCols, &def); err != nil {
-			return nil, err
+			return err
 		}
 		i, ok := byOID[oid]
 		if !ok || !shows(rels[i], cols) {
-			continue
+			return nil
 		}
 		d := out[i]
 		switch kind {
@@ -293,58 +284,68 @@ func (db *Database) describeTables(ctx context.Context, role string, rels []*cat
 			d.PrimaryKey = cols
 		case "f":
 			if ref := other(refSchema, refName); ref == nil || !shows(ref, refCols) {
-				continue
+				return nil
 			}
 			d.ForeignKeys = append(d.ForeignKeys, foreignKey{Name: name, Columns: cols, ReferencesTable: refTable, ReferencesColumns: refCols})
 		case "c":
 			d.Checks = append(d.Checks, checkInfo{Name: name, Definition: def})
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = br.Query()
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
+	err = eachRow(br, func(rows pgx.Rows) error { // the foreign keys that reference the tables
 		var oid uint32
 		var k inboundKey
 		var schema, name string
 		if err := rows.Scan(&oid, &k.Name, &k.Table, &schema, &name, &k.Columns, &k.ReferencesColumns); err != nil {
-			return nil, err
+			return err
 		}
 		i, ok := byOID[oid]
 		if !ok || !shows(rels[i], k.ReferencesColumns) {
-			continue
+			return nil
 		}
 		if from := other(schema, name); from == nil || !shows(from, k.Columns) {
-			continue
+			return nil
 		}
 		out[i].ReferencedBy = append(out[i].ReferencedBy, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = br.Query()
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
+	err = eachRow(br, func(rows pgx.Rows) error { // the indexes
 		var oid uint32
 		var ix indexInfo
 		var cols []string
 		if err := rows.Scan(&oid, &ix.Name, &ix.Definition, &ix.Unique, &cols); err != nil {
-			return nil, err
+			return err
 		}
 		if i, ok := byOID[oid]; ok && shows(rels[i], cols) {
 			out[i].Indexes = append(out[i].Indexes, ix)
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, br.Close()
+}
+
+// eachRow reads the batch's next result, a row at a time.
+func eachRow(br pgx.BatchResults, row func(pgx.Rows) error) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // matchesWords reports whether every word (lower case) is in the column's name or comment.
