@@ -98,7 +98,7 @@ func RowsOver(n, bound int64, write bool) *pgerr.Error {
 		what, done, fix = "changed", "it was rolled back and nothing changed", "Narrow the where to the rows you mean to change, or change them in smaller batches"
 	}
 	return &pgerr.Error{Type: pgerr.ErrTooExpensive,
-		Message: fmt.Sprintf("The statement %s %d rows, over max_estimated_rows %d; %s. Row-level security applies to a table it reads, so the budget counts the rows you can see instead of the planner's estimate (which counts rows you cannot)", what, n, bound, done),
+		Message:    fmt.Sprintf("The statement %s %d rows, over max_estimated_rows %d; %s. Row-level security applies to a table it reads, so the budget counts the rows you can see instead of the planner's estimate (which counts rows you cannot)", what, n, bound, done),
 		Suggestion: fix + ". Only the operator can raise policy.max_estimated_rows."}
 }
 

@@ -75,7 +75,7 @@ type Summary struct {
 type Scan struct {
 	Table  string `json:"table"`
 	Method string `json:"method,omitempty"` // the plan node: Seq Scan, Index Scan, Index Only Scan, Bitmap Heap Scan, …
-	Index  string `json:"index,omitempty"` // the index used, if any
+	Index  string `json:"index,omitempty"`  // the index used, if any
 	Filter string `json:"filter,omitempty"`
 	Rows   *int64 `json:"rows,omitempty"` // rows estimated to come out of the scan; nil when withheld
 }
