@@ -91,12 +91,34 @@ func (g *approvalGate) settle(eff approval.Effect) *Error {
 	if g == nil {
 		return nil
 	}
+	return g.decide(eff, eff, eff, "was made; the call ran in a transaction that was rolled back, and nothing changed")
+}
+
+// settleSession decides a statement of a session that did mine, and with it the session's
+// kept statements did whole: rows_over judges whole, the other rules mine; a request, and the
+// comparison with an approval, carry whole. nil keeps the statement in the session; an error
+// rolls it back to its savepoint, and the session stays open.
+func (g *approvalGate) settleSession(mine, whole approval.Effect) *Error {
+	if g == nil {
+		return nil
+	}
+	return g.decide(mine, whole, whole, "was made for the session's whole effect (its earlier statements with this one); this statement was rolled back to its savepoint, the earlier ones are kept, and the session stays open")
+}
+
+// decide is settle and settleSession: rows_over judges rows, the other rules stmt, and asked is
+// the effect a request carries and an approval must match.
+func (g *approvalGate) decide(stmt, rows, asked approval.Effect, state string) *Error {
 	var matched []string
 	for _, r := range g.rules {
-		if r.Matches(g.call.Tool, eff) {
+		judged := stmt
+		if r.When == approval.WhenRowsOver {
+			judged = rows
+		}
+		if r.Matches(g.call.Tool, judged) {
 			matched = append(matched, r.String())
 		}
 	}
+	eff := asked
 	if g.claimed == nil {
 		if len(matched) == 0 {
 			return nil
@@ -105,7 +127,7 @@ func (g *approvalGate) settle(eff approval.Effect) *Error {
 		if e != nil {
 			return e
 		}
-		return approval.RequiredError(&ap, "was made; the call ran in a transaction that was rolled back, and nothing changed")
+		return approval.RequiredError(&ap, state)
 	}
 	if !g.claimed.Effect.Same(eff) {
 		g.done = true

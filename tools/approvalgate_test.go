@@ -330,8 +330,8 @@ func TestApprovalInsideASession(t *testing.T) {
 	}
 	del := fmt.Sprintf(`{"table": "orders", "where": "id <= 10", "session_id": %q}`, sid)
 	id, ap := f.pending(t, approvalCaller, "delete_data", del)
-	if ap["effect"].(map[string]any)["total"] != 10.0 {
-		t.Fatalf("a session statement's effect counts the session's earlier writes: %v", ap)
+	if ap["effect"].(map[string]any)["total"] != 13.0 {
+		t.Fatalf("a session statement's request carries the session's whole effect (3 updated, 10 deleted): %v", ap)
 	}
 	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
 		t.Fatal(e)
@@ -347,6 +347,79 @@ func TestApprovalInsideASession(t *testing.T) {
 	}
 	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM customers WHERE country = 'IT'"); n != 3 {
 		t.Fatalf("the session's earlier write: %d", n)
+	}
+}
+
+// TestApprovalSessionCannotBeSplit: rows_over judges a session's whole effect, so a 120-row
+// delete split into six statements of 20 under rows_over 100 waits for approval at the
+// statement that crosses the bound, with all 120 rows in the request; approved, the statement is
+// kept and the commit commits all 120. Denied, the statement stays rolled back and the session
+// open with what it kept.
+func TestApprovalSessionCannotBeSplit(t *testing.T) {
+	f := newApprovalFixture(t, approval.Rule{When: approval.WhenRowsOver, Rows: 100})
+	sessions := session.New(session.Config{TTL: time.Minute})
+	t.Cleanup(func() { sessions.Close(context.Background()) })
+	reg, err := NewRegistry(context.Background(), Options{Databases: []*Database{f.b.tdb}, Approvals: f.store, Sessions: sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.reg = reg
+	begin := func() string {
+		out, e := f.call(t, approvalCaller, "pg_tx", `{"action": "begin"}`)
+		if e != nil {
+			t.Fatal(e)
+		}
+		return out["session_id"].(string)
+	}
+	part := func(sid string, i int) string {
+		return fmt.Sprintf(`{"table": "orders", "where": "id > %d AND id <= %d", "session_id": %q}`, 20*i, 20*(i+1), sid)
+	}
+	sid := begin()
+	for i := 0; i < 5; i++ {
+		if _, e := f.call(t, approvalCaller, "delete_data", part(sid, i)); e != nil {
+			t.Fatalf("part %d: %v", i, e)
+		}
+	}
+	id, ap := f.pending(t, approvalCaller, "delete_data", part(sid, 5))
+	if ap["effect"].(map[string]any)["total"] != 120.0 {
+		t.Fatalf("the request does not carry the session's whole effect: %v", ap)
+	}
+	// The session is open: a read in it sees the 100 rows its kept statements deleted.
+	if out, e := f.call(t, approvalCaller, "execute_sql", fmt.Sprintf(`{"sql": "select count(*) as n from orders", "session_id": %q}`, sid)); e != nil || rows(t, out)[0]["n"] != 200.0 {
+		t.Fatalf("session after the request: %v %v", out, e)
+	}
+	if _, e := f.store.Decide(approvalApprover.Party(), id, true); e != nil {
+		t.Fatal(e)
+	}
+	if _, e := f.call(t, approvalCaller, "delete_data", withID(part(sid, 5), id)); e != nil {
+		t.Fatalf("approved part: %v", e)
+	}
+	if _, e := f.call(t, approvalCaller, "pg_tx", fmt.Sprintf(`{"action": "commit", "session_id": %q}`, sid)); e != nil {
+		t.Fatal(e)
+	}
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders"); n != 180 {
+		t.Fatalf("orders after the approved session: %d, want 180", n)
+	}
+
+	// Denied: the crossing statement is not kept; the session stays open with its 100 rows.
+	sid = begin()
+	for i := 6; i < 11; i++ {
+		if _, e := f.call(t, approvalCaller, "delete_data", part(sid, i)); e != nil {
+			t.Fatalf("part %d: %v", i, e)
+		}
+	}
+	id, _ = f.pending(t, approvalCaller, "delete_data", part(sid, 11))
+	if _, e := f.store.Decide(approvalApprover.Party(), id, false); e != nil {
+		t.Fatal(e)
+	}
+	if _, e := f.call(t, approvalCaller, "delete_data", withID(part(sid, 11), id)); e == nil {
+		t.Fatal("a denied part was kept")
+	}
+	if _, e := f.call(t, approvalCaller, "pg_tx", fmt.Sprintf(`{"action": "rollback", "session_id": %q}`, sid)); e != nil {
+		t.Fatalf("the session did not stay open: %v", e)
+	}
+	if n := f.b.db.QueryInt(t, "SELECT count(*) FROM orders"); n != 180 {
+		t.Fatalf("orders after the rolled-back session: %d, want 180", n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/pgtools/pgtools/tools/catalog"
 	"github.com/pgtools/pgtools/tools/internal/wire"
@@ -43,6 +44,171 @@ func (req *request) catalogEstimate(ctx context.Context) func(schema, name strin
 	}
 }
 
+// rowSecured answers plan.Budget's Hidden and plan.Withhold's question from db's catalog
+// snapshot: does row-level security apply to the relation for the caller's role? A relation the
+// snapshot does not hold (a partition, which the catalog lets its parent stand for; a table newer
+// than the snapshot; a temporary table) or the role may not read counts as secured: without a
+// catalog that says otherwise, no estimate over it is shown.
+func (req *request) rowSecured(ctx context.Context) func(schema, name string) bool {
+	snap, err := req.db.cat.Snapshot(ctx, false)
+	if err != nil {
+		return func(string, string) bool { return true }
+	}
+	view, verr := req.db.cat.ViewFor(ctx, snap, req.who().role)
+	return func(schema, name string) bool {
+		r := snap.Rels[catalog.RelKey(schema, name)]
+		if r == nil || verr != nil {
+			return true
+		}
+		if view != nil {
+			if !view.Readable(r) {
+				return true
+			}
+			r = view.Rel(r)
+		}
+		return r == nil || r.RowSecurity
+	}
+}
+
+// summarize is the summary of top the caller may read: the planner's, or where the plan reads a
+// table under row-level security for the caller, plan.Withhold's.
+func (req *request) summarize(ctx context.Context, top *plan.Node) *plan.Summary {
+	if hidden := req.rowSecured(ctx); plan.Reads(top, hidden) {
+		return plan.Withhold(top, hidden)
+	}
+	return plan.Summarize(top, req.catalogEstimate(ctx))
+}
+
+// explainGuard refuses, before it runs, an EXPLAIN (sent through execute_sql or pg_transaction)
+// of a statement that reads a table under row-level security for the caller: EXPLAIN's output
+// (row estimates, costs, the access method chosen by them, the policy's own expression as a
+// filter, and with ANALYZE the rows a policy removed) is computed over rows the caller cannot
+// see, and cannot be cut back reliably in every format it comes in. The explained statement is
+// planned on its own, acting as the caller (in the session, when there is one), to learn which
+// tables it reads; an EXPLAIN whose options pgtools does not read, or whose statement cannot be
+// planned, is refused too. Any other statement passes.
+func (req *request) explainGuard(ctx context.Context, sess *Session, sql string, params []any) *Error {
+	if leadingKeyword(sql) != "EXPLAIN" {
+		return nil
+	}
+	inner, ok := explained(sql)
+	if !ok {
+		return &Error{Type: ErrNotAllowed, Message: "pgtools could not read this EXPLAIN's options, so it cannot tell which tables the plan reads; nothing was run",
+			Suggestion: "Use explain_query to see a statement's plan, or write the options as EXPLAIN (ANALYZE, VERBOSE, FORMAT TEXT) statement."}
+	}
+	if !plan.Plannable(leadingKeyword(inner)) {
+		return nil // EXPLAIN of something without a plan: PostgreSQL answers its own error
+	}
+	top, err := req.planRead(ctx, sess, inner, params)
+	if err != nil {
+		return req.statementError(ctx, err, stmtInfo{sql: inner, readOnly: true})
+	}
+	hidden := req.rowSecured(ctx)
+	if !plan.Reads(top, hidden) {
+		return nil
+	}
+	w := plan.Withhold(top, hidden)
+	return &Error{Type: ErrNotAllowed, Message: "EXPLAIN is not available for this statement: " + w.Withheld + " Nothing was run",
+		Suggestion: "Use explain_query: it names the tables the statement reads and writes. Estimates and costs are shown only for plans that read no table under row-level security for your role."}
+}
+
+// explained is the statement an EXPLAIN explains: what follows EXPLAIN, its parenthesized
+// options and the ANALYZE, ANALYSE and VERBOSE keywords of its older form. ok is false when the
+// options hold anything but words, numbers, commas and plain quoted strings: the statement is
+// then not told apart from its options with certainty.
+func explained(sql string) (string, bool) {
+	i := skipBlank(sql, 0)
+	if !hasWordAt(sql, i, "EXPLAIN") {
+		return "", false
+	}
+	i = skipBlank(sql, i+len("EXPLAIN"))
+	if i < len(sql) && sql[i] == '(' {
+		i++
+		for {
+			i = skipBlank(sql, i)
+			if i >= len(sql) {
+				return "", false
+			}
+			c := sql[i]
+			switch {
+			case c == ')':
+				i++
+			case c == ',' || c == '_' || c == '.' || c == '-' || c == '+' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+				i++
+				continue
+			case c == '\'':
+				j := strings.IndexByte(sql[i+1:], '\'')
+				if j < 0 || strings.ContainsAny(sql[i+1:i+1+j], "\\") {
+					return "", false
+				}
+				i += j + 2
+				continue
+			default:
+				return "", false
+			}
+			break
+		}
+	}
+	for {
+		i = skipBlank(sql, i)
+		w := ""
+		for _, kw := range []string{"ANALYZE", "ANALYSE", "VERBOSE"} {
+			if hasWordAt(sql, i, kw) {
+				w = kw
+			}
+		}
+		if w == "" {
+			return sql[i:], true
+		}
+		i += len(w)
+	}
+}
+
+// skipBlank is the position of the first byte at or after i that is neither white space nor in
+// a comment.
+func skipBlank(sql string, i int) int {
+	for i < len(sql) {
+		switch {
+		case sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r' || sql[i] == '\f':
+			i++
+		case strings.HasPrefix(sql[i:], "--"):
+			for i < len(sql) && sql[i] != '\n' {
+				i++
+			}
+		case strings.HasPrefix(sql[i:], "/*"):
+			depth := 0
+			for i < len(sql) {
+				if strings.HasPrefix(sql[i:], "/*") {
+					depth, i = depth+1, i+2
+				} else if strings.HasPrefix(sql[i:], "*/") {
+					depth, i = depth-1, i+2
+					if depth == 0 {
+						break
+					}
+				} else {
+					i++
+				}
+			}
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// hasWordAt reports whether the keyword kw (upper case) is at sql[i:], case-insensitively and
+// whole.
+func hasWordAt(sql string, i int, kw string) bool {
+	if i+len(kw) > len(sql) || !strings.EqualFold(sql[i:i+len(kw)], kw) {
+		return false
+	}
+	if j := i + len(kw); j < len(sql) {
+		c := sql[j]
+		return !(c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80)
+	}
+	return true
+}
+
 // planRead plans sql as a read does: in a READ ONLY transaction (or the session's read-only
 // savepoint) acting as the caller, with its identity checked, then rolled back. Nothing of the
 // statement runs.
@@ -62,37 +228,53 @@ func (req *request) planRead(ctx context.Context, sess *Session, sql string, par
 }
 
 // withinBudget plans a read the way it will run (planRead) and refuses it when over the call's
-// budget: one round trip before the statement, only when a budget is set.
-func (req *request) withinBudget(ctx context.Context, sess *Session, st wire.Stmt) error {
+// budget: one round trip before the statement, only when a budget is set. seen > 0 bounds the
+// rows the read may return instead (plan.Budget.Check: the plan reads a table under row-level
+// security).
+func (req *request) withinBudget(ctx context.Context, sess *Session, st wire.Stmt) (seen int64, err error) {
 	if !req.budget.Set() {
-		return nil
+		return 0, nil
 	}
 	if planned, e := plan.Gate(leadingKeyword(st.SQL)); !planned {
 		if e != nil {
-			return e
+			return 0, e
 		}
-		return nil
+		return 0, nil
 	}
 	top, err := req.planRead(ctx, sess, st.SQL, st.Params)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if req.lookAhead && st.MaxRows > 0 && top.PlanRows >= float64(st.MaxRows) {
 		// select_query asks for one row past its limit, to tell that more exist; the caller is
 		// answered at most limit rows, and that is what the row budget bounds.
 		top.PlanRows = float64(st.MaxRows - 1)
 	}
-	if e := req.budget.Check(ctx, top); e != nil {
-		return e
+	seen, e := req.budget.Check(ctx, top)
+	if e != nil {
+		return 0, e
 	}
-	return nil
+	return seen, nil
 }
 
 // readOn is runReadOn for the agent's statement of a call: refused before it runs when its plan
-// is over the call's budget.
+// is over the call's budget, and when it reads a table under row-level security, refused after it
+// ran (rolled back, nothing answered) when it returned more rows than the budget's.
 func (req *request) readOn(ctx context.Context, sess *Session, st wire.Stmt) (*wire.RowSet, error) {
-	if err := req.withinBudget(ctx, sess, st); err != nil {
+	seen, err := req.withinBudget(ctx, sess, st)
+	if err != nil {
 		return nil, err
 	}
-	return runReadOn(ctx, req.db, sess, req.who(), st)
+	rs, err := runReadOn(ctx, req.db, sess, req.who(), st)
+	if err != nil || seen <= 0 {
+		return rs, err
+	}
+	n := int64(rs.RowCount)
+	if req.lookAhead && st.MaxRows > 0 {
+		n = min(n, int64(st.MaxRows-1)) // the row asked for past the limit is never answered
+	}
+	if n > seen {
+		return nil, plan.RowsOver(n, seen, false)
+	}
+	return rs, nil
 }

@@ -60,6 +60,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	}
 	if req.budget.Set() {
 		req.budget.Estimates = req.catalogEstimate
+		req.budget.Hidden = req.rowSecured
 	}
 	if err = r.authorize(req, t); err != nil {
 		return nil, out, err

@@ -25,6 +25,9 @@ func executeRead(ctx context.Context, req *request, a *executeArgs) (Result, *Er
 	if perr != nil {
 		return nil, perr
 	}
+	if e := req.explainGuard(ctx, req.session, a.SQL, params); e != nil {
+		return nil, e
+	}
 	limit := req.db.Policy.DefaultLimit
 	rs, err := req.readOn(ctx, req.session, wire.Stmt{SQL: a.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)})
 	if err != nil {
@@ -48,6 +51,9 @@ func executeWrite(ctx context.Context, req *request, a *executeArgs) (Result, *E
 	params, perr := paramList(a.Params)
 	if perr != nil {
 		return nil, perr
+	}
+	if e := req.explainGuard(ctx, req.session, sql, params); e != nil {
+		return nil, e
 	}
 	st := writeStmt{approval: req.approval, budget: req.budget, op: op, sql: sql, params: params, keepRows: req.db.Policy.DefaultLimit, maxBytes: req.maxBytes,
 		free: true, confirm: a.ConfirmDestructive, allowDDL: req.allowDDL, ddlFix: req.ddlFix,

@@ -43,5 +43,5 @@ func explainQuery(ctx context.Context, req *request, a *explainArgs) (Result, *E
 	if err != nil {
 		return nil, req.statementError(ctx, err, stmtInfo{sql: a.SQL, readOnly: true})
 	}
-	return &PlanResult{Operation: "explain", PlanSummary: *plan.Summarize(top, req.catalogEstimate(ctx))}, nil
+	return &PlanResult{Operation: "explain", PlanSummary: *req.summarize(ctx, top)}, nil
 }

@@ -53,6 +53,9 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 		if perr != nil {
 			return nil, failedAt(i, perr)
 		}
+		if e := req.explainGuard(ctx, nil, sql, params); e != nil {
+			return nil, failedAt(i, e)
+		}
 		stmts[i] = writeStmt{op: op, sql: sql, params: params, free: true, keepRows: req.db.Policy.DefaultLimit,
 			maxBytes: req.maxBytes, allowDDL: req.allowDDL, ddlFix: req.ddlFix,
 			maxAffected: req.db.Policy.MaxAffectedRows, format: format, budget: req.budget}
@@ -186,7 +189,8 @@ func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeSt
 	defer cancel()
 	if st.budget.Set() {
 		// Planned after the assertions, which then need not run again with the statement.
-		ran, err := writeWithinBudget(ctx, pc, st, pre)
+		ran, seen, err := writeWithinBudget(ctx, pc, st, pre)
+		st.seenRows = seen
 		if err != nil {
 			return nil, false, err
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/session"
@@ -94,8 +96,9 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *
 		return nil, err
 	}
 	out, keep, err := execChecked(ctx, pc, st, before)
+	var written []approval.TableRows // the session's writes with this statement's, when kept
 	if err == nil && keep && st.approval != nil {
-		err = settleApproval(ctx, pc, st.approval, tw, tablesBefore, out)
+		written, err = settleInSession(ctx, pc, s, st.approval, tw, tablesBefore, out)
 		keep = err == nil
 	}
 	end := "RELEASE SAVEPOINT pgtools_stmt; " + wire.SQLUnlockAll
@@ -106,12 +109,39 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *
 		err = endErr
 	}
 	if err == nil && keep {
+		if st.approval != nil {
+			s.Written = written
+		}
 		st.approval.committed() // kept in the session: the approval is used up whatever the session does next
 		if out.ddl {
 			s.ChangedSchema.Store(true)
 		}
 	}
 	return out, err
+}
+
+// settleInSession decides a statement of session s under approval rules, once it ran and passed
+// every other check. rows_over judges the session's whole effect: what its kept statements wrote
+// (s.Written) with what this one wrote, so a change split into statements meets the bound when
+// its parts together cross it. The other rules judge the statement's own effect (a part of a
+// table, tool, DDL or destructive change matches them on its own). A request and its approval
+// carry the session's whole effect, and the approved statement, sent again, is kept only when
+// the whole effect is still the approved one. It returns the session's writes with this
+// statement's, for s.Written once the statement is kept.
+func settleInSession(ctx context.Context, pc *pgconn.PgConn, s *Session, g *approvalGate, tw string, before []approval.TableRows, out *writeOutcome) ([]approval.TableRows, error) {
+	after, err := approval.ReadTableWrites(ctx, pc, tw)
+	if err != nil {
+		return nil, err
+	}
+	// The reading counts the rows of statements rolled back to their savepoints too: what this
+	// statement wrote is after minus before, and the session's kept writes are summed here.
+	mine := effectOf(approval.SubtractTableWrites(after, before), out)
+	written := approval.AddTableWrites(s.Written, mine.Tables)
+	whole := effectOf(written, out)
+	if e := g.settleSession(mine, whole); e != nil {
+		return nil, e
+	}
+	return written, nil
 }
 
 // runReadOn reads in the session when there is one, else on the stateless pool.

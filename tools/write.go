@@ -34,6 +34,7 @@ type writeStmt struct {
 	ddlFix      string        // without allowDDL: the suggestion naming what would allow DDL
 	who         identity      // the role and claims the statement runs with (outside a session)
 	budget      plan.Budget   // plan estimate bound, checked in the transaction before the statement
+	seenRows    int64         // set by the budget check: > 0 bounds the rows the statement returns or changes (its plan reads a table under row-level security)
 	approval    *approvalGate // approval rules, decided from the measured effect before COMMIT (nil: none)
 }
 
@@ -144,7 +145,8 @@ func unsafeWriteTag(tag string) bool {
 // rows the statement changed are judged by the difference, not by the command tag.
 func execChecked(ctx context.Context, pc *pgconn.PgConn, st writeStmt, before effects) (out *writeOutcome, keep bool, err error) {
 	if st.budget.Set() {
-		if _, err := writeWithinBudget(ctx, pc, st, nil); err != nil {
+		var err error
+		if _, st.seenRows, err = writeWithinBudget(ctx, pc, st, nil); err != nil {
 			return nil, false, err
 		}
 	}
@@ -204,6 +206,9 @@ func judge(st writeStmt, out *writeOutcome, before, after effects) (*writeOutcom
 		return out, false, &Error{Type: ErrTooManyRows, Table: st.table,
 			Message:    fmt.Sprintf("The %s %d rows, more than the limit of %d; it was rolled back and nothing changed", what, affected, st.maxAffected),
 			Suggestion: fmt.Sprintf("Narrow where so it matches at most %d rows (dry_run: true reports the count without changing anything), or split the change into several calls.", st.maxAffected)}
+	}
+	if touched := max(out.affected, affected); st.seenRows > 0 && touched > st.seenRows {
+		return out, false, plan.RowsOver(touched, st.seenRows, true)
 	}
 	if st.dryRun {
 		return out, false, nil
@@ -359,19 +364,22 @@ const CommitCleanSQL = wire.SQLCommitClean
 // writeWithinBudget plans st inside its transaction on pc, after pre (the identity and timeouts
 // asserted again, in the same round trip), and refuses it when over st.budget. ran reports
 // whether pre ran: a statement the budget lets through unplanned (SET, SHOW) sends nothing.
-func writeWithinBudget(ctx context.Context, pc *pgconn.PgConn, st writeStmt, pre []wire.Exec) (ran bool, err error) {
+// seen > 0 bounds the rows the statement may return or change instead of its plan (the plan
+// reads a table under row-level security: plan.Budget.Check); judge applies it.
+func writeWithinBudget(ctx context.Context, pc *pgconn.PgConn, st writeStmt, pre []wire.Exec) (ran bool, seen int64, err error) {
 	if planned, e := plan.Gate(leadingKeyword(st.sql)); !planned {
 		if e != nil {
-			return false, e
+			return false, 0, e
 		}
-		return false, nil
+		return false, 0, nil
 	}
 	top, err := plan.In(ctx, pc, st.sql, st.params, st.colOIDs, pre)
 	if err != nil {
-		return true, err
+		return true, 0, err
 	}
-	if e := st.budget.Check(ctx, top); e != nil {
-		return true, e
+	seen, e := st.budget.Check(ctx, top)
+	if e != nil {
+		return true, 0, e
 	}
-	return true, nil
+	return true, seen, nil
 }

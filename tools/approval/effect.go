@@ -175,6 +175,32 @@ func DecodeTableWrites(rows [][][]byte) ([]TableRows, error) {
 	return out, nil
 }
 
+// AddTableWrites is the rows of a and b together, per table, sorted by schema and name as
+// TableWritesSQL sorts them: what a session's statements wrote, statement after statement.
+func AddTableWrites(a, b []TableRows) []TableRows {
+	byName := map[[2]string]int{}
+	var out []TableRows
+	for _, list := range [][]TableRows{a, b} {
+		for _, t := range list {
+			k := [2]string{t.Schema, t.Name}
+			if i, ok := byName[k]; ok {
+				out[i].Rows += t.Rows
+				out[i].hidden = out[i].hidden || t.hidden
+				continue
+			}
+			byName[k] = len(out)
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(x, y TableRows) int {
+		if c := strings.Compare(x.Schema, y.Schema); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	return out
+}
+
 // SubtractTableWrites is after minus before, per table, keeping the tables that changed: the
 // rows a transaction wrote between two readings.
 func SubtractTableWrites(after, before []TableRows) []TableRows {

@@ -18,6 +18,10 @@ type Budget struct {
 	Rows int64   // max_estimated_rows: rows returned, or for a write the rows it touches; 0: no bound
 	// Estimates gives a refusal's summary the catalog's table sizes (its warnings); nil: none.
 	Estimates func(ctx context.Context) func(schema, name string) (int64, bool)
+	// Hidden says which relations row-level security applies to for the caller: a plan that
+	// reads one is not judged by its estimates (Check). nil: every relation is hidden, the
+	// fail-closed reading.
+	Hidden func(ctx context.Context) func(schema, name string) bool
 }
 
 // Set reports whether b bounds anything.
@@ -67,7 +71,38 @@ func lowest[T int64 | float64](vs ...T) T {
 
 // Check refuses plan when it is estimated over b: too_expensive, carrying the plan's summary and
 // naming the fix. It returns nil when the plan fits.
-func (b Budget) Check(ctx context.Context, plan *Node) *pgerr.Error {
+//
+// A plan that reads a relation under row-level security for the caller (b.Hidden) is not judged
+// by its estimates at all: they count rows the caller cannot see, and a refusal that depends on
+// them, at a bound the caller may lower per call, answers questions about those rows. Check then
+// returns nil and seen = b.Rows: the caller bounds the rows the statement actually returns or
+// changes, which row-level security has already cut to the caller's (RowsOver). Its cost bound
+// does not apply; statement_timeout bounds the work.
+func (b Budget) Check(ctx context.Context, plan *Node) (seen int64, e *pgerr.Error) {
+	hidden := func(string, string) bool { return true }
+	if b.Hidden != nil {
+		hidden = b.Hidden(ctx)
+	}
+	if Reads(plan, hidden) {
+		return b.Rows, nil
+	}
+	return 0, b.check(ctx, plan)
+}
+
+// RowsOver is Check's refusal of a statement under row-level security that returned (write
+// false) or changed n rows, more than bound, max_estimated_rows. Nothing is answered; a write is
+// rolled back.
+func RowsOver(n, bound int64, write bool) *pgerr.Error {
+	what, done, fix := "returned", "nothing was answered", "Add a narrower where or a smaller limit"
+	if write {
+		what, done, fix = "changed", "it was rolled back and nothing changed", "Narrow the where to the rows you mean to change, or change them in smaller batches"
+	}
+	return &pgerr.Error{Type: pgerr.ErrTooExpensive,
+		Message:    fmt.Sprintf("The statement %s %d rows, over max_estimated_rows %d; %s. Row-level security applies to a table it reads, so the budget counts the rows you can see instead of the planner's estimate (which counts rows you cannot)", what, n, bound, done),
+		Suggestion: fix + ". Only the operator can raise policy.max_estimated_rows."}
+}
+
+func (b Budget) check(ctx context.Context, plan *Node) *pgerr.Error {
 	noEstimates := func(string, string) (int64, bool) { return 0, false }
 	quick := Summarize(plan, noEstimates)
 	overCost := b.Cost > 0 && plan.TotalCost > b.Cost

@@ -62,14 +62,15 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if e := (Budget{Cost: 2000, Rows: 42}).Check(ctx, top); e != nil {
+	visible := func(context.Context) func(string, string) bool { return func(string, string) bool { return false } }
+	if _, e := (Budget{Cost: 2000, Rows: 42, Hidden: visible}).Check(ctx, top); e != nil {
 		t.Errorf("within budget: %v", e)
 	}
-	b := Budget{Cost: 1000.5, Rows: 41, Estimates: func(context.Context) func(string, string) (int64, bool) {
+	b := Budget{Cost: 1000.5, Rows: 41, Hidden: visible, Estimates: func(context.Context) func(string, string) (int64, bool) {
 		return func(string, string) (int64, bool) { return 50000, true }
 	}}
-	e := b.Check(ctx, top)
-	if e == nil || e.Type != pgerr.ErrTooExpensive {
+	seen, e := b.Check(ctx, top)
+	if seen != 0 || e == nil || e.Type != pgerr.ErrTooExpensive {
 		t.Fatalf("over budget: %v, want too_expensive", e)
 	}
 	const msg = "The planner estimates this statement at cost 1234.567, over max_estimated_cost 1000.5, and 42 rows touched, over max_estimated_rows 41; nothing was run"
@@ -79,5 +80,15 @@ func TestCheck(t *testing.T) {
 	var s Summary
 	if err := json.Unmarshal(e.Plan, &s); err != nil || len(s.Scans) != 2 || len(s.Warnings) != 1 {
 		t.Errorf("plan %s: %v", e.Plan, err)
+	}
+	// Under row-level security (and, failing closed, without a Hidden) the estimates judge
+	// nothing: the rows bound moves to the rows the caller sees.
+	for _, h := range []func(context.Context) func(string, string) bool{nil, func(context.Context) func(string, string) bool {
+		return func(s, n string) bool { return n == "big" }
+	}} {
+		b.Hidden = h
+		if seen, e := b.Check(ctx, top); seen != 41 || e != nil {
+			t.Errorf("plan reading a hidden table judged by its estimates: %d %v", seen, e)
+		}
 	}
 }

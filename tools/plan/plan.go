@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -54,10 +55,10 @@ type Node struct {
 // table is reached, without the plan tree (execute_sql with EXPLAIN shows that).
 type Summary struct {
 	// Cost is the planner's total cost estimate of the whole statement (arbitrary units;
-	// sequential page reads cost 1 each by default).
-	Cost float64 `json:"estimatedCost"`
-	// Rows is the number of rows the statement is estimated to return.
-	Rows int64 `json:"estimatedRows"`
+	// sequential page reads cost 1 each by default). nil when withheld.
+	Cost *float64 `json:"estimatedCost,omitempty"`
+	// Rows is the number of rows the statement is estimated to return. nil when withheld.
+	Rows *int64 `json:"estimatedRows,omitempty"`
 	// Scans are the tables read, in plan order.
 	Scans []Scan `json:"scans,omitempty"`
 	// Writes are the tables an INSERT, UPDATE, DELETE or MERGE would change, with the rows it
@@ -65,40 +66,49 @@ type Summary struct {
 	Writes []Write `json:"writes,omitempty"`
 	// Warnings name what makes the statement expensive and the fix: full scans of large tables.
 	Warnings []string `json:"warnings,omitempty"`
+	// Withheld, when set, says why the plan's estimates and choices are not shown: the plan
+	// reads a table under row-level security for the caller (Withhold).
+	Withheld string `json:"withheld,omitempty"`
 }
 
 // Scan is how one table is read.
 type Scan struct {
 	Table  string `json:"table"`
-	Method string `json:"method"`          // the plan node: Seq Scan, Index Scan, Index Only Scan, Bitmap Heap Scan, …
-	Index  string `json:"index,omitempty"` // the index used, if any
+	Method string `json:"method,omitempty"` // the plan node: Seq Scan, Index Scan, Index Only Scan, Bitmap Heap Scan, …
+	Index  string `json:"index,omitempty"`  // the index used, if any
 	Filter string `json:"filter,omitempty"`
-	Rows   int64  `json:"rows"` // rows estimated to come out of the scan
+	Rows   *int64 `json:"rows,omitempty"` // rows estimated to come out of the scan; nil when withheld
 }
 
 // Write is the change a write would make to one table.
 type Write struct {
 	Operation string `json:"operation"` // insert, update, delete, merge
 	Table     string `json:"table"`
-	Rows      int64  `json:"rows"` // rows the statement would touch
+	Rows      *int64 `json:"rows,omitempty"` // rows the statement would touch; nil when withheld
 }
 
 // touched is the largest number of rows the summary says the statement returns or changes in one
 // table: what max_estimated_rows bounds.
 func (s *Summary) touched() int64 {
-	n := s.Rows
+	var n int64
+	if s.Rows != nil {
+		n = *s.Rows
+	}
 	for _, w := range s.Writes {
-		n = max(n, w.Rows)
+		if w.Rows != nil {
+			n = max(n, *w.Rows)
+		}
 	}
 	return n
 }
 
 // estimateRows converts the planner's row estimate to a whole number.
-func estimateRows(f float64) int64 {
-	if f >= math.MaxInt64 {
-		return math.MaxInt64
+func estimateRows(f float64) *int64 {
+	n := int64(math.MaxInt64)
+	if f < math.MaxInt64 {
+		n = int64(math.Round(f))
 	}
-	return int64(math.Round(f))
+	return &n
 }
 
 // Parse reads the one value EXPLAIN (FORMAT JSON) answers.
@@ -115,7 +125,8 @@ func Parse(raw []byte) (*Node, error) {
 // Summarize turns a plan into its summary; estimate gives a relation's catalog row estimate
 // (ok false when unknown or not to be shown), from which a sequential scan earns a warning.
 func Summarize(top *Node, estimate func(schema, name string) (int64, bool)) *Summary {
-	s := &Summary{Cost: math.Round(top.TotalCost*100) / 100, Rows: estimateRows(top.PlanRows)}
+	cost := math.Round(top.TotalCost*100) / 100
+	s := &Summary{Cost: &cost, Rows: estimateRows(top.PlanRows)}
 	// bitmap is the position in s.Scans of the Bitmap Heap Scan whose index scans are below.
 	var walk func(n *Node, bitmap int)
 	walk = func(n *Node, bitmap int) {
@@ -160,6 +171,71 @@ func Summarize(top *Node, estimate func(schema, name string) (int64, bool)) *Sum
 		}
 	}
 	walk(top, -1)
+	return s
+}
+
+// Relations calls f with the schema and name of every relation the plan reads or writes, in plan
+// order (subplans and init plans included: they are nodes of the tree).
+func Relations(top *Node, f func(schema, name string)) {
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if n.Relation != "" {
+			f(n.Schema, n.Relation)
+		}
+		for i := range n.Plans {
+			walk(&n.Plans[i])
+		}
+	}
+	walk(top)
+}
+
+// Reads reports whether the plan reads or writes a relation hidden says true of.
+func Reads(top *Node, hidden func(schema, name string) bool) bool {
+	found := false
+	Relations(top, func(schema, name string) { found = found || hidden(schema, name) })
+	return found
+}
+
+// withheldNote is what a withheld summary says in place of the planner's figures.
+const withheldNote = "row-level security applies to %s for your role: the planner's estimates, costs, access methods and filters are computed over rows you cannot see, so none is shown. The tables the statement reads and writes are."
+
+// Withhold is the summary of a plan that reads a table hidden says true of (row-level security
+// applies to it for the caller): the tables it reads and writes, sorted and each named once, and
+// nothing the planner derived from statistics over all rows — no row or cost estimate, no access
+// method or index (the planner picks those by the estimates), no filter (a policy's expression
+// is one), no warning. Two statements over the same tables answer the same, whatever values
+// they look for.
+func Withhold(top *Node, hidden func(schema, name string) bool) *Summary {
+	s := &Summary{}
+	read, written, secured := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if n.NodeType == "ModifyTable" {
+			w := Write{Operation: strings.ToLower(n.Operation), Table: planTable(n)}
+			if key := w.Operation + "\x00" + w.Table; !written[key] {
+				written[key] = true
+				s.Writes = append(s.Writes, w)
+			}
+		} else if n.Relation != "" && !read[planTable(n)] {
+			read[planTable(n)] = true
+			s.Scans = append(s.Scans, Scan{Table: planTable(n)})
+		}
+		if n.Relation != "" && hidden(n.Schema, n.Relation) {
+			secured[planTable(n)] = true
+		}
+		for i := range n.Plans {
+			walk(&n.Plans[i])
+		}
+	}
+	walk(top)
+	slices.SortFunc(s.Scans, func(a, b Scan) int { return strings.Compare(a.Table, b.Table) })
+	slices.SortFunc(s.Writes, func(a, b Write) int { return strings.Compare(a.Table+"\x00"+a.Operation, b.Table+"\x00"+b.Operation) })
+	names := make([]string, 0, len(secured))
+	for n := range secured {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	s.Withheld = fmt.Sprintf(withheldNote, strings.Join(names, ", "))
 	return s
 }
 

@@ -1,8 +1,11 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,17 +31,46 @@ func TestSummarize(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := Summarize(top, func(schema, name string) (int64, bool) { return 50000, schema == "public" && name == "big" })
-	want := &Summary{Cost: 1234.57, Rows: 0,
+	want := &Summary{Cost: ptr(1234.57), Rows: ptr[int64](0),
 		Scans: []Scan{
-			{Table: "shop.orders", Method: "Bitmap Heap Scan", Index: "orders_pkey, orders_ref_idx", Filter: "((id = 1) OR (id = 2))", Rows: 40},
-			{Table: "big", Method: "Seq Scan", Filter: "(n > 0)", Rows: 20000}},
-		Writes:   []Write{{Operation: "update", Table: "shop.orders", Rows: 42}},
+			{Table: "shop.orders", Method: "Bitmap Heap Scan", Index: "orders_pkey, orders_ref_idx", Filter: "((id = 1) OR (id = 2))", Rows: ptr[int64](40)},
+			{Table: "big", Method: "Seq Scan", Filter: "(n > 0)", Rows: ptr[int64](20000)}},
+		Writes:   []Write{{Operation: "update", Table: "shop.orders", Rows: ptr[int64](42)}},
 		Warnings: []string{"Seq Scan reads all of big (about 50000 rows) to apply (n > 0): an index on the filtered columns, or a where on indexed ones, avoids it"}}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("summary\n%+v\nwant\n%+v", s, want)
 	}
 	if _, err := Parse([]byte(`[]`)); err == nil {
 		t.Error("Parse accepted EXPLAIN output without a plan")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestWithhold: a plan that reads a table under row-level security is summed up as the tables it
+// reads and writes, and nothing the planner derived from statistics; one that does not is not.
+func TestWithhold(t *testing.T) {
+	t.Parallel()
+	top, err := Parse([]byte(updateWithBitmap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden := func(schema, name string) bool { return schema == "shop" && name == "orders" }
+	if !Reads(top, hidden) || Reads(top, func(string, string) bool { return false }) {
+		t.Fatal("Reads misses or invents a hidden relation")
+	}
+	s := Withhold(top, hidden)
+	want := &Summary{Scans: []Scan{{Table: "big"}, {Table: "shop.orders"}},
+		Writes:   []Write{{Operation: "update", Table: "shop.orders"}},
+		Withheld: fmt.Sprintf(withheldNote, "shop.orders")}
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("withheld summary\n%+v\nwant\n%+v", s, want)
+	}
+	raw, _ := json.Marshal(s)
+	for _, leak := range []string{"estimatedRows", "estimatedCost", `"rows"`, "id = 1", "n > 0", "Scan\"", "orders_pkey"} {
+		if strings.Contains(string(raw), leak) {
+			t.Errorf("withheld summary shows %q: %s", leak, raw)
+		}
 	}
 }
 

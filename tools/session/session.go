@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 )
 
@@ -93,6 +94,11 @@ type Session struct {
 	// ChangedSchema records that a statement of the session changed the catalog (DDL), so that
 	// its commit refreshes what the runner knows of the database's tables.
 	ChangedSchema atomic.Bool
+	// Written is what the session's kept statements wrote, per table, measured statement by
+	// statement while approval rules apply: rows_over judges it, the session's whole effect,
+	// so that splitting a change into statements does not split it under the bound. Guarded by
+	// the session lock.
+	Written []approval.TableRows
 
 	conn      *pgx.Conn
 	sem       chan struct{}
