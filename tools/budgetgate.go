@@ -45,18 +45,30 @@ func (req *request) catalogEstimate(ctx context.Context) func(schema, name strin
 }
 
 // rowSecured answers plan.Budget's Hidden and plan.Withhold's question from db's catalog
-// snapshot: does row-level security apply to the relation for the caller's role? A relation the
-// snapshot does not hold (a partition, which the catalog lets its parent stand for; a table newer
-// than the snapshot; a temporary table) or the role may not read counts as secured: without a
-// catalog that says otherwise, no estimate over it is shown.
+// snapshot: does row-level security apply to the relation for the caller's role? A partition,
+// which the catalog lets its root stand for, is secured when its root is, or when it has row
+// security of its own (a statement may name it directly). A relation the snapshot does not hold
+// otherwise (a table newer than the snapshot, a temporary table), or the role may not read,
+// counts as secured: without a catalog that says otherwise, no estimate over it is shown.
 func (req *request) rowSecured(ctx context.Context) func(schema, name string) bool {
 	snap, err := req.db.cat.Snapshot(ctx, false)
 	if err != nil {
 		return func(string, string) bool { return true }
 	}
 	view, verr := req.db.cat.ViewFor(ctx, snap, req.who().role)
-	return func(schema, name string) bool {
-		r := snap.Rels[catalog.RelKey(schema, name)]
+	parts := map[string]bool{} // partitions asked about, by key: secured
+	var secured func(schema, name string, partition bool) bool
+	secured = func(schema, name string, partition bool) bool {
+		key := catalog.RelKey(schema, name)
+		r := snap.Rels[key]
+		if r == nil && !partition {
+			if v, ok := parts[key]; ok {
+				return v
+			}
+			root, own, ok := req.db.partitionRoot(ctx, schema, name)
+			parts[key] = !ok || own || secured(root[0], root[1], true)
+			return parts[key]
+		}
 		if r == nil || verr != nil {
 			return true
 		}
@@ -68,6 +80,29 @@ func (req *request) rowSecured(ctx context.Context) func(schema, name string) bo
 		}
 		return r == nil || r.RowSecurity
 	}
+	return func(schema, name string) bool { return secured(schema, name, false) }
+}
+
+// partitionRootQuery finds a partition's root and whether the partition has row security of
+// its own.
+const partitionRootQuery = `
+SELECT rn.nspname::text, r.relname::text, c.relrowsecurity
+FROM pg_class c JOIN pg_namespace cn ON cn.oid = c.relnamespace
+JOIN pg_class r ON r.oid = pg_partition_root(c.oid) JOIN pg_namespace rn ON rn.oid = r.relnamespace
+WHERE c.relispartition AND cn.nspname = $1 AND c.relname = $2`
+
+// partitionRoot is the root (schema, name) of partition schema.name and whether the partition
+// enables row security itself; ok is false when it is no partition or the catalog cannot say.
+func (db *Database) partitionRoot(ctx context.Context, schema, name string) (root [2]string, ownRLS, ok bool) {
+	conn, err := db.acquire(ctx)
+	if err != nil {
+		return root, false, false
+	}
+	defer conn.Release()
+	if err := conn.QueryRow(ctx, partitionRootQuery, schema, name).Scan(&root[0], &root[1], &ownRLS); err != nil {
+		return root, false, false
+	}
+	return root, ownRLS, true
 }
 
 // summarize is the summary of top the caller may read: the planner's, or where the plan reads a

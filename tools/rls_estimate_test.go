@@ -166,3 +166,44 @@ func TestExplained(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionsKeepTheirEstimates: a plan over the partitions of a table without row-level
+// security keeps its estimates (the catalog lets the root stand for its partitions, so a
+// partition is judged by its root), while partitions of a root under row-level security, or with
+// row security of their own, are withheld like their root.
+func TestPartitionsKeepTheirEstimates(t *testing.T) {
+	t.Parallel()
+	ib := newIdentityBundle(t)
+	ib.db.Exec(t, fmt.Sprintf(`
+		CREATE TABLE events (id int, tenant int NOT NULL, kind text NOT NULL) PARTITION BY RANGE (id);
+		CREATE TABLE events_a PARTITION OF events FOR VALUES FROM (0) TO (1000);
+		CREATE TABLE events_b PARTITION OF events FOR VALUES FROM (1000) TO (2000);
+		INSERT INTO events SELECT i, 1 + i %% 2, 'k' || (i %% 7) FROM generate_series(0, 1999) i;
+		CREATE TABLE secured_events (LIKE events) PARTITION BY RANGE (id);
+		CREATE TABLE secured_events_a PARTITION OF secured_events FOR VALUES FROM (0) TO (2000);
+		INSERT INTO secured_events SELECT * FROM events;
+		ALTER TABLE secured_events ENABLE ROW LEVEL SECURITY;
+		CREATE POLICY tenant_only ON secured_events USING (tenant = (current_setting('request.jwt.claims', true)::jsonb ->> 'tenant')::int);
+		CREATE TABLE own_events (LIKE events) PARTITION BY RANGE (id);
+		CREATE TABLE own_events_a PARTITION OF own_events FOR VALUES FROM (0) TO (2000);
+		INSERT INTO own_events SELECT * FROM events;
+		ALTER TABLE own_events_a ENABLE ROW LEVEL SECURITY;
+		CREATE POLICY tenant_only ON own_events_a USING (tenant = (current_setting('request.jwt.claims', true)::jsonb ->> 'tenant')::int);
+		GRANT SELECT ON events, events_a, events_b, secured_events, secured_events_a, own_events, own_events_a TO %[1]s;
+		ANALYZE events; ANALYZE secured_events; ANALYZE own_events;`, quoteIdent(ib.role)))
+	alice := ib.tenant(1)
+	for _, c := range []struct {
+		table    string
+		withheld bool
+	}{{"events", false}, {"events_a", false}, {"secured_events", true}, {"secured_events_a", true}, {"own_events_a", true}} {
+		out := ib.mustCallAs(t, alice, "explain_query", `{"sql":"select id from `+c.table+` where kind = 'k3'"}`)
+		_, has := out["estimatedRows"]
+		if has == c.withheld {
+			t.Errorf("explain_query on %s: estimatedRows shown %v, want %v: %v", c.table, has, !c.withheld, out)
+		}
+		res, _, e := ib.reg.Call(context.Background(), alice, "execute_sql", []byte(`{"sql":"EXPLAIN select id from `+c.table+` where kind = 'k3'"}`))
+		if (e != nil) != c.withheld {
+			t.Errorf("EXPLAIN of %s through execute_sql: refused %v, want %v (%v, %v)", c.table, e != nil, c.withheld, e, res)
+		}
+	}
+}
