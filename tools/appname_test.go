@@ -287,3 +287,77 @@ func TestApplicationNameDoesNotCrossCallers(t *testing.T) {
 		}
 	}
 }
+
+func TestAppName(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 200)
+	cases := []struct{ principal, tool, want string }{
+		{"support-bot", "select_query", "pgtools/support-bot/select_query"},
+		{"crm:alice@example.com", "pg_transaction", "pgtools/crm:alice@example.com/pg_transaction"},
+		{"crm:ålice\n", "execute_sql", "pgtools/crm:?lice?/execute_sql"},
+		{"bad\xffutf8", "nap", "pgtools/bad?utf8/nap"},
+		{"o'brien\\", "nap", `pgtools/o'brien\/nap`},
+		{long, "execute_sql", "pgtools/" + long[:63-8-1-len("execute_sql")-1] + "~/execute_sql"},
+		{"p", strings.Repeat("t", 40), "pgtools/p/" + strings.Repeat("t", appToolMax)},
+		{long, strings.Repeat("t", 40), "pgtools/" + long[:63-8-1-appToolMax-1] + "~/" + strings.Repeat("t", appToolMax)},
+	}
+	for _, c := range cases {
+		got := appName(c.principal, c.tool)
+		if got != c.want {
+			t.Errorf("appName(%q, %q) = %q, want %q", c.principal, c.tool, got, c.want)
+		}
+		if len(got) > appNameMax {
+			t.Errorf("appName(%q, %q) is %d bytes", c.principal, c.tool, len(got))
+		}
+	}
+}
+
+// TestApplicationNameOfHostileNames: a principal name made to break out (quotes, a backslash, a
+// newline, 200 bytes, non-ASCII, SQL) is shown clipped and printable, and runs nothing, on the
+// bound path (reads), the quoted path (writes, pg_transaction) and in a session.
+func TestApplicationNameOfHostileNames(t *testing.T) {
+	t.Parallel()
+	ab := newAppBundle(t)
+	names := []string{
+		`tok:x'); DROP TABLE slow; --`,
+		`tok:\'; DROP TABLE slow; --`,
+		"tok:line\nbreak\r\x00nul",
+		"tok:" + strings.Repeat("é", 100),
+		"tok:" + strings.Repeat("a", 196),
+		`tok:$$; DROP TABLE slow; $$ %a %u`,
+	}
+	const probe = "select current_setting('application_name') as v"
+	for _, name := range names {
+		p := Principal{Name: name, Scopes: []string{"read", "write"}}
+		for _, c := range []struct{ tool, args string }{
+			{"execute_sql", `{"sql":"` + probe + `"}`},
+			{"execute_sql", `{"sql":"` + probe + `","mode":"write","autocommit":true}`},
+			{"pg_transaction", `{"operations":[{"sql":"select 1"},{"sql":"` + probe + `"}]}`},
+		} {
+			out := ab.mustCallAs(t, p, c.tool, c.args)
+			var v any
+			if c.tool == "pg_transaction" {
+				res := out["results"].([]any)
+				v = res[1].(map[string]any)["rows"].([]any)[0].(map[string]any)["v"]
+			} else {
+				v = rows(t, out)[0]["v"]
+			}
+			got, _ := v.(string)
+			if want := appName(name, c.tool); got != want {
+				t.Errorf("%s %s as %q: application_name %q, want %q", c.tool, c.args, name, got, want)
+			}
+			if len(got) > appNameMax || strings.IndexFunc(got, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+				t.Errorf("%s as %q: application_name %q is not clipped printable ASCII", c.tool, name, got)
+			}
+		}
+		sid := ab.mustCallAs(t, p, "pg_tx", `{"action":"begin"}`)["session_id"].(string)
+		got := rows(t, ab.mustCallAs(t, p, "execute_sql", `{"sql":"`+probe+`","session_id":"`+sid+`"}`))[0]["v"]
+		if want := appName(name, "execute_sql"); got != want {
+			t.Errorf("in a session as %q: application_name %q, want %q", name, got, want)
+		}
+		ab.mustCallAs(t, p, "pg_tx", `{"action":"rollback","session_id":"`+sid+`"}`)
+	}
+	if n := ab.db.QueryInt(t, "SELECT count(*) FROM slow"); n != 3 {
+		t.Fatalf("the slow table has %d rows, want its 3", n)
+	}
+}
