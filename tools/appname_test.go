@@ -217,10 +217,10 @@ func TestApplicationNameNamesTheCaller(t *testing.T) {
 		}
 	}
 
-	// A session: begun as pg_tx, each statement named for its own tool, one principal throughout.
+	// A session: its connection says so; begun as pg_tx, each statement named for its own tool.
 	out := ab.mustCallAs(t, p, "pg_tx", `{"action":"begin"}`)
 	sid := out["session_id"].(string)
-	if got := ab.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgtools/crm:alice@example.com/pg_tx' AND state = 'idle in transaction'"); got != 1 {
+	if got := ab.db.QueryInt(t, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgtools-session/crm:alice@example.com/pg_tx' AND state = 'idle in transaction'"); got != 1 {
 		t.Errorf("after begin, %d backends show the session as pg_tx's", got)
 	}
 	for _, c := range []struct{ tool, args string }{
@@ -232,7 +232,7 @@ func TestApplicationNameNamesTheCaller(t *testing.T) {
 		if e != nil {
 			t.Fatalf("%s in the session: %s", c.tool, e.Message)
 		}
-		if want := "pgtools/" + p.Name + "/" + c.tool; !seen[want] {
+		if want := "pgtools-session/" + p.Name + "/" + c.tool; !seen[want] {
 			t.Errorf("%s in the session: pg_stat_activity showed %v, not %q", c.tool, seen, want)
 		}
 	}
@@ -301,8 +301,11 @@ func TestAppName(t *testing.T) {
 		{"p", strings.Repeat("t", 40), "pgtools/p/" + strings.Repeat("t", appToolMax)},
 		{long, strings.Repeat("t", 40), "pgtools/" + long[:63-8-1-appToolMax-1] + "~/" + strings.Repeat("t", appToolMax)},
 	}
+	if got, want := appName(appSession, long, "pg_tx"), "pgtools-session/"+long[:63-16-1-5-1]+"~/pg_tx"; got != want {
+		t.Errorf("a session's: %q, want %q", got, want)
+	}
 	for _, c := range cases {
-		got := appName(c.principal, c.tool)
+		got := appName(appPooled, c.principal, c.tool)
 		if got != c.want {
 			t.Errorf("appName(%q, %q) = %q, want %q", c.principal, c.tool, got, c.want)
 		}
@@ -343,7 +346,7 @@ func TestApplicationNameOfHostileNames(t *testing.T) {
 				v = rows(t, out)[0]["v"]
 			}
 			got, _ := v.(string)
-			if want := appName(name, c.tool); got != want {
+			if want := appName(appPooled, name, c.tool); got != want {
 				t.Errorf("%s %s as %q: application_name %q, want %q", c.tool, c.args, name, got, want)
 			}
 			if len(got) > appNameMax || strings.IndexFunc(got, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
@@ -352,7 +355,7 @@ func TestApplicationNameOfHostileNames(t *testing.T) {
 		}
 		sid := ab.mustCallAs(t, p, "pg_tx", `{"action":"begin"}`)["session_id"].(string)
 		got := rows(t, ab.mustCallAs(t, p, "execute_sql", `{"sql":"`+probe+`","session_id":"`+sid+`"}`))[0]["v"]
-		if want := appName(name, "execute_sql"); got != want {
+		if want := appName(appSession, name, "execute_sql"); got != want {
 			t.Errorf("in a session as %q: application_name %q, want %q", name, got, want)
 		}
 		ab.mustCallAs(t, p, "pg_tx", `{"action":"rollback","session_id":"`+sid+`"}`)

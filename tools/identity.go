@@ -46,22 +46,29 @@ const appNameMax = 63
 // appToolMax is the most of appNameMax a tool's name takes; the principal gets the rest.
 const appToolMax = 24
 
-// appName is the application_name of a call of tool by principal, as a database administrator
-// sees it in pg_stat_activity and in log_line_prefix's %a: "pgtools/<principal>/<tool>". It is
+// The first part of a caller's application_name: the kind of connection the call runs on.
+const (
+	appPooled  = "pgtools"         // a connection of the database's pool (its own name between calls)
+	appSession = "pgtools-session" // a session's dedicated connection (pg_tx)
+)
+
+// appName is the application_name of a call of tool by principal on a connection of kind (appPooled,
+// appSession), as a database administrator sees it in pg_stat_activity and in log_line_prefix's
+// %a: "pgtools/<principal>/<tool>", "pgtools-session/<principal>/<tool>". It is
 // printable ASCII only and at most appNameMax bytes: every other character becomes '?' (what
 // PostgreSQL itself would show for a non-ASCII byte), a tool name is cut to appToolMax bytes,
 // and a principal name that does not fit is cut and ends in '~'. The principal's name is an
 // identifier (a token's name, an act-as subject), never a secret. The tool is always the last
 // part: tool names contain no '/'.
-func appName(principal, tool string) string {
+func appName(kind, principal, tool string) string {
 	tool = printableASCII(tool)
 	if len(tool) > appToolMax {
 		tool = tool[:appToolMax]
 	}
-	const prefix = "pgtools/"
+	prefix := kind + "/"
 	room := appNameMax - len(prefix) - 1 - len(tool)
 	who := printableASCII(principal)
-	if len(who) > room {
+	if len(who) > room && room > 0 {
 		who = who[:room-1] + "~"
 	}
 	return prefix + who + "/" + tool

@@ -49,11 +49,10 @@ func (req *request) format(arg string) wire.Format {
 }
 
 // who is the identity the call acts as: its session's (fixed at begin), else its principal's,
-// named for the database by the principal and the tool (appName).
+// named for the database by its connection, the principal and the tool (appName).
 func (req *request) who() identity {
-	id := identityOf(req.principal)
 	if req.session != nil {
-		id = sessionIdentity(req.session)
+		return sessionIdentity(req.session).named(appName(appSession, req.principal.Name, req.tool))
 	}
-	return id.named(appName(req.principal.Name, req.tool))
+	return identityOf(req.principal).named(appName(appPooled, req.principal.Name, req.tool))
 }
