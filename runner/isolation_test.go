@@ -51,11 +51,11 @@ func withParam(t *testing.T, dsn, key, value string) string {
 	return dsn + " " + key + "='" + value + "'"
 }
 
-// TestOwnConnectionsCarryFixedApplicationName: whatever application_name the DSN sets (directly or
-// through options), session and pg_transaction connections show a fixed name in
-// pg_stat_activity, never the principal's name or its token, so other roles' monitoring learns
-// nothing about callers from it.
-func TestOwnConnectionsCarryFixedApplicationName(t *testing.T) {
+// TestOwnConnectionsNameTheCallerNeverTheSecret: whatever application_name the DSN sets (directly
+// or through options), a session's and a pg_transaction's transactions show pgtools' own name for
+// the caller in pg_stat_activity (issue 38: the database sees who acts): the principal's name and
+// the tool, never the token's secret.
+func TestOwnConnectionsNameTheCallerNeverTheSecret(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	dsn := db.RoleDSN(t, "appname")
@@ -97,11 +97,11 @@ func TestOwnConnectionsCarryFixedApplicationName(t *testing.T) {
 		tx = backend("state = 'active' and query like '%pg_sleep%'")
 	}
 	session = backend("state = 'idle in transaction'")
-	if session != "pgtools-session" || tx != "pgtools-transaction" {
-		t.Errorf("application_name of the session connection %q, of the pg_transaction connection %q; want pgtools-session and pgtools-transaction", session, tx)
+	if session != "pgtools-session/alice-principal/pg_tx" || tx != "pgtools/alice-principal/pg_transaction" {
+		t.Errorf("application_name of the session connection %q, of the pg_transaction connection %q; want pgtools-session/alice-principal/pg_tx and pgtools/alice-principal/pg_transaction", session, tx)
 	}
-	if all := backend("true"); strings.Contains(all, "alice") || strings.Contains(all, "secret") {
-		t.Errorf("a backend's application_name names the principal: %s", all)
+	if all := backend("true"); strings.Contains(all, "secret") || strings.Contains(all, "dsn-") {
+		t.Errorf("a backend's application_name shows the token's secret or the DSN's name: %s", all)
 	}
 	if body := <-done; body["success"] != true {
 		t.Fatalf("pg_transaction: %v", body)
@@ -120,11 +120,11 @@ func TestRolePerTokenIsolatesBackends(t *testing.T) {
 	const tokA, tokB = "token-a-reader-0123456789", "token-b-writer-0123456789"
 	activeSessions := func() int64 {
 		return db.QueryInt(t, `select count(*) from pg_stat_activity where datname = current_database()
-			and application_name = 'pgtools-session' and state = 'active'`)
+			and application_name like 'pgtools-session/%' and state = 'active'`)
 	}
 	// Only this test's database: other tests' sessions run on the same server.
-	const snoop = `{"database":%q,"sql":"select query from pg_stat_activity where datname = current_database() and application_name = 'pgtools-session'"}`
-	const killSQL = `{"database":%q,"sql":"select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and application_name = 'pgtools-session'"}`
+	const snoop = `{"database":%q,"sql":"select query from pg_stat_activity where datname = current_database() and application_name like 'pgtools-session/%%'"}`
+	const killSQL = `{"database":%q,"sql":"select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and application_name like 'pgtools-session/%%'"}`
 
 	// attack opens B's session, runs a slow statement with a literal in it, and while it runs
 	// lets A read pg_stat_activity and try to terminate the session's backend. It returns what A

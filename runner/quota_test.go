@@ -159,7 +159,7 @@ func TestSubjectsShareTheirOwnersTransactionSlots(t *testing.T) {
 		// Wait until the admitted calls are running, then call as the other token.
 		deadline := time.Now().Add(5 * time.Second)
 		for f.db.QueryInt(t, `select count(*) from pg_stat_activity where datname = current_database()
-			and application_name = 'pgtools-transaction' and xact_start is not null`) < 3 && time.Now().Before(deadline) {
+			and application_name like 'pgtools/%/pg_transaction' and xact_start is not null`) < 3 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		status, body := f.post(t, other, "pg_transaction", `{"operations":[{"sql":"select 1"}]}`)

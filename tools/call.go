@@ -53,7 +53,7 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 		defer r.sessions.Release(sess)
 	}
 	routed = p.mayUse(db.Name)
-	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, db: db, session: sess, in: dc.in, given: dc.given, started: started,
+	req := &request{sessions: r.sessions, txLimit: r.txLimit, principal: p, tool: t.info.Name, db: db, session: sess, in: dc.in, given: dc.given, started: started,
 		maxBytes: responseCap(ctx, p, db), budget: planBudgetOf(ctx, p, db)}
 	if t.paging != nil {
 		req.pages = &pager{state: dc.page, spec: t.paging, signer: r.pages}

@@ -53,7 +53,7 @@ func TestSessionCommitOnEndedBackendIsLost(t *testing.T) {
 	t.Cleanup(func() { mgr.Close(context.Background()) })
 	b.reg.setSessions(mgr)
 	id := b.mustCall(t, "pg_tx", `{"action":"begin"}`)["session_id"].(string)
-	if n := b.db.QueryInt(t, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pgtools-session'"); n != 1 {
+	if n := b.db.QueryInt(t, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pgtools-session/tester/pg_tx'"); n != 1 {
 		t.Fatalf("terminated %d session backends, want 1", n)
 	}
 	e := b.mustFail(t, ErrConnection, "pg_tx", `{"action":"commit","session_id":"`+id+`"}`)

@@ -69,7 +69,7 @@ func TestDescribeExecPreparesNothing(t *testing.T) {
 			}
 
 			// A read inside a session runs on the session's own connection, in the same mode.
-			s, err := session.Open(context.Background(), "describe-exec-test", testPrincipal.Name, sessionTarget(testPrincipal, b.tdb), TxOptions{}, time.Minute, time.Now)
+			s, err := session.Open(context.Background(), "describe-exec-test", testPrincipal.Name, sessionTarget(testPrincipal, identityOf(testPrincipal), b.tdb), TxOptions{}, time.Minute, time.Now)
 			if err != nil {
 				t.Fatal(err)
 			}

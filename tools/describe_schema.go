@@ -162,7 +162,7 @@ func describeList(ctx context.Context, req *request, a *describeArgs, ws []strin
 		reserve += len(res.Schemas) + len(`,"schemas":`)
 	}
 	page := newPageFill(budget-reserve, hardCap-reserve)
-	last, err := req.db.listEntries(ctx, role, a.Detail, hits, page)
+	last, err := req.db.listEntries(ctx, req.who(), a.Detail, hits, page)
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, "")
 	}
@@ -216,7 +216,7 @@ func listKey(after []*string) (discovery.Key, bool) {
 // listEntries adds hits to page in detail (names, summary or full) while they fit, and returns
 // how many hits the page covers: a table dropped since the catalog was read is passed over in a
 // full listing, not listed.
-func (db *Database) listEntries(ctx context.Context, role, detail string, hits []discovery.Hit, page *pageFill) (int, error) {
+func (db *Database) listEntries(ctx context.Context, who identity, detail string, hits []discovery.Hit, page *pageFill) (int, error) {
 	if detail != "full" {
 		for i, h := range hits {
 			var it []byte
@@ -242,7 +242,7 @@ func (db *Database) listEntries(ctx context.Context, role, detail string, hits [
 		for i, h := range batch {
 			rels[i] = h.Rel
 		}
-		details, err := db.describeTables(ctx, role, rels, describeOpts{keys: true})
+		details, err := db.describeTables(ctx, who.role, rels, describeOpts{keys: true, app: who.app})
 		if err != nil {
 			return 0, err
 		}
@@ -294,7 +294,7 @@ func describeOne(ctx context.Context, req *request, a *describeArgs, ws []string
 		}
 		after = int16(n)
 	}
-	details, err := req.db.describeTables(ctx, role, []*catalog.Relation{rel}, describeOpts{strict: true, afterNum: after, words: ws, keys: req.pageState() == nil})
+	details, err := req.db.describeTables(ctx, role, []*catalog.Relation{rel}, describeOpts{strict: true, afterNum: after, words: ws, keys: req.pageState() == nil, app: req.who().app})
 	if err != nil {
 		return nil, withOp(classify(ctx, err, cc, mask), op, table)
 	}

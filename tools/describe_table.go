@@ -144,6 +144,7 @@ type describeOpts struct {
 	afterNum int16    // only columns after this attnum (a page token's)
 	words    []string // only columns whose name or comment contains every word (lower case)
 	keys     bool     // keys, indexes, checks and the tables joined both ways, besides the columns
+	app      string   // the caller's application_name, set in the reading's transaction ("": the connection's)
 }
 
 // describeTables describes rels as role sees them, in their order; a table gone since the
@@ -200,6 +201,10 @@ func (db *Database) describeTables(ctx context.Context, role string, rels []*cat
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a read-only transaction has nothing to lose
 	b := &pgx.Batch{}
+	if o.app != "" {
+		// First in the batch, so in its round trip: the reading runs named for its caller.
+		b.Queue(sqlSetApp, o.app)
+	}
 	if o.strict {
 		b.Queue(detailOIDsStrictQuery, names)
 	} else {
@@ -213,6 +218,11 @@ func (db *Database) describeTables(ctx context.Context, role string, rels []*cat
 	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
+	if o.app != "" {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
 
 	out := make([]*tableDetail, len(rels))
 	byOID := map[uint32]int{}

@@ -21,10 +21,6 @@ type opResult struct {
 	Rows     wire.Rows `json:"rows,omitempty"` // "rows", or "columns" then "rows" (format columns)
 }
 
-// txAppName is the application_name pg_stat_activity shows for a backend while it runs a
-// pg_transaction batch.
-const txAppName = "pgtools-transaction"
-
 // opEncoder writes one operation's outcome; its rows are copied as the row encoder made them.
 var opEncoder = wire.NewObjectEncoder[opResult]("")
 
@@ -71,12 +67,11 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	who := req.who()
 	bound := newTxBound(&req.db.Policy)
 	pol := bound.next()
-	// One round trip opens the transaction as the caller, arms its bounds and takes the first
-	// operation's before-reading. application_name is local to the transaction, so operators
-	// still see which backends run a batch (pg_stat_activity) while the pooled connection keeps
-	// its own name.
-	begin := "BEGIN; SET LOCAL application_name = '" + txAppName + "'" + bound.serverSQL(pc) + "; " +
-		who.prefix(false) + timeoutsSQL(pol)
+	// One round trip opens the transaction as the caller (its application_name included, local
+	// to the transaction, so pg_stat_activity names the batch's principal while the pooled
+	// connection keeps its own name), arms its bounds and takes the first operation's
+	// before-reading.
+	begin := "BEGIN" + bound.serverSQL(pc) + "; " + who.prefix(false) + timeoutsSQL(pol)
 	var tw string // how to read the table writes, when approval rules apply: prepared before BEGIN
 	if req.approval != nil {
 		tw = approval.TableWritesText(ctx, pc, req.db.Policy.PreparesStatements())

@@ -39,7 +39,7 @@ func pgTx(ctx context.Context, req *request, a *txArgs) (Result, *Error) {
 	case "begin":
 		opts := TxOptions{Isolation: a.IsolationLevel, ReadOnly: a.ReadOnly}
 		began := time.Now()
-		s, e := req.sessions.Begin(ctx, req.principal.Name, sessionTarget(req.principal, req.db), opts)
+		s, e := req.sessions.Begin(ctx, req.principal.Name, sessionTarget(req.principal, identityOf(req.principal).named(appName(appSession, req.principal.Name, req.tool)), req.db), opts)
 		if e != nil {
 			return nil, e
 		}

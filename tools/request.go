@@ -13,6 +13,7 @@ type request struct {
 	sessions  SessionStore
 	txLimit   *TxLimiter // bound on pg_transaction connections; nil: none
 	principal Principal
+	tool      string // the tool's wire name, for the application_name the database shows
 	db        *Database
 	session   *Session // the session session_id names, locked for the call (nil: stateless)
 	allowDDL  bool     // the database allows DDL and the principal has the ddl scope
@@ -47,10 +48,11 @@ func (req *request) format(arg string) wire.Format {
 	return wire.Objects
 }
 
-// who is the identity the call acts as: its session's (fixed at begin), else its principal's.
+// who is the identity the call acts as: its session's (fixed at begin), else its principal's,
+// named for the database by its connection, the principal and the tool (appName).
 func (req *request) who() identity {
 	if req.session != nil {
-		return sessionIdentity(req.session)
+		return sessionIdentity(req.session).named(appName(appSession, req.principal.Name, req.tool))
 	}
-	return identityOf(req.principal)
+	return identityOf(req.principal).named(appName(appPooled, req.principal.Name, req.tool))
 }

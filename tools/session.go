@@ -14,10 +14,9 @@ import (
 )
 
 // sessionTarget is what a session of p on db is opened with: the database's connection
-// configuration and p's identity, asserted at begin (and, by readIn and writeIn, before every
-// statement).
-func sessionTarget(p Principal, db *Database) session.Target {
-	who := identityOf(p)
+// configuration and who, p's identity, asserted at begin (and, by readIn and writeIn, before
+// every statement, each time named for that statement's tool).
+func sessionTarget(p Principal, who identity, db *Database) session.Target {
 	return session.Target{Database: db.Name, Config: db.Pool.Config().ConnConfig, Who: session.Identity{Role: who.role, Claims: who.claims},
 		Assert: who.sql(false), MaskValues: db.Policy.MasksErrorValues(), Quota: p.QuotaOwner(), Warm: db.sessionWarm.warmUp()}
 }
@@ -74,7 +73,7 @@ func writeIn(ctx context.Context, db *Database, s *Session, st writeStmt) (out *
 	ctx, cancel := withCallDeadline(ctx, pol)
 	defer cancel()
 	pc := s.Conn().PgConn()
-	st.who = sessionIdentity(s) // checked after the statement (execStmt), as asserted before it
+	st.who = sessionIdentity(s).named(st.who.app) // checked after the statement (execStmt), as asserted before it
 	pre := wire.SQLSavepoint + "; " + st.who.prefix(true) + timeoutsSQL(pol)
 	var before effects
 	var tw string                         // how to read the table writes, when approval rules apply
@@ -148,7 +147,7 @@ func settleInSession(ctx context.Context, pc *pgconn.PgConn, s *Session, g *appr
 // It acts as who (the session's identity, asserted again, inside a session).
 func runReadOn(ctx context.Context, db *Database, s *Session, who identity, st wire.Stmt) (*wire.RowSet, error) {
 	if s != nil {
-		who = sessionIdentity(s)
+		who = sessionIdentity(s).named(who.app)
 		st.Setup, st.Check = who.pipeline(true), who.check()
 		return readIn(ctx, db, s, st)
 	}

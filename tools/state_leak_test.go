@@ -27,7 +27,8 @@ func TestNoSessionStateLeaksBetweenCalls(t *testing.T) {
 		{name: "set_config statement_timeout", first: "SELECT set_config('statement_timeout', '1', false), pg_backend_pid() AS pid",
 			next: "SELECT current_setting('statement_timeout') AS v, pg_sleep(0.05)::text AS s, pg_backend_pid() AS pid", want: `{"v":"30s","s":""}`, samePID: true},
 		{name: "set_config application_name", first: "SELECT set_config('application_name', 'hijacked', false), pg_backend_pid() AS pid",
-			next: "SELECT current_setting('application_name') AS v, pg_backend_pid() AS pid", want: `{"v":"pgtools"}`, samePID: true},
+			// The next call sees its own name (pgtools, the principal, the tool), set in its transaction.
+			next: "SELECT current_setting('application_name') AS v, pg_backend_pid() AS pid", want: `{"v":"pgtools/tester/execute_sql"}`, samePID: true},
 		{name: "SET search_path", first: "SET search_path = pg_catalog", firstFails: ErrNotAllowed,
 			next: "SELECT current_setting('search_path') AS v", want: `{"v":"\"$user\", public"}`},
 		{name: "advisory lock", first: "SELECT pg_advisory_lock(42), pg_backend_pid() AS pid",

@@ -25,7 +25,7 @@ func sleepTx(d time.Duration) string {
 // so it is not counted: the limiter frees a slot only after the COMMIT and the close.
 func txBackends(t testing.TB, b *bundle) int64 {
 	return b.db.QueryInt(t, `select count(*) from pg_stat_activity where datname = current_database()
-		and application_name = 'pgtools-transaction' and xact_start is not null`)
+		and application_name like 'pgtools/%/pg_transaction' and xact_start is not null`)
 }
 
 // sampleMax polls count every 10 ms until stop is closed and returns the largest value seen.

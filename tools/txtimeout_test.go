@@ -67,7 +67,7 @@ func TestPgTransactionEndsAtItsCallBound(t *testing.T) {
 		_, e := b.callAs(t, testPrincipal, "pg_transaction", args)
 		done <- outcome{e, time.Since(start)}
 	}()
-	waitForSleep(t, b, "pgtools-transaction")
+	waitForSleep(t, b, "pgtools/tester/pg_transaction")
 	freed := updateAsOther(t, b.db.DSN, "update lockme set v = 100 where id = 1").Sub(start)
 	o := <-done
 	t.Logf("the batch ended after %s; the other connection's update finished after %s", o.took, freed)

@@ -34,7 +34,7 @@ func TestSIGTERMRollsBackSessions(t *testing.T) {
 			t.Fatalf("insert in session: %v", out)
 		}
 	}
-	if n := db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and application_name = 'pgtools-session'"); n != 3 {
+	if n := db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and application_name like 'pgtools-session/%'"); n != 3 {
 		t.Fatalf("%d session backends, want 3", n)
 	}
 	// Calls in flight while the signal arrives finish or are refused cleanly.

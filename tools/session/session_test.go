@@ -116,8 +116,10 @@ func (f *fixture) balance(t *testing.T, id int) int64 {
 func (f *fixture) sessionBackends(t *testing.T) int64 { return f.backends(t, "pgtools-session") }
 
 // backends counts this database's backends with the given application_name.
+// backends counts this database's backends named app, or app followed by a caller's name
+// ("pgtools-session/<principal>/<tool>").
 func (f *fixture) backends(t *testing.T, app string) int64 {
-	return f.db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and application_name = $1", app)
+	return f.db.QueryInt(t, "select count(*) from pg_stat_activity where datname = current_database() and (application_name = $1 or application_name like $1 || '/%')", app)
 }
 
 // waitBackends waits briefly for session backends to exit (PostgreSQL ends them asynchronously).
@@ -127,7 +129,7 @@ func (f *fixture) waitBackends(t *testing.T, want int64) { f.waitApp(t, "pgtools
 // and fails the test unless there was exactly one.
 func (f *fixture) killSessionBackend(t *testing.T) {
 	t.Helper()
-	if n := f.db.QueryInt(t, "select count(pg_terminate_backend(pid)) from pg_stat_activity where datname = current_database() and application_name = 'pgtools-session'"); n != 1 {
+	if n := f.db.QueryInt(t, "select count(pg_terminate_backend(pid)) from pg_stat_activity where datname = current_database() and application_name like 'pgtools-session/%'"); n != 1 {
 		t.Fatalf("terminated %d backends", n)
 	}
 }
@@ -423,5 +425,5 @@ func TestPgTransaction(t *testing.T) {
 	reader := tools.Principal{Name: "r", Scopes: []string{"read"}}
 	f.fail(t, tools.ErrNotAllowed, reader, "pg_transaction", `{"operations":[{"sql":"delete from accounts"}]}`)
 	// Each pg_transaction's connection is closed afterwards (its backend exits asynchronously).
-	f.waitApp(t, "pgtools-transaction", 0)
+	f.waitApp(t, "pgtools/alice/pg_transaction", 0)
 }

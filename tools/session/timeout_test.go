@@ -52,7 +52,7 @@ func TestSessionCallEndsAtItsBound(t *testing.T) {
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for f.db.QueryInt(t, `select count(*) from pg_stat_activity where datname = current_database()
-		and application_name = 'pgtools-session' and state = 'active' and query like '%pg_sleep%'`) == 0 {
+		and application_name like 'pgtools-session/%' and state = 'active' and query like '%pg_sleep%'`) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the session call never reached its pg_sleep")
 		}
