@@ -84,3 +84,4 @@ func TestStoreDecisions(t *testing.T) {
 		t.Fatal("an ended request was kept past its TTL")
 	}
 }
+
