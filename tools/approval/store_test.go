@@ -84,4 +84,3 @@ func TestStoreDecisions(t *testing.T) {
 		t.Fatal("an ended request was kept past its TTL")
 	}
 }
-
