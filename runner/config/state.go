@@ -3,6 +3,7 @@ package config
 import (
 	"net/url"
 	"regexp"
+	"strconv"
 )
 
 // DefaultStateSchema is Config.StateSchema when unset.
@@ -39,4 +40,4 @@ func (c *Config) stateProblems() []string {
 	return problems
 }
 
-func quoteName(s string) string { return `"` + s + `"` }
+func quoteName(s string) string { return strconv.Quote(s) }
