@@ -29,8 +29,13 @@ var reloadTable = map[string]onReload{
 	"listen":         needsRestart,
 	"metrics_listen": needsRestart,
 	"replica_id":     needsRestart,
-	"audit_log":      needsRestart,
-	"log_level":      needsRestart,
+	// The state database is opened, and the replica registered, once.
+	"state":               needsRestart,
+	"state_schema":        needsRestart,
+	"fleet":               needsRestart,
+	"fleet.advertise_url": needsRestart,
+	"audit_log":           needsRestart,
+	"log_level":           needsRestart,
 
 	// The HTTP handler of each generation.
 	"openapi_public":                          appliesLive,

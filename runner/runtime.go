@@ -17,6 +17,7 @@ import (
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/runner/mcpapi"
+	"github.com/pgtools/pgtools/runner/state"
 	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/approval"
 	"github.com/pgtools/pgtools/tools/page"
@@ -48,6 +49,8 @@ type Runtime struct {
 	sessions   *session.Manager // nil with NoSessions
 	txLimit    *tools.TxLimiter
 	approvals  *approval.Store // one store for every generation: requests survive a reload
+	state      *state.State    // the fleet state (config state); nil without
+	closeState func()          // deregisters the replica, stops its heartbeat, closes the state pool
 	auditor    tools.Auditor
 	metrics    *invoke.Metrics
 	health     *httpapi.Health
@@ -121,8 +124,18 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 		}
 		stats = rt.sessions
 	}
-	rt.approvals = approval.NewStore(approval.Options{TTL: cfg.Approvals.TTL(), MaxPending: cfg.Approvals.MaxPending,
-		Audit: tools.AuditApprovals(rt.auditor), Now: opts.ApprovalClock})
+	ao := approval.Options{TTL: cfg.Approvals.TTL(), MaxPending: cfg.Approvals.MaxPending,
+		Audit: tools.AuditApprovals(rt.auditor), Now: opts.ApprovalClock,
+		OnError: func(op string, err error) {
+			log.Warn().Str("op", op).Err(err).Msg("approval state: the state database did not answer")
+		}}
+	if cfg.State != "" {
+		if err := rt.openState(ctx, cfg); err != nil {
+			return rt, err
+		}
+		ao.Backend = rt.state.Approvals()
+	}
+	rt.approvals = approval.NewStore(ao)
 	rt.metrics = invoke.NewMetricsFor(dbs, stats)
 	rt.metrics.WatchApprovals(rt.approvals)
 	g, err := rt.newGeneration(ctx, cfg, dbs, 1)
@@ -194,6 +207,10 @@ func (rt *Runtime) Generation() (n int64, loaded time.Time) {
 // Sessions is the session manager every generation shares (nil with NoSessions).
 func (rt *Runtime) Sessions() *session.Manager { return rt.sessions }
 
+// State is the fleet state in the state database (config state), nil without it: the replica
+// registry (Replicas, Owner) and the approvals' backend.
+func (rt *Runtime) State() *state.State { return rt.state }
+
 // Approvals is the approval store every generation shares.
 func (rt *Runtime) Approvals() *approval.Store { return rt.approvals }
 
@@ -249,6 +266,9 @@ func (rt *Runtime) Close() {
 		}
 		rt.sessions.Close(cctx)
 		cancel()
+	}
+	if rt.closeState != nil {
+		rt.closeState()
 	}
 	if rt.closeAudit != nil {
 		_ = rt.closeAudit()

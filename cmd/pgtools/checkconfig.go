@@ -16,6 +16,7 @@ import (
 	"github.com/pgtools/pgtools/runner"
 	"github.com/pgtools/pgtools/runner/config"
 	"github.com/pgtools/pgtools/runner/preflight"
+	"github.com/pgtools/pgtools/runner/state"
 	"github.com/pgtools/pgtools/tools"
 )
 
@@ -131,18 +132,48 @@ func checkDatabases(ctx context.Context, cfg *config.Config, stdout, stderr io.W
 		fmt.Fprintf(stderr, "pgtools check-config: warning: %s\n", line)
 	}
 	sql := rep.SQL()
+	stateRefused := false
+	if cfg.State != "" {
+		stateSQL, err := checkState(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "pgtools check-config: %v\n", err)
+			return 1
+		}
+		if stateSQL != "" {
+			sql += "-- state database " + cfg.State + ": pgtools' fleet state schema " + cfg.StateSchema + " (run in that database)\n" + stateSQL
+			stateRefused = true
+		}
+	}
 	if sql == "" {
 		fmt.Fprintf(stderr, "pgtools check-config: the databases match the configuration (%d database(s))\n", len(dbs))
 		fmt.Fprintln(stdout, "-- nothing to change")
 		return 0
 	}
 	fmt.Fprint(stdout, sql)
-	if len(rep.Refusals) == 0 {
+	if len(rep.Refusals) == 0 && !stateRefused {
 		// Warnings only: pgtools serve starts; the SQL is advice.
 		return 0
 	}
-	fmt.Fprintf(stderr, "pgtools check-config: pgtools serve would refuse to start (%d problem(s)); the SQL on stdout fixes them when run as a superuser\n", len(rep.Refusals))
+	n := len(rep.Refusals)
+	if stateRefused {
+		n++
+	}
+	fmt.Fprintf(stderr, "pgtools check-config: pgtools serve would refuse to start (%d problem(s)); the SQL on stdout fixes them when run as a superuser\n", n)
 	return 1
+}
+
+// checkState is the SQL an administrator runs for serve to use the state schema, "" when none.
+func checkState(ctx context.Context, cfg *config.Config) (string, error) {
+	pool, err := runner.StatePool(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer pool.Close()
+	sql, err := state.Check(ctx, pool, cfg.StateSchema)
+	if err != nil {
+		return "", fmt.Errorf("state (database %q): %w", cfg.State, err)
+	}
+	return sql, nil
 }
 
 // cmdHealthcheck asks a running server whether it is alive (or ready), for container health

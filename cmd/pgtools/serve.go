@@ -122,6 +122,9 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, ready ch
 		ev = ev.Str("metrics_listen", metricsLn.Addr().String())
 	}
 	ev.Msg("pgtools serving")
+	if rt.State() == nil {
+		log.Info().Msg("approvals live in this process's memory: a restart forgets pending and approved requests, and they hold only on this replica; set state to keep them in PostgreSQL for a fleet (docs/approvals.md)")
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

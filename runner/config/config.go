@@ -96,6 +96,15 @@ type Config struct {
 	// another one and a proxy can route by prefix. Default: the host name (a Kubernetes pod's
 	// name). Up to 63 letters, digits, '.', '_' or '-'.
 	ReplicaID string `json:"replica_id"`
+	// State names the configured database (one of Databases) whose schema StateSchema keeps
+	// the fleet's shared state: approval requests and the replica registry (runner/state).
+	// "" (the default): approvals live in this runner's memory.
+	State string `json:"state"`
+	// StateSchema is the schema of State (default "pgtools"), created or upgraded at start when
+	// the login role may.
+	StateSchema string `json:"state_schema"`
+	// Fleet is how this replica presents itself to the others (with State).
+	Fleet Fleet `json:"fleet"`
 	// CustomTools are the operator-defined tools (docs/design.md §13), in config order. Validate fills
 	// their defaults (database "default", mode "read") and checks their structure; their
 	// statements are checked on their databases when the registry is built (tools.Options.CustomTools).
@@ -323,6 +332,9 @@ func (c Config) withDefaults() Config {
 		c.LogLevel = DefaultLogLevel
 	}
 	c.Approvals = c.Approvals.withDefaults()
+	if c.StateSchema == "" {
+		c.StateSchema = DefaultStateSchema
+	}
 	c.N8N.Principal = cmp.Or(c.N8N.Principal, DefaultN8NPrincipal)
 	c.N8N.TaskTimeoutMS = cmp.Or(c.N8N.TaskTimeoutMS, DefaultN8NTaskTimeoutMS)
 	if c.ReplicaID == "" {
@@ -414,6 +426,7 @@ func (c *Config) Validate() error {
 	problems = append(problems, c.identityProblems()...)
 	problems = append(problems, c.customToolProblems()...)
 	problems = append(problems, c.approvalProblems()...)
+	problems = append(problems, c.stateProblems()...)
 	problems = append(problems, tokenToolProblems(c.Tokens, c.CustomTools)...)
 	names := map[string]int{}
 	secrets := map[string]int{}

@@ -99,14 +99,17 @@ func nginxPath(t *testing.T) string {
 // (a map on X-PgTools-Session, each replica's upstream falling back to the others when it is
 // gone, so the survivors answer session_not_found), everything else by mode: "hash" is
 // `hash $http_x_pgtools_session consistent` over all replicas (requests without the header spread
-// round-robin), "map" adds the prefix map in front.
+// round-robin), "map" adds the prefix map in front, "spread" sends every request round-robin.
 func nginxConf(dir, listen, mode string, rs []*replica) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "worker_processes 1;\ndaemon off;\npid %s/nginx.pid;\nerror_log %s/error.log warn;\nevents { worker_connections 512; }\nhttp {\n", dir, dir)
 	for _, p := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
 		fmt.Fprintf(&b, "  %s_temp_path %s/%s;\n", p, dir, p)
 	}
-	fmt.Fprintf(&b, "  access_log off;\n  upstream pgtools_all {\n    hash $http_x_pgtools_session consistent;\n")
+	b.WriteString("  access_log off;\n  upstream pgtools_all {\n")
+	if mode != "spread" { // spread: round-robin for every request, no header routing at all
+		b.WriteString("    hash $http_x_pgtools_session consistent;\n")
+	}
 	for _, r := range rs {
 		fmt.Fprintf(&b, "    server %s max_fails=1 fail_timeout=30s;\n", r.addr)
 	}

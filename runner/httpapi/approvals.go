@@ -39,7 +39,11 @@ func (h *handler) listApprovals(w http.ResponseWriter, r *http.Request, p tools.
 	if !approverOnly(w, r, p) {
 		return
 	}
-	list := h.reg.Approvals().Pending(p.Party())
+	list, e := h.reg.Approvals().List(p.Party())
+	if e != nil {
+		writeAPIError(w, r, e)
+		return
+	}
 	if list == nil {
 		list = []approval.Request{}
 	}

@@ -176,7 +176,11 @@ func (p *ApprovalsPage) list(w http.ResponseWriter, s *signIn, status int, messa
 	store := p.reg.Approvals()
 	now := store.Now()
 	v := view{Principal: s.p.Name, CSRF: s.csrf, Message: message, Error: isError, TTL: store.TTL()}
-	for _, ap := range store.Pending(s.p.Party()) {
+	list, e := store.List(s.p.Party())
+	if e != nil && message == "" {
+		v.Message, v.Error = e.Message+". "+e.Suggestion, true
+	}
+	for _, ap := range list {
 		v.Requests = append(v.Requests, requestView(ap, now))
 	}
 	p.render(w, status, v)

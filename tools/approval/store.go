@@ -8,6 +8,7 @@
 package approval
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -62,6 +63,7 @@ type Request struct {
 
 	credential string // the credential that asked; it may not decide
 	inUse      bool   // an approved request claimed by a running call
+	claim      string // the claim's token, which Finish hands the backend
 }
 
 // Party is a principal as the store knows it: the one that asks for a request, or the one
@@ -127,25 +129,45 @@ type Options struct {
 	// used (default 15 minutes).
 	TTL time.Duration
 	// MaxPending bounds the pending requests of one credential (default 20); past it a call
-	// that needs approval is refused rate_limited.
+	// that needs approval is refused rate_limited. The backend counts them: with a shared
+	// backend the bound holds for every store that shares it.
 	MaxPending int
-	// Audit receives each request, decision, expiry and outcome, with the store locked: it
-	// must not block for long nor call the store. nil: nobody.
+	// Audit receives each request, decision, expiry and outcome, with the store's counters
+	// locked: it must not block for long nor call the store. nil: nobody.
 	Audit func(Event)
-	// Now is the clock (tests). nil: time.Now.
+	// Now is the clock of the memory backend (tests). nil: time.Now. A shared backend keeps
+	// its own clock (the database's).
 	Now func() time.Time
+	// Backend keeps the requests. nil: NewMemory(Now), this process's memory.
+	Backend Backend
+	// Timeout bounds each backend operation (default 5 seconds); a backend that does not
+	// answer in time makes the operation fail with a retryable connection_error.
+	Timeout time.Duration
+	// ClaimHold bounds how long a claimed approval may stay claimed (default 5 minutes): a
+	// claim older than that belongs to a call that died (its runner crashed) and the backend
+	// ends the request as expired, so it blocks nobody forever and never commits twice. The
+	// memory backend dies with its claimers and ignores it.
+	ClaimHold time.Duration
+	// OnError receives the backend errors the store turns into connection_error answers, or
+	// that it cannot answer (Finish, Counts), for the operator's log. nil: dropped.
+	OnError func(op string, err error)
 }
 
-// Store holds approval requests in memory, on the runner that measured them. It is safe for
-// concurrent use; one store serves every registry a configuration reload builds.
+// Store holds approval requests in its Backend: by default in memory, on the runner that
+// measured them; with a shared backend (a PostgreSQL schema), for every runner of a fleet. It
+// decides who may see, decide and use a request, counts and audits what happens; the backend
+// only keeps rows and changes each one atomically. It is safe for concurrent use; one store
+// serves every registry a configuration reload builds.
 type Store struct {
-	mu     sync.Mutex
-	o      Options
-	byID   map[string]*Request
-	counts map[string]int64
+	o Options
+	b Backend
+
+	mu          sync.Mutex // counts, lastPending and the Audit calls
+	counts      map[string]int64
+	lastPending int
 }
 
-// NewStore makes an empty store.
+// NewStore makes a store over o.Backend (an empty memory backend when nil).
 func NewStore(o Options) *Store {
 	if o.TTL <= 0 {
 		o.TTL = 15 * time.Minute
@@ -156,52 +178,92 @@ func NewStore(o Options) *Store {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Store{o: o, byID: map[string]*Request{}, counts: map[string]int64{}}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.ClaimHold <= 0 {
+		o.ClaimHold = 5 * time.Minute
+	}
+	if o.Backend == nil {
+		o.Backend = NewMemory(o.Now)
+	}
+	return &Store{o: o, b: o.Backend, counts: map[string]int64{}}
 }
 
 // TTL is how long a request waits for a decision.
 func (a *Store) TTL() time.Duration { return a.o.TTL }
 
-// Now is the store's clock (Options.Now), which ages and expires requests: a page that shows a
-// request's age reads the same clock.
+// Now is the store's clock (Options.Now), which ages requests: a page that shows a request's
+// age reads the same clock.
 func (a *Store) Now() time.Time { return a.o.Now() }
+
+// Shared reports whether the store's backend is shared by other runners (Backend.Shared).
+func (a *Store) Shared() bool { return a.b.Shared() }
 
 // Counts are a store's figures for metrics.
 type Counts struct {
+	// Pending are the requests waiting for a decision in the backend: with a shared backend,
+	// the fleet's.
 	Pending int
-	Events  map[string]int64 // by Events
+	Events  map[string]int64 // by Events, as this store saw them
 }
 
-// Counts returns the pending requests and the events so far.
+// Counts returns the pending requests and the events so far. When the backend does not
+// answer, Pending is the last count it gave.
 func (a *Store) Counts() Counts {
+	ctx, cancel := a.ctx()
+	defer cancel()
+	n, err := 0, a.sweep(ctx)
+	if err == nil {
+		n, err = a.b.CountPending(ctx)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.sweep()
-	n := 0
-	for _, ap := range a.byID {
-		if ap.Status == Pending {
-			n++
-		}
+	if err != nil {
+		a.failed("count", err)
+		n = a.lastPending
 	}
+	a.lastPending = n
 	return Counts{Pending: n, Events: maps.Clone(a.counts)}
 }
 
-// sweep expires what is past its time and forgets what ended a TTL ago. Called with mu held.
-func (a *Store) sweep() {
-	now := a.o.Now()
-	for id, ap := range a.byID {
-		switch {
-		case (ap.Status == Pending || ap.Status == Approved && !ap.inUse) && !now.Before(ap.Expires):
-			ap.Status = Expired
-			a.event("expired", ap, nil)
-		case ap.Status != Pending && ap.Status != Approved && now.Sub(ap.Expires) > a.o.TTL:
-			delete(a.byID, id)
-		}
+func (a *Store) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), a.o.Timeout)
+}
+
+// failed hands err to Options.OnError.
+func (a *Store) failed(op string, err error) {
+	if a.o.OnError != nil {
+		a.o.OnError(op, err)
 	}
+}
+
+// unavailable is the answer of an operation the backend could not do: retryable, nothing done.
+func (a *Store) unavailable(op string, err error) *pgerr.Error {
+	a.failed(op, err)
+	return &pgerr.Error{Type: pgerr.ErrConnection,
+		Message:    "The approval requests cannot be reached right now (the runner's state database does not answer); nothing was run and no approval was made, decided or used",
+		Suggestion: "Retry in a few seconds. If it persists, tell the operator that pgtools' state database (setting state) is down; calls that need no approval still work."}
+}
+
+// sweep has the backend expire what is past its time and forget what ended a TTL ago, and
+// audits the expiries.
+func (a *Store) sweep(ctx context.Context) error {
+	expired, err := a.b.Sweep(ctx, a.o.TTL, a.o.ClaimHold)
+	if err != nil {
+		return err
+	}
+	for _, r := range expired {
+		ap := r.request()
+		a.event("expired", &ap, nil)
+	}
+	return nil
 }
 
 // event counts and audits what happened to ap.
 func (a *Store) event(what string, ap *Request, by *Party) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.counts[what]++
 	if a.o.Audit == nil {
 		return
@@ -219,39 +281,65 @@ func visibleTo(approver Party, ap *Request) bool {
 	return approver.mayDecide(ap.Database) && approver.credential() != ap.credential
 }
 
-// Pending lists the pending requests approver may decide, oldest first.
+// Pending lists the pending requests approver may decide, oldest first; none when the backend
+// does not answer (List says so).
 func (a *Store) Pending(approver Party) []Request {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sweep()
+	list, _ := a.List(approver)
+	return list
+}
+
+// List lists the pending requests approver may decide, oldest first, or says that the backend
+// does not answer.
+func (a *Store) List(approver Party) ([]Request, *pgerr.Error) {
+	ctx, cancel := a.ctx()
+	defer cancel()
+	if err := a.sweep(ctx); err != nil {
+		return nil, a.unavailable("list", err)
+	}
+	recs, err := a.b.Pending(ctx)
+	if err != nil {
+		return nil, a.unavailable("list", err)
+	}
 	var out []Request
-	for _, ap := range a.byID {
-		if ap.Status == Pending && visibleTo(approver, ap) {
-			out = append(out, *ap)
+	for _, r := range recs {
+		ap := r.request()
+		if ap.Status == Pending && visibleTo(approver, &ap) {
+			out = append(out, ap)
 		}
 	}
 	slices.SortFunc(out, func(x, y Request) int { return x.Created.Compare(y.Created) })
-	return out
+	return out, nil
+}
+
+// load sweeps and reads request id: ok false when the backend holds none.
+func (a *Store) load(ctx context.Context, op, id string) (Request, bool, *pgerr.Error) {
+	if err := a.sweep(ctx); err != nil {
+		return Request{}, false, a.unavailable(op, err)
+	}
+	r, ok, err := a.b.Get(ctx, id)
+	if err != nil {
+		return Request{}, false, a.unavailable(op, err)
+	}
+	return r.request(), ok, nil
 }
 
 // Get returns request id as approver may see it.
 func (a *Store) Get(approver Party, id string) (Request, *pgerr.Error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sweep()
-	ap, ok := a.byID[id]
+	ctx, cancel := a.ctx()
+	defer cancel()
+	ap, ok, e := a.load(ctx, "get", id)
+	if e != nil {
+		return Request{}, e
+	}
 	if !ok || !approver.mayDecide(ap.Database) {
 		return Request{}, notFound(id)
 	}
-	return *ap, nil
+	return ap, nil
 }
 
 // Decide approves or denies pending request id for approver: another credential than the one
 // that asked, holding the approve scope and allowed on the request's database.
 func (a *Store) Decide(approver Party, id string, approve bool) (Request, *pgerr.Error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sweep()
 	if !approver.Approver {
 		if approver.Refusal != nil {
 			e := *approver.Refusal
@@ -260,7 +348,12 @@ func (a *Store) Decide(approver Party, id string, approve bool) (Request, *pgerr
 		return Request{}, pgerr.Errorf(pgerr.ErrNotAllowed, "Ask the operator for a token with the approve scope.",
 			"Your token lacks the %q scope that %s needs", "approve", "decide approval requests")
 	}
-	ap, ok := a.byID[id]
+	ctx, cancel := a.ctx()
+	defer cancel()
+	ap, ok, e := a.load(ctx, "decide", id)
+	if e != nil {
+		return Request{}, e
+	}
 	if !ok || !approver.mayDecide(ap.Database) {
 		return Request{}, notFound(id)
 	}
@@ -269,41 +362,45 @@ func (a *Store) Decide(approver Party, id string, approve bool) (Request, *pgerr
 			Message:    fmt.Sprintf("Approval %s was requested with this credential, and the credential that asks cannot approve", id),
 			Suggestion: "A different person must decide it, signed in with their own approver token."}
 	}
-	return a.decideLocked(ap, approver, approve)
+	return a.decide(ctx, ap, approver, approve)
 }
 
 // DecideUnchecked records approver's decision on pending request id, whoever the approver is:
 // the caller has checked that it may decide (a client's user deciding its own call's request,
 // where the database allows it).
 func (a *Store) DecideUnchecked(approver Party, id string, approve bool) (Request, *pgerr.Error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sweep()
-	ap, ok := a.byID[id]
+	ctx, cancel := a.ctx()
+	defer cancel()
+	ap, ok, e := a.load(ctx, "decide", id)
+	if e != nil {
+		return Request{}, e
+	}
 	if !ok {
 		return Request{}, notFound(id)
 	}
-	return a.decideLocked(ap, approver, approve)
+	return a.decide(ctx, ap, approver, approve)
 }
 
-// decideLocked decides ap, with mu held.
-func (a *Store) decideLocked(ap *Request, approver Party, approve bool) (Request, *pgerr.Error) {
-	id := ap.ID
-	if ap.Status != Pending {
-		return *ap, &pgerr.Error{Type: pgerr.ErrInvalidArguments,
-			Message:    fmt.Sprintf("Approval %s is %s; only a pending request can be decided", id, ap.Status),
-			Suggestion: "List the pending requests with GET /v1/approvals."}
+// decide has the backend decide ap if it is still pending there.
+func (a *Store) decide(ctx context.Context, ap Request, approver Party, approve bool) (Request, *pgerr.Error) {
+	if ap.Status == Pending {
+		r, done, err := a.b.Decide(ctx, ap.ID, approver.Name, approve, a.o.TTL)
+		if err != nil {
+			return Request{}, a.unavailable("decide", err)
+		}
+		ap = r.request()
+		if done {
+			if approve {
+				a.event("approved", &ap, &approver)
+			} else {
+				a.event("denied", &ap, &approver)
+			}
+			return ap, nil
+		}
 	}
-	now := a.o.Now()
-	ap.Approver, ap.Decided = approver.Name, &now
-	if approve {
-		ap.Status, ap.Expires = Approved, now.Add(a.o.TTL)
-		a.event("approved", ap, &approver)
-	} else {
-		ap.Status = Denied
-		a.event("denied", ap, &approver)
-	}
-	return *ap, nil
+	return ap, &pgerr.Error{Type: pgerr.ErrInvalidArguments,
+		Message:    fmt.Sprintf("Approval %s is %s; only a pending request can be decided", ap.ID, ap.Status),
+		Suggestion: "List the pending requests with GET /v1/approvals."}
 }
 
 func notFound(id string) *pgerr.Error {
@@ -315,39 +412,40 @@ func notFound(id string) *pgerr.Error {
 // Ask records a pending request for call c, which did eff and the rules (Rule.String) matched,
 // and returns it as it was made (a copy: an approver may decide it at once).
 func (a *Store) Ask(c Call, eff Effect, rules []string) (Request, *pgerr.Error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sweep()
-	cred := c.Party.credential()
-	n := 0
-	for _, ap := range a.byID {
-		if ap.Status == Pending && ap.credential == cred {
-			n++
-		}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	if err := a.sweep(ctx); err != nil {
+		return Request{}, a.unavailable("ask", err)
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	rec := Record{Request: Request{ID: "apr_" + hex.EncodeToString(b[:]), Status: Pending, Principal: c.Party.Name, Database: c.Database,
+		Tool: c.Tool, Digest: c.Digest, Arguments: c.Arguments, Effect: eff, Rules: rules}, Credential: c.Party.credential()}
+	r, n, err := a.b.Insert(ctx, rec, a.o.TTL, a.o.MaxPending)
+	if err != nil {
+		return Request{}, a.unavailable("ask", err)
 	}
 	if n >= a.o.MaxPending {
 		return Request{}, &pgerr.Error{Type: pgerr.ErrRateLimited,
 			Message:    fmt.Sprintf("%d approval requests of this credential are already waiting; no new one was made and nothing changed", n),
 			Suggestion: "Wait for an approver to decide the pending requests (or for them to expire), then call again."}
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	now := a.o.Now()
-	ap := &Request{ID: "apr_" + hex.EncodeToString(b[:]), Status: Pending, Principal: c.Party.Name, Database: c.Database, Tool: c.Tool,
-		Digest: c.Digest, Arguments: c.Arguments, Effect: eff, Rules: rules, Created: now, Expires: now.Add(a.o.TTL), credential: cred}
-	a.byID[ap.ID] = ap
-	a.event("requested", ap, nil)
-	return *ap, nil
+	ap := r.request()
+	a.event("requested", &ap, nil)
+	return ap, nil
 }
 
 // Claim takes approval id for one run of call c: it must be approved, unexpired, not in use,
-// and given for this party, database, tool and arguments. The claimed request is the store's
-// own: the caller reads it and hands it to Finish, once.
+// and given for this party, database, tool and arguments. Of several calls claiming it at once,
+// through this store or another on the same backend, exactly one gets it. The caller reads the
+// claimed request and hands it to Finish, once.
 func (a *Store) Claim(c Call, id string) (*Request, *pgerr.Error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sweep()
-	ap, ok := a.byID[id]
+	ctx, cancel := a.ctx()
+	defer cancel()
+	ap, ok, e := a.load(ctx, "claim", id)
+	if e != nil {
+		return nil, e
+	}
 	if !ok || ap.credential != c.Party.credential() || ap.Principal != c.Party.Name {
 		return nil, notFound(id)
 	}
@@ -356,16 +454,25 @@ func (a *Store) Claim(c Call, id string) (*Request, *pgerr.Error) {
 			Message:    fmt.Sprintf("Approval %s was given for another call: %s on database %s with other arguments; nothing was run", id, ap.Tool, ap.Database),
 			Suggestion: "Send exactly the arguments the approval was requested with, or call without approval_id to request approval of this call."}
 	}
+	if ap.Status == Approved && !ap.inUse {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		r, won, err := a.b.Claim(ctx, id, hex.EncodeToString(b[:]))
+		if err != nil {
+			return nil, a.unavailable("claim", err)
+		}
+		ap = r.request()
+		if won {
+			return &ap, nil
+		}
+	}
 	switch {
 	case ap.Status == Pending:
-		return nil, RequiredError(ap, "is still waiting for an approver; nothing was run")
+		return nil, RequiredError(&ap, "is still waiting for an approver; nothing was run")
 	case ap.Status == Denied:
 		return nil, &pgerr.Error{Type: pgerr.ErrNotAllowed,
 			Message:    fmt.Sprintf("Approval %s was denied by %s; nothing was changed", id, ap.Approver),
 			Suggestion: "Do not repeat the call; tell the user it was denied and ask what to do instead."}
-	case ap.Status == Approved && !ap.inUse:
-		ap.inUse = true
-		return ap, nil
 	case ap.Status == Approved:
 		return nil, &pgerr.Error{Type: pgerr.ErrInvalidArguments,
 			Message:    fmt.Sprintf("Approval %s is being used by another call right now; nothing was run", id),
@@ -378,10 +485,16 @@ func (a *Store) Claim(c Call, id string) (*Request, *pgerr.Error) {
 
 // Finish ends claimed request ap with status (Used or Mismatched, with what the call measured
 // instead), or hands it back (Approved) when its call ended before its effect was compared.
+// When the backend cannot record it, ap stays claimed there until Options.ClaimHold ends it as
+// expired: it is never used twice.
 func (a *Store) Finish(ap *Request, status Status, measured *Effect) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	ap.inUse = false
+	ctx, cancel := a.ctx()
+	defer cancel()
+	_, err := a.b.Finish(ctx, ap.ID, ap.claim, status, measured)
+	if err != nil {
+		a.failed("finish", err)
+	}
+	ap.inUse, ap.claim = false, ""
 	if status == Approved {
 		return
 	}
@@ -391,14 +504,13 @@ func (a *Store) Finish(ap *Request, status Status, measured *Effect) {
 
 // Own returns request id when p asked for it.
 func (a *Store) Own(p Party, id string) (Request, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.sweep()
-	ap, ok := a.byID[id]
-	if !ok || ap.credential != p.credential() || ap.Principal != p.Name {
+	ctx, cancel := a.ctx()
+	defer cancel()
+	ap, ok, e := a.load(ctx, "get", id)
+	if e != nil || !ok || ap.credential != p.credential() || ap.Principal != p.Name {
 		return Request{}, false
 	}
-	return *ap, true
+	return ap, true
 }
 
 // RequiredError is the answer of a call that waits for approval of ap (approval_required); state
