@@ -26,11 +26,16 @@ var reloadTable = map[string]onReload{
 	"$schema": appliesLive,
 
 	// The listeners, the process's name and its logs are set up once.
-	"listen":         needsRestart,
-	"metrics_listen": needsRestart,
-	"replica_id":     needsRestart,
-	"audit_log":      needsRestart,
-	"log_level":      needsRestart,
+	"listen":            needsRestart,
+	"metrics_listen":    needsRestart,
+	"replica_id":        needsRestart,
+	"fleet":             needsRestart,
+	"fleet.peers":       needsRestart,
+	"fleet.peers_dns":   needsRestart,
+	"fleet.scheme":      needsRestart,
+	"fleet.secret_file": needsRestart,
+	"audit_log":         needsRestart,
+	"log_level":         needsRestart,
 
 	// The HTTP handler of each generation.
 	"openapi_public":                          appliesLive,

@@ -96,6 +96,9 @@ type Config struct {
 	// another one and a proxy can route by prefix. Default: the host name (a Kubernetes pod's
 	// name). Up to 63 letters, digits, '.', '_' or '-'.
 	ReplicaID string `json:"replica_id"`
+	// Fleet makes the replicas forward session calls to the replica holding the session
+	// (fleet.go); unset: they do not.
+	Fleet Fleet `json:"fleet"`
 	// CustomTools are the operator-defined tools (docs/design.md §13), in config order. Validate fills
 	// their defaults (database "default", mode "read") and checks their structure; their
 	// statements are checked on their databases when the registry is built (tools.Options.CustomTools).
@@ -382,6 +385,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Sessions.MaxTransactionsPerSubject > limits.MaxTransactionsPerPrincipal {
 		add("sessions.max_transactions_per_subject: %d is above a token's share of %d pg_transaction calls (max_transactions_per_principal); lower it or raise that share", c.Sessions.MaxTransactionsPerSubject, limits.MaxTransactionsPerPrincipal)
+	}
+	for _, p := range c.Fleet.problems() {
+		add("%s", p)
+	}
+	if c.Fleet.Forwards() && c.ReplicaID == "" {
+		add("replica_id: forwarding between replicas needs each replica named (--replica-id or PGTOOLS_REPLICA_ID; default the host name)")
 	}
 	if !validReplicaID(c.ReplicaID) {
 		add("replica_id: %q is not a replica name; use up to 63 letters, digits, '.', '_' or '-' (e.g. the pod name)", c.ReplicaID)

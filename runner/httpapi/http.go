@@ -65,6 +65,9 @@ type HandlerOptions struct {
 	// OpenAPIPublic serves /openapi.json without a token, listing the built-in tools only
 	// (Config.OpenAPIPublic; default false: a token is required, as on /v1/tools).
 	OpenAPIPublic bool
+	// Internal, when set, serves /internal/v1/: the endpoints the other replicas of a fleet
+	// call (runner/forward), which check their own signatures instead of API tokens.
+	Internal http.Handler
 }
 
 // NewHandler returns the HTTP API with default options: see NewHandlerWith.
@@ -110,6 +113,9 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	approvalsPage := NewApprovalsPage(reg, h.auth, ApprovalsPageOptions{Log: opts.Log, Metrics: opts.Metrics})
 	mux.Handle("/approvals", approvalsPage)
 	mux.Handle("/approvals/", approvalsPage)
+	if opts.Internal != nil {
+		mux.Handle("/internal/v1/", opts.Internal)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
 			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})
