@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -18,6 +21,9 @@ type fleet struct {
 	forwarder *forward.Forwarder
 	internal  http.Handler // /internal/v1/: the signed endpoints other replicas call
 	stop      context.CancelFunc
+	// live is the live replicas, this one included, as last counted: a token's rate (read at
+	// each call), session share and pg_transaction share are split by it.
+	live atomic.Int64
 }
 
 // startFleet builds rt's forwarding from cfg.Fleet (or opts.Locator) and starts probing the
@@ -34,14 +40,17 @@ func (rt *Runtime) startFleet(cfg *config.Config, log zerolog.Logger) error {
 	signer := forward.NewSigner(cfg.Fleet.Secret, nil)
 	client := forward.NewClient(signer, tag)
 	f := &fleet{locator: rt.opts.Locator}
+	f.live.Store(1)
+	ctx, stop := context.WithCancel(context.Background())
+	f.stop = stop
+	interval := cmp.Or(rt.opts.FleetInterval, forward.DefaultInterval)
 	if f.locator == nil {
 		peers := forward.NewPeers(forward.PeersOptions{URLs: cfg.Fleet.Peers, DNS: cfg.Fleet.PeersDNS, Scheme: cfg.Fleet.Scheme,
-			Interval: rt.opts.FleetInterval, Log: log}, tag, client)
-		ctx, stop := context.WithCancel(context.Background())
-		f.stop = stop
+			Interval: interval, Log: log}, tag, client)
 		go peers.Run(ctx)
 		f.locator = peers
 	}
+	go rt.shareLimits(ctx, f, interval, log)
 	f.forwarder = forward.NewForwarder(f.locator, client, tag, log)
 	f.internal = forward.NewHandler(signer, tag, cfg.ReplicaID, rt, log)
 	rt.fleet = f
@@ -60,4 +69,35 @@ func (rt *Runtime) internalHandler() http.Handler {
 		return nil
 	}
 	return rt.fleet.internal
+}
+
+// shareLimits counts the live replicas every interval and, when the count changes, splits each
+// token's session and pg_transaction shares by it (the rate limiters read f.live at each call).
+func (rt *Runtime) shareLimits(ctx context.Context, f *fleet, interval time.Duration, log zerolog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := f.locator.Live(ctx)
+		if err != nil || n < 1 {
+			continue // keep the last count: the locator is down, not the fleet
+		}
+		if old := f.live.Swap(int64(n)); old != int64(n) {
+			rt.sessions.SetFleetShare(n)
+			rt.txLimit.SetFleetShare(n)
+			log.Info().Int("live_replicas", n).Int64("before", old).Msg("fleet: limits shared by the live replicas")
+		}
+	}
+}
+
+// fleetSize is the live replica count the rate limiters split by; nil without a fleet.
+func (rt *Runtime) fleetSize() *atomic.Int64 {
+	if rt.fleet == nil {
+		return nil
+	}
+	return &rt.fleet.live
 }

@@ -183,7 +183,7 @@ func (rt *Runtime) handler(g *generation) http.Handler {
 	return httpapi.NewHandlerWith(g.reg, httpapi.HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
 		Limits: cfg.Limits.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
 		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCP.StructuredContent, AllowedOrigins: cfg.MCP.AllowedOrigins},
-		OpenAPIPublic: cfg.OpenAPIPublic, Internal: rt.internalHandler()})
+		OpenAPIPublic: cfg.OpenAPIPublic, Internal: rt.internalHandler(), FleetSize: rt.fleetSize()})
 }
 
 func (rt *Runtime) publish(g *generation) {

@@ -74,19 +74,26 @@ type replica struct {
 
 // newFleet builds n replicas on dsn, each knowing the others through a static locator.
 func newFleet(t *testing.T, dsn string, n int) []*replica {
+	return newFleetWith(t, dsn, n, nil)
+}
+
+func newFleetWith(t *testing.T, dsn string, n int, change func(*config.Config)) []*replica {
 	t.Helper()
 	ids := []string{"aaaaaaaa", "bbbbbbbb", "cccccccc"}[:n]
 	out := make([]*replica, n)
 	for i, id := range ids {
 		cfg := &config.Config{Listen: "127.0.0.1:0", ReplicaID: id, Tokens: runnertest.MCPTokens(),
 			Databases: map[string]config.DatabaseConfig{"default": {URL: dsn}}}
+		if change != nil {
+			change(cfg)
+		}
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
 		cfg.Fleet.Secret = secret
 		loc := &static{addr: map[string]string{}, live: map[string]bool{}}
 		logs := &pgtest.SyncBuffer{}
-		rt, err := runner.Build(context.Background(), cfg, zerolog.New(logs), runner.BuildOptions{Locator: loc})
+		rt, err := runner.Build(context.Background(), cfg, zerolog.New(logs), runner.BuildOptions{Locator: loc, FleetInterval: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -420,5 +427,63 @@ func TestPeersDNS(t *testing.T) {
 	p.Probe(context.Background())
 	if addr, live, err := p.Owner(context.Background(), b.tag); err != nil || !live || addr != b.srv.URL {
 		t.Fatalf("owner through DNS: %q %v %v", addr, live, err)
+	}
+}
+
+// A token limited to 10 calls/s gets about 10/s from a fleet of three replicas it spreads its
+// calls over, not 30: each replica takes a third of the rate and of the burst.
+func TestFleetRateLimit(t *testing.T) {
+	_, dsn := writableDB(t)
+	fl := newFleetWith(t, dsn, 3, func(c *config.Config) { c.Limits.RatePerSecond = 10 })
+	time.Sleep(200 * time.Millisecond) // the replicas count each other
+	// 100 calls/s for 3 s, round-robin: ten times the token's rate.
+	ok, limited := 0, 0
+	client := &http.Client{}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for i := 0; i < 300; i++ {
+		<-tick.C
+		r := fl[i%3]
+		resp, err := client.Do(apitest.Request(http.MethodPost, r.srv.URL+"/v1/tools/select_query", runnertest.ReadToken, `{"table":"orders","limit":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case 200:
+			ok++
+		case 429:
+			limited++
+		default:
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	secs := time.Since(start).Seconds()
+	// The bound: rate × time plus the fleet's burst, 3 × ceil(10/3) = 12.
+	most := int(10*secs) + 12
+	t.Logf("%d admitted, %d limited in %.2f s (at most %d)", ok, limited, secs, most)
+	if ok > most || ok < int(10*secs)-3 || limited == 0 {
+		t.Fatalf("%d calls admitted in %.2f s by 3 replicas; want about %d, at most %d", ok, secs, int(10*secs), most)
+	}
+}
+
+// A token's session share holds for the fleet: 3 sessions across 3 replicas is one on each.
+func TestFleetSessionShare(t *testing.T) {
+	_, dsn := writableDB(t)
+	fl := newFleetWith(t, dsn, 3, func(c *config.Config) { c.Sessions.MaxSessionsPerPrincipal = 3 })
+	runnertest.WaitFor(t, 5*time.Second, "the session share split by 3", func() bool {
+		return strings.Contains(fl[0].log.String(), `"live_replicas":3`)
+	})
+	if st, out := call(t, fl[0], runnertest.AgentToken, "pg_tx", `{"action":"begin"}`); st != 200 {
+		t.Fatalf("first begin: %d %v", st, out)
+	}
+	st, out := call(t, fl[0], runnertest.AgentToken, "pg_tx", `{"action":"begin"}`)
+	if st != 429 || out["errorType"] != "session_limit_reached" {
+		t.Fatalf("second begin on one replica: %d %v", st, out)
+	}
+	if st, out := call(t, fl[1], runnertest.AgentToken, "pg_tx", `{"action":"begin"}`); st != 200 {
+		t.Fatalf("begin on another replica: %d %v", st, out)
 	}
 }

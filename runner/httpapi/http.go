@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -68,6 +69,9 @@ type HandlerOptions struct {
 	// Internal, when set, serves /internal/v1/: the endpoints the other replicas of a fleet
 	// call (runner/forward), which check their own signatures instead of API tokens.
 	Internal http.Handler
+	// FleetSize, when set, is the number of live replicas: each token's rate limit is split by
+	// it so that it holds for the fleet as a whole (invoke.Limiter.SetFleet).
+	FleetSize *atomic.Int64
 }
 
 // NewHandler returns the HTTP API with default options: see NewHandlerWith.
@@ -96,7 +100,9 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	if opts.Caller != nil {
 		caller = opts.Caller
 	}
-	h.inv = invoke.NewLimitedInvoker(caller, opts.Log, invoke.NewLimiter(opts.Limits, h.auth.PrincipalNames(), opts.Metrics))
+	lim := invoke.NewLimiter(opts.Limits, h.auth.PrincipalNames(), opts.Metrics)
+	lim.SetFleet(opts.FleetSize)
+	h.inv = invoke.NewLimitedInvoker(caller, opts.Log, lim)
 	h.inv.SetTracerProvider(opts.Tracer)
 	mux := http.NewServeMux()
 	h.probes(mux)
