@@ -77,7 +77,7 @@ func newFleet(t *testing.T, dsn string, n int) []*replica {
 	return newFleetWith(t, dsn, n, nil)
 }
 
-func newFleetWith(t *testing.T, dsn string, n int, change func(*config.Config)) []*replica {
+func newFleetWith(t testing.TB, dsn string, n int, change func(*config.Config)) []*replica {
 	t.Helper()
 	ids := []string{"aaaaaaaa", "bbbbbbbb", "cccccccc"}[:n]
 	out := make([]*replica, n)
@@ -109,6 +109,14 @@ func newFleetWith(t *testing.T, dsn string, n int, change func(*config.Config)) 
 		}
 	}
 	return out
+}
+
+func newFleetB(b *testing.B, dsn string) []*replica { return newFleetWith(b, dsn, 2, nil) }
+
+func callB(b *testing.B, r *replica, body, tool string) (int, map[string]any) {
+	b.Helper()
+	st, out, _ := apitest.Call(b, http.MethodPost, r.srv.URL+"/v1/tools/"+tool, runnertest.AgentToken, body)
+	return st, out
 }
 
 func writableDB(t *testing.T) (*pgtest.DB, string) {
