@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -493,5 +494,35 @@ func TestFleetSessionShare(t *testing.T) {
 	}
 	if st, out := call(t, fl[1], runnertest.AgentToken, "pg_tx", `{"action":"begin"}`); st != 200 {
 		t.Fatalf("begin on another replica: %d %v", st, out)
+	}
+}
+
+// MCP tools/call on every protocol version (the go-sdk path before 2026-07-28, the per-request
+// path from it) is forwarded like an HTTP call: a session begun on A continues through B's /mcp.
+func TestForwardedMCPCall(t *testing.T) {
+	db, dsn := writableDB(t)
+	fl := newFleet(t, dsn, 2)
+	a, b := fl[0], fl[1]
+	for i, v := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
+		t.Run(v, func(t *testing.T) {
+			_, out := call(t, a, runnertest.AgentToken, "pg_tx", `{"action":"begin"}`)
+			id := out["session_id"].(string)
+			meta, hdr := "", []string{"Mcp-Protocol-Version", v}
+			if v >= "2026-07-28" {
+				meta = `"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/protocolVersion":"` + v + `"},`
+				hdr = append(hdr, "Mcp-Method", "tools/call", "Mcp-Name", "insert_data")
+			}
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{%s"name":"insert_data","arguments":{"table":"orders","row":{"id":%d},"session_id":"%s"}}}`, meta, 200+i, id)
+			st, raw, _ := apitest.MCPPost(t, b.srv.URL, runnertest.AgentToken, body, hdr...)
+			if st != 200 || !strings.Contains(string(raw), `\"affectedRows\":1`) || strings.Contains(string(raw), "session_not_found") {
+				t.Fatalf("MCP %s insert through B: %d %s", v, st, raw)
+			}
+			if st, out := call(t, b, runnertest.AgentToken, "pg_tx", `{"action":"commit","session_id":"`+id+`"}`); st != 200 {
+				t.Fatalf("commit: %d %v", st, out)
+			}
+			if n := db.QueryInt(t, `SELECT count(*) FROM orders WHERE id = $1`, 200+i); n != 1 {
+				t.Fatalf("rows: %d", n)
+			}
+		})
 	}
 }
