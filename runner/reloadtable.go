@@ -29,11 +29,15 @@ var reloadTable = map[string]onReload{
 	"listen":         needsRestart,
 	"metrics_listen": needsRestart,
 	"replica_id":     needsRestart,
-	// The state database is opened, and the replica registered, once.
+	// The state database is opened, the replica registered and its peers found, once.
 	"state":               needsRestart,
 	"state_schema":        needsRestart,
 	"fleet":               needsRestart,
 	"fleet.advertise_url": needsRestart,
+	"fleet.peers":         needsRestart,
+	"fleet.peers_dns":     needsRestart,
+	"fleet.scheme":        needsRestart,
+	"fleet.secret_file":   needsRestart,
 	"audit_log":           needsRestart,
 	"log_level":           needsRestart,
 

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/forward"
 	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/invoke"
 	"github.com/pgtools/pgtools/runner/mcpapi"
@@ -36,6 +37,12 @@ type BuildOptions struct {
 	// ApprovalClock is the approval store's clock (tests move it to expire requests); nil:
 	// time.Now.
 	ApprovalClock func() time.Time
+	// Locator, when set, says where the other replicas are (a shared registry of replicas)
+	// instead of config.Fleet's peers; forwarding then needs only fleet.secret_file.
+	Locator forward.Locator
+	// FleetInterval is how often the peers of config.Fleet are asked their tag (default
+	// forward.DefaultInterval); tests shorten it.
+	FleetInterval time.Duration
 }
 
 // Runtime is pgtools assembled from one Config: the database pools, the session manager and
@@ -60,6 +67,7 @@ type Runtime struct {
 	closeAudit func() error
 	stopSweep  context.CancelFunc
 	brokers    *brokers // the n8n brokers joined; they call the current generation
+	fleet      *fleet   // forwarding to the other replicas (fleetwire.go); nil: off
 	// pageKey signs page tokens when the config names no page_tokens.key_file: made once at
 	// Build, so that a reload keeps the tokens already handed out valid.
 	pageKey []byte
@@ -135,6 +143,9 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 		}
 		ao.Backend = rt.state.Approvals()
 	}
+	if err := rt.startFleet(cfg, log); err != nil {
+		return rt, err
+	}
 	rt.approvals = approval.NewStore(ao)
 	rt.metrics = invoke.NewMetricsFor(dbs, stats)
 	rt.metrics.WatchApprovals(rt.approvals)
@@ -162,6 +173,9 @@ func (rt *Runtime) newGeneration(ctx context.Context, cfg *config.Config, dbs []
 	if rt.sessions != nil {
 		o.Sessions = rt.sessions
 	}
+	if rt.fleet != nil {
+		o.Forwarder = rt.fleet.forwarder
+	}
 	reg, err := tools.NewRegistry(ctx, o)
 	if err != nil {
 		if ce := (*tools.CustomToolError)(nil); errors.As(err, &ce) {
@@ -182,7 +196,7 @@ func (rt *Runtime) handler(g *generation) http.Handler {
 	return httpapi.NewHandlerWith(g.reg, httpapi.HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
 		Limits: cfg.Limits.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
 		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCP.StructuredContent, AllowedOrigins: cfg.MCP.AllowedOrigins},
-		OpenAPIPublic: cfg.OpenAPIPublic})
+		OpenAPIPublic: cfg.OpenAPIPublic, Internal: rt.internalHandler(), FleetSize: rt.fleetSize()})
 }
 
 func (rt *Runtime) publish(g *generation) {
@@ -256,6 +270,7 @@ func (rt *Runtime) Run(ctx context.Context, ln, metricsLn net.Listener) error {
 // back every open session, then closes the audit log and the pools, last.
 func (rt *Runtime) Close() {
 	rt.brokers.stop()
+	rt.fleet.close()
 	if rt.stopSweep != nil {
 		rt.stopSweep()
 	}

@@ -21,6 +21,7 @@ func NewRegistry(ctx context.Context, o Options) (*Registry, error) {
 		return nil, err
 	}
 	r.sessions, r.txLimit, r.auditor, r.observer, r.approvals = o.Sessions, o.TxLimiter, o.Auditor, o.Observer, o.Approvals
+	r.forwarder = o.Forwarder
 	if r.approvals == nil {
 		r.approvals = approval.NewStore(approval.Options{Audit: AuditApprovals(o.Auditor)})
 	}

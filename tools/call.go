@@ -26,8 +26,13 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	}
 	var dc decoded
 	var db *Database
-	routed := false // the principal may use db
+	routed := false    // the principal may use db
+	forwarded := false // the owner of the call's session answered it, and audited it
 	defer func() {
+		if forwarded {
+			r.observe(tool, nil, false, res, err, started)
+			return
+		}
 		if err != nil {
 			finishError(err, t, db, dc.parsed)
 		}
@@ -39,6 +44,16 @@ func (r *Registry) Call(ctx context.Context, p Principal, tool string, rawArgs [
 	}()
 	if dc, err = r.decodeCall(p, t, rawArgs); err != nil {
 		return nil, out, err
+	}
+	// A session another replica holds: its answer, unchanged (forward.go). The route hint is
+	// checked first, here as there.
+	if id := dc.in.route().SessionID; id != "" && r.forwarder != nil {
+		if err = checkRouteHint(ctx, id); err != nil {
+			return nil, out, err
+		}
+		if res, out, err, forwarded = r.forward(ctx, p, t, id, rawArgs); forwarded {
+			return res, out, err
+		}
 	}
 	// Route once: the session the arguments route to fixes the database; every gate then
 	// applies to it.

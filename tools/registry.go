@@ -53,6 +53,7 @@ type Registry struct {
 	txLimit   *TxLimiter
 	pages     *page.Signer
 	approvals *approval.Store
+	forwarder Forwarder // nil: sessions of other replicas are answered here
 }
 
 // Options is everything a Registry is built from. Only Databases is needed for stateless calls;
@@ -80,6 +81,9 @@ type Options struct {
 	// Approvals holds approval requests (policy.require_approval). nil: the registry makes one
 	// of its own; pass one to keep requests across configuration reloads.
 	Approvals *approval.Store
+	// Forwarder sends a call in a session another replica holds to that replica. nil: such a
+	// call is answered here (session_not_found naming the replica's tag).
+	Forwarder Forwarder
 }
 
 // Tools lists the registered tools in a stable order.

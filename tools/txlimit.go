@@ -25,6 +25,7 @@ type TxLimiter struct {
 	slots        chan struct{} // one element per pg_transaction connection open or opening
 
 	mu   sync.Mutex
+	base [2]int         // perPrincipal and perSubject as configured, before SetFleetShare
 	per  map[string]int // admitted calls per quota owner, waiting ones included
 	subj map[string]int // the same per subject principal (Principal.IsSubject)
 }
@@ -43,7 +44,21 @@ func NewTxLimiter(total, perPrincipal, perSubject int) *TxLimiter {
 		perSubject = perPrincipal
 	}
 	return &TxLimiter{total: total, perPrincipal: perPrincipal, perSubject: perSubject, slots: make(chan struct{}, total),
-		per: map[string]int{}, subj: map[string]int{}}
+		base: [2]int{perPrincipal, perSubject}, per: map[string]int{}, subj: map[string]int{}}
+}
+
+// SetFleetShare makes a quota owner's and a subject's shares hold for a fleet of n live
+// replicas together: each replica takes 1/n of the configured share, at least 1 (so with more
+// replicas than the share, a token may hold up to n at once). n <= 1 restores the configured
+// shares. Calls already admitted keep running.
+func (l *TxLimiter) SetFleetShare(n int) {
+	if l == nil {
+		return
+	}
+	n = max(n, 1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.perPrincipal, l.perSubject = max(1, l.base[0]/n), max(1, l.base[1]/n)
 }
 
 // acquire admits one pg_transaction call of p on db, or says why not. The caller runs release

@@ -121,6 +121,10 @@ func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, ready ch
 	if metricsLn != nil {
 		ev = ev.Str("metrics_listen", metricsLn.Addr().String())
 	}
+	if cfg.Fleet.Forwards() {
+		// Where the peers come from, never the secret.
+		ev = ev.Int("fleet_peers", len(cfg.Fleet.Peers)).Str("fleet_peers_dns", cfg.Fleet.PeersDNS)
+	}
 	ev.Msg("pgtools serving")
 	if rt.State() == nil {
 		log.Info().Msg("approvals live in this process's memory: a restart forgets pending and approved requests, and they hold only on this replica; set state to keep them in PostgreSQL for a fleet (docs/approvals.md)")

@@ -138,6 +138,9 @@ func (c *Config) fileSecrets() map[string]string {
 	if c.PageTokens.KeyFile != "" {
 		digest("page_tokens.key_file", c.PageTokens.Key)
 	}
+	if c.Fleet.SecretFile != "" {
+		digest("fleet.secret_file", c.Fleet.Secret)
+	}
 	if j := c.JWT; j != nil {
 		if j.SecretFile != "" {
 			digest("jwt.secret_file", j.Secret)

@@ -103,7 +103,8 @@ type Config struct {
 	// StateSchema is the schema of State (default "pgtools"), created or upgraded at start when
 	// the login role may.
 	StateSchema string `json:"state_schema"`
-	// Fleet is how this replica presents itself to the others (with State).
+	// Fleet is how the replicas find each other and forward session calls to the replica
+	// holding the session (fleet.go), and how this one presents itself in State's registry.
 	Fleet Fleet `json:"fleet"`
 	// CustomTools are the operator-defined tools (docs/design.md §13), in config order. Validate fills
 	// their defaults (database "default", mode "read") and checks their structure; their
@@ -394,6 +395,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Sessions.MaxTransactionsPerSubject > limits.MaxTransactionsPerPrincipal {
 		add("sessions.max_transactions_per_subject: %d is above a token's share of %d pg_transaction calls (max_transactions_per_principal); lower it or raise that share", c.Sessions.MaxTransactionsPerSubject, limits.MaxTransactionsPerPrincipal)
+	}
+	for _, p := range c.Fleet.problems() {
+		add("%s", p)
+	}
+	if c.Fleet.Forwards() && c.ReplicaID == "" {
+		add("replica_id: forwarding between replicas needs each replica named (--replica-id or PGTOOLS_REPLICA_ID; default the host name)")
 	}
 	if !validReplicaID(c.ReplicaID) {
 		add("replica_id: %q is not a replica name; use up to 63 letters, digits, '.', '_' or '-' (e.g. the pod name)", c.ReplicaID)

@@ -173,6 +173,11 @@ func readSecrets(cfg *Config, doc map[string]any) []problem {
 		}
 		cfg.PageTokens.Key = []byte(key)
 	}
+	if f := cfg.Fleet.SecretFile; f != "" {
+		var secret string
+		readInto("fleet.secret_file", f, &secret)
+		cfg.Fleet.Secret = []byte(secret)
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Databases)) {
 		d := cfg.Databases[name]
 		readInto("databases."+name+".url_file", d.URLFile, &d.URL)

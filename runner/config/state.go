@@ -9,15 +9,6 @@ import (
 // DefaultStateSchema is Config.StateSchema when unset.
 const DefaultStateSchema = "pgtools"
 
-// Fleet is the config file's "fleet": how this replica presents itself to the others (the
-// replica registry in the state database, Config.State).
-type Fleet struct {
-	// AdvertiseURL is the base URL the other replicas reach this one at (http or https, no
-	// path), recorded in the registry. Default: http:// and the listen address, with a
-	// wildcard host replaced by the host name.
-	AdvertiseURL string `json:"advertise_url"`
-}
-
 var stateSchemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // stateProblems checks state (a configured database), state_schema and fleet.

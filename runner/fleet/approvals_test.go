@@ -50,7 +50,7 @@ func startStateFleet(t *testing.T) *stateFleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fwd, cut := forward(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
+	fwd, cut := tcpForward(t, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))))
 	stateDSN := strings.Replace(db.DSN, net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))), fwd, 1)
 	if stateDSN == db.DSN {
 		t.Fatalf("the state DSN does not go through the forwarder")
@@ -109,9 +109,9 @@ func (sf *stateFleet) start(t *testing.T, r *replica) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
 }
 
-// forward listens on loopback and forwards to target until cut, which closes the listener and
+// tcpForward listens on loopback and forwards to target until cut, which closes the listener and
 // every connection: the state database going away.
-func forward(t *testing.T, target string) (addr string, cut func()) {
+func tcpForward(t *testing.T, target string) (addr string, cut func()) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -157,6 +157,13 @@ func startFleet(t *testing.T, mode string) *fleet {
 // ready; dir is a scratch directory for the proxy's files.
 func startReplicas(t *testing.T, ids ...string) (*fleet, string) {
 	t.Helper()
+	return startReplicasWith(t, nil, ids...)
+}
+
+// startReplicasWith is startReplicas with more arguments for each replica's pgtools serve:
+// extra(r, all) gives them, once every replica's address is known.
+func startReplicasWith(t *testing.T, extra func(r *replica, all []*replica) []string, ids ...string) (*fleet, string) {
+	t.Helper()
 	nginxPath(t) // skip before starting anything when there is no NGINX to put in front
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL);
@@ -175,9 +182,16 @@ func startReplicas(t *testing.T, ids ...string) (*fleet, string) {
 		t.Fatalf("building pgtools: %v\n%s", err, out)
 	}
 	f := &fleet{byAddr: map[string]*replica{}, byTag: map[string]*replica{}}
+	var all []*replica
 	for _, id := range ids {
-		r := &replica{id: id, addr: freeAddr(t), done: make(chan struct{})}
-		r.cmd = exec.Command(bin, "serve", "--listen", r.addr, "--replica-id", r.id)
+		all = append(all, &replica{id: id, addr: freeAddr(t), done: make(chan struct{})})
+	}
+	for _, r := range all {
+		args := []string{"serve", "--listen", r.addr, "--replica-id", r.id}
+		if extra != nil {
+			args = append(args, extra(r, all)...)
+		}
+		r.cmd = exec.Command(bin, args...)
 		r.cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn, "PGTOOLS_LOG_LEVEL=warn")
 		r.cmd.Stderr = os.Stderr
 		r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

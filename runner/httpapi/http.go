@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -65,6 +66,12 @@ type HandlerOptions struct {
 	// OpenAPIPublic serves /openapi.json without a token, listing the built-in tools only
 	// (Config.OpenAPIPublic; default false: a token is required, as on /v1/tools).
 	OpenAPIPublic bool
+	// Internal, when set, serves /internal/v1/: the endpoints the other replicas of a fleet
+	// call (runner/forward), which check their own signatures instead of API tokens.
+	Internal http.Handler
+	// FleetSize, when set, is the number of live replicas: each token's rate limit is split by
+	// it so that it holds for the fleet as a whole (invoke.Limiter.SetFleet).
+	FleetSize *atomic.Int64
 }
 
 // NewHandler returns the HTTP API with default options: see NewHandlerWith.
@@ -93,7 +100,9 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	if opts.Caller != nil {
 		caller = opts.Caller
 	}
-	h.inv = invoke.NewLimitedInvoker(caller, opts.Log, invoke.NewLimiter(opts.Limits, h.auth.PrincipalNames(), opts.Metrics))
+	lim := invoke.NewLimiter(opts.Limits, h.auth.PrincipalNames(), opts.Metrics)
+	lim.SetFleet(opts.FleetSize)
+	h.inv = invoke.NewLimitedInvoker(caller, opts.Log, lim)
 	h.inv.SetTracerProvider(opts.Tracer)
 	mux := http.NewServeMux()
 	h.probes(mux)
@@ -110,6 +119,9 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	approvalsPage := NewApprovalsPage(reg, h.auth, ApprovalsPageOptions{Log: opts.Log, Metrics: opts.Metrics})
 	mux.Handle("/approvals", approvalsPage)
 	mux.Handle("/approvals/", approvalsPage)
+	if opts.Internal != nil {
+		mux.Handle("/internal/v1/", opts.Internal)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, &tools.Error{Type: tools.ErrUnknownTool, Message: "No such endpoint",
 			Suggestion: "Call tools with POST /v1/tools/{name}; GET /v1/tools lists them."})

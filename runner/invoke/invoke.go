@@ -37,7 +37,8 @@ type Call struct {
 	// RequestID names the call in the log line and in an internal error; "" makes the Invoker
 	// number one.
 	RequestID string
-	// Transport names the transport in the log line: "http", "mcp" or "n8n".
+	// Transport names the transport in the log line: "http", "mcp", "n8n", or "fleet" for a call
+	// another replica forwarded (runner/forward).
 	Transport string
 	// AccessLogged says the transport's own access log line reports the call (the HTTP API's
 	// does, from the Answer), so the Invoker writes no line of its own.

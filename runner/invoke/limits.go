@@ -26,12 +26,16 @@ type Limiter struct {
 	metrics *Metrics
 	per     map[string]*principalLimit
 	dyn     sync.Map // principal name → *principalLimit, for principals not configured as tokens
+	// fleet, when set, is the number of live replicas: each takes 1/fleet of the rate and the
+	// burst, so a token's rate holds for the fleet as a whole (SetFleet).
+	fleet *atomic.Int64
 }
 
 // principalLimit is one principal's bucket and in-flight count.
 type principalLimit struct {
 	bucket   *rate.Limiter // nil: no rate limit
 	inflight atomic.Int64
+	share    atomic.Int64 // the live replicas bucket is scaled for (1 when made)
 }
 
 // newLimiter returns nil when limits limit nothing, so the hot path skips it entirely.
@@ -55,7 +59,47 @@ func (l *Limiter) newPrincipalLimit() *principalLimit {
 		}
 		pl.bucket = rate.NewLimiter(rate.Limit(l.limits.RatePerSecond), burst)
 	}
+	pl.share.Store(1)
 	return pl
+}
+
+// SetFleet makes the rate hold for a fleet whose live replicas live counts: each replica's
+// bucket refills at RatePerSecond/live with a burst of Burst/live (rounded up, at least 1),
+// rescaled at a principal's next call after the count changes. Callers spread evenly over the
+// replicas (a round-robin proxy) then get RatePerSecond in all; calls concentrated on one
+// replica get only its part. nil (the default) is one replica.
+func (l *Limiter) SetFleet(live *atomic.Int64) {
+	if l != nil {
+		l.fleet = live
+	}
+}
+
+// burst is the configured bucket size with its default.
+func (l *Limiter) burst() int {
+	if l.limits.Burst > 0 {
+		return l.limits.Burst
+	}
+	return max(1, int(math.Ceil(l.limits.RatePerSecond)))
+}
+
+// replicas is the live replicas the limits are shared by, at least 1.
+func (l *Limiter) replicas() int64 {
+	if l.fleet == nil {
+		return 1
+	}
+	return max(1, l.fleet.Load())
+}
+
+// rescale scales pl's bucket to the current fleet, once per change.
+func (l *Limiter) rescale(pl *principalLimit) {
+	n := l.replicas()
+	old := pl.share.Load()
+	if old == n || !pl.share.CompareAndSwap(old, n) {
+		return
+	}
+	burst := l.burst()
+	pl.bucket.SetLimit(rate.Limit(l.limits.RatePerSecond / float64(n)))
+	pl.bucket.SetBurst(max(1, int(math.Ceil(float64(burst)/float64(n)))))
 }
 
 // of returns p's rate limit: its token's (an act_as token's end users share it), or one made for
@@ -95,20 +139,34 @@ func (l *Limiter) Admit(p tools.Principal) (a Admission, retryAfter time.Duratio
 		l.metrics.limited("concurrency")
 		return Admission{}, time.Second, terr
 	}
-	if pl := l.of(p); pl.bucket != nil && !pl.bucket.Allow() {
+	pl := l.of(p)
+	if pl.bucket != nil {
+		l.rescale(pl)
+	}
+	if pl.bucket != nil && !pl.bucket.Allow() {
 		l.Done(a)
 		l.metrics.limited("rate")
 		// The bucket refills at RatePerSecond: the wait for one whole token is the deficit over
 		// the rate.
 		deficit := 1 - pl.bucket.Tokens()
-		wait := time.Duration(deficit / l.limits.RatePerSecond * float64(time.Second))
+		wait := time.Duration(deficit / float64(pl.bucket.Limit()) * float64(time.Second))
 		wait = max(wait, time.Millisecond)
 		return Admission{}, wait, &tools.Error{Type: tools.ErrRateLimited,
-			Message: fmt.Sprintf("Too many calls for this token: the limit is %s calls per second (bursts of %d)",
-				strconv.FormatFloat(l.limits.RatePerSecond, 'f', -1, 64), pl.bucket.Burst()),
+			Message: fmt.Sprintf("Too many calls for this token: the limit is %s calls per second (bursts of %d)%s",
+				strconv.FormatFloat(l.limits.RatePerSecond, 'f', -1, 64), l.burst(), l.fleetNote(pl)),
 			Suggestion: fmt.Sprintf("Wait %s, then retry; fewer, larger calls (a wider where, a bigger limit) also help.", roundWait(wait))}
 	}
 	return a, 0, nil
+}
+
+// fleetNote says how the limit is shared when several replicas share it.
+func (l *Limiter) fleetNote(pl *principalLimit) string {
+	n := l.replicas()
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" for all %d replicas together; this one admits %s per second (bursts of %d)", n,
+		strconv.FormatFloat(float64(pl.bucket.Limit()), 'f', 2, 64), pl.bucket.Burst())
 }
 
 // enter counts a call of p in flight, in its subject's share first (a subject over it is the one

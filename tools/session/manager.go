@@ -108,6 +108,7 @@ type Manager struct {
 	closed   bool
 	expiries atomic.Uint64 // sessions expired by Sweep since New, for metrics
 	spares   *spares
+	base     [2]int // MaxPerPrincipal and MaxPerSubject as configured, before SetFleetShare
 }
 
 type expiredID struct {
@@ -143,7 +144,8 @@ func New(cfg Config) *Manager {
 	if cfg.ReplicaID == "" {
 		tag = newID()[:8]
 	}
-	m := &Manager{cfg: cfg, tag: tag, boot: newID()[9:13], sessions: map[string]*Session{}, held: map[string]int{}, subjects: map[string]int{}, expired: map[string]expiredID{}}
+	m := &Manager{cfg: cfg, tag: tag, boot: newID()[9:13], sessions: map[string]*Session{}, held: map[string]int{}, subjects: map[string]int{}, expired: map[string]expiredID{},
+		base: [2]int{cfg.MaxPerPrincipal, cfg.MaxPerSubject}}
 	m.spares = &spares{size: cfg.Spares, room: m.room, idle: m.idleTimeout(), log: cfg.Log, sets: map[string]*spareSet{}}
 	return m
 }
@@ -200,6 +202,17 @@ func newID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// SetFleetShare makes a quota owner's and a subject's session shares hold for a fleet of n
+// live replicas together: each replica takes 1/n of the configured share, at least 1 (so with
+// more replicas than the share, a token may hold up to n sessions). n <= 1 restores the
+// configured shares. Open sessions stay open.
+func (m *Manager) SetFleetShare(n int) {
+	n = max(n, 1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg.MaxPerPrincipal, m.cfg.MaxPerSubject = max(1, m.base[0]/n), max(1, m.base[1]/n)
 }
 
 // Tag is the replica tag every session id of this manager starts with.
