@@ -37,7 +37,8 @@ type stateFleet struct {
 
 // startStateFleet starts PostgreSQL (table items, 50 rows), three replicas whose database
 // "default" has the rule rows_over 2 and whose state is database "state" (the same server,
-// reached through a TCP forwarder the test can cut), and NGINX in spread mode.
+// reached through a TCP forwarder the test can cut), sharing a fleet secret and no peer list (the
+// registry finds the peers), and NGINX in spread mode.
 func startStateFleet(t *testing.T) *stateFleet {
 	t.Helper()
 	nginxPath(t)
@@ -60,6 +61,10 @@ func startStateFleet(t *testing.T) *stateFleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	secret := filepath.Join(dir, "fleet-secret")
+	if err := os.WriteFile(secret, []byte("fleet-secret-0123456789abcdef0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	conf, _ := json.Marshal(map[string]any{
 		"databases": map[string]any{
 			"default": map[string]any{"url": dsn, "policy": map[string]any{"require_approval": []any{map[string]any{"when": "rows_over", "rows": 2}}}},
@@ -70,6 +75,8 @@ func startStateFleet(t *testing.T) *stateFleet {
 			map[string]any{"name": "approver", "token": approverToken, "scopes": []string{"read", "approve"}, "databases": []string{"default"}},
 		},
 		"state": "state",
+		// No peers: the replicas find each other in the state's registry to forward sessions.
+		"fleet": map[string]any{"secret_file": secret},
 	})
 	sf := &stateFleet{fleet: &fleet{byAddr: map[string]*replica{}, byTag: map[string]*replica{}}, bin: filepath.Join(dir, "pgtools"), conf: filepath.Join(dir, "pgtools.json"), db: db, cut: cut}
 	if err := os.WriteFile(sf.conf, conf, 0o600); err != nil {
@@ -349,4 +356,41 @@ func TestFleetApprovals(t *testing.T) {
 		}
 	}
 	t.Log("FLEET approvals: state database cut: approval calls 503 connection_error (retryable), reads and rule-free writes 200")
+}
+
+// TestFleetRegistryForwards: with state and a fleet secret but no peer list, the replicas find
+// each other in the state's replica registry, so session calls spread round-robin by the proxy
+// (no routing header) reach the replica holding their session: begin → insert → commit, three
+// sessions, no session_not_found, and some calls were forwarded.
+func TestFleetRegistryForwards(t *testing.T) {
+	sf := startStateFleet(t)
+	before := sf.items(t)
+	forwarded := 0
+	for i := range 3 {
+		b := sf.do(t, sf.proxy, "POST", "/v1/tools/pg_tx", agentToken, `{"action":"begin"}`)
+		sid, _ := b.body["session_id"].(string)
+		if b.status != 200 || sid == "" {
+			t.Fatalf("begin: %d %v", b.status, b.body)
+		}
+		for _, call := range []struct{ tool, args string }{
+			{"insert_data", fmt.Sprintf(`{"table":"items","row":{"id":%d,"name":"via the registry"},"session_id":%q}`, 1000+i, sid)},
+			{"select_query", fmt.Sprintf(`{"table":"items","where":"id = %d","session_id":%q}`, 1000+i, sid)},
+			{"pg_tx", fmt.Sprintf(`{"action":"commit","session_id":%q}`, sid)},
+		} {
+			a := sf.do(t, sf.proxy, "POST", "/v1/tools/"+call.tool, agentToken, call.args)
+			if a.status != 200 {
+				t.Fatalf("%s in session %s through the proxy: %d %v", call.tool, sid, a.status, a.body)
+			}
+			if a.replica != b.replica {
+				forwarded++
+			}
+		}
+	}
+	if got := sf.items(t); got != before+3 {
+		t.Fatalf("%d items, want %d: the sessions did not all commit", got, before+3)
+	}
+	if forwarded == 0 {
+		t.Fatal("no call landed on a replica other than its session's: the proxy did not spread")
+	}
+	t.Logf("FLEET registry: 3 sessions through a round-robin proxy, %d of 9 calls forwarded via the state's registry", forwarded)
 }
