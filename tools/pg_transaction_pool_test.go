@@ -47,7 +47,8 @@ func TestBatchLeavesNoStateOnPooledConnection(t *testing.T) {
 		{name: "set_config search_path", ops: []string{"SELECT set_config('search_path', 'pg_catalog', false)"},
 			next: "SELECT current_setting('search_path') AS v", want: `{"v":"\"$user\", public"}`},
 		{name: "set_config application_name", ops: []string{"SELECT set_config('application_name', 'hijacked', false)"},
-			next: "SELECT current_setting('application_name') AS v", want: `{"v":"pgtools"}`},
+			// The next call's transaction names its own caller and tool, not the batch's value.
+			next: "SELECT current_setting('application_name') AS v", want: `{"v":"pgtools/tester/execute_sql"}`},
 		{name: "set_config statement_timeout", ops: []string{"SELECT set_config('statement_timeout', '123s', false)"},
 			next: "SELECT current_setting('statement_timeout') AS v", want: `{"v":"30s"}`},
 		{name: "custom setting", ops: []string{"SELECT set_config('pgtools_test.leak', 'secret', false)"},
