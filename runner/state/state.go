@@ -1,7 +1,8 @@
 // Package state holds pgtools' fleet state in a PostgreSQL schema of its own (setting state,
 // default schema pgtools): the approval requests of require_approval rules, which every replica
 // lists, decides and uses (Approvals, an approval.Backend), and the registry of the live
-// replicas with their tags and addresses (Register, Replicas, Owner). Open creates or upgrades
+// replicas with their tags and addresses (Register, Replicas, Owner), and the approvals page's
+// sign-ins (PutSignIn, GetSignIn), so an approver signed in on one replica is on all. Open creates or upgrades
 // the schema by numbered migrations, recorded in its schema_version row, when the login role
 // may; otherwise it refuses with the SQL an administrator runs (SetupError). Times are the
 // database's: every replica ages, expires and orders by one clock.
@@ -27,7 +28,7 @@ const DefaultSchema = "pgtools"
 // migrations are the schema's versions: migrations[i] takes it from version i to i+1. %[1]s is
 // the quoted schema. A released migration never changes; a new one is appended.
 var migrations = []string{
-	// 1: approval requests and the replica registry.
+	// 1: approval requests, the replica registry and the approvals page's sign-ins.
 	`CREATE TABLE %[1]s.approvals (
     id          text PRIMARY KEY,
     status      text NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired', 'used', 'mismatched')),
@@ -57,6 +58,15 @@ CREATE TABLE %[1]s.replicas (
     heartbeat   timestamptz NOT NULL
 );
 CREATE INDEX replicas_tag ON %[1]s.replicas (tag);
+CREATE TABLE %[1]s.signins (
+    key         bytea PRIMARY KEY,
+    principal   jsonb NOT NULL,
+    csrf        text NOT NULL,
+    expires     timestamptz NOT NULL,
+    flash       text NOT NULL DEFAULT '',
+    flash_error boolean NOT NULL DEFAULT false
+);
+CREATE INDEX signins_expires ON %[1]s.signins (expires);
 `,
 }
 
@@ -64,7 +74,7 @@ CREATE INDEX replicas_tag ON %[1]s.replicas (tag);
 var Version = len(migrations)
 
 // tables are the schema's tables the login role reads and writes.
-var tables = []string{"schema_version", "approvals", "replicas"}
+var tables = []string{"schema_version", "approvals", "replicas", "signins"}
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
