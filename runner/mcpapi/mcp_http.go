@@ -64,7 +64,8 @@ func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBo
 	if m.origins, err = newOriginPolicy(mcpOpts.AllowedOrigins); err != nil {
 		log.Error().Err(err).Msg("mcp: allowed origins")
 	}
-	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return NewMCPServerWith(reg, p, log, inv, mcpOpts) })
+	// m.opts, not mcpOpts: every server keys its questions' states with the one key withDefaults made.
+	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return NewMCPServerWith(reg, p, log, inv, m.opts) })
 	opts := mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
