@@ -67,6 +67,11 @@ func errorf(t ErrorType, suggestion, format string, args ...any) *Error {
 // transports read what callers send through it: the approvals API, MCP messages, n8n tasks.
 func DecodeJSON(data []byte, v any) error { return wire.Unmarshal(data, v) }
 
+// CheckDuplicateKeys is DuplicateKey of data without decoding it: for a transport that hands
+// the bytes on (MCP's go-sdk decodes its own envelope). nil for data without a duplicate key,
+// and for data that is not valid JSON (the decoder that reads it says why).
+func CheckDuplicateKeys(data []byte) *Error { return DuplicateKey(wire.CheckKeys(data)) }
+
 // DuplicateKey is the answer to JSON that names a key twice in one object (err from
 // DecodeJSON), naming the key and where it is; nil when err is anything else.
 func DuplicateKey(err error) *Error {

@@ -199,8 +199,8 @@ func decidedByClient(ctx context.Context, inv *invoke.Invoker, call invoke.Call,
 		return invoke.Answer{Body: body, Err: e}
 	}
 	var args map[string]json.RawMessage
-	if len(call.Args) > 0 && json.Unmarshal(call.Args, &args) != nil {
-		args = nil
+	if len(call.Args) > 0 && tools.DecodeJSON(call.Args, &args) != nil {
+		return inv.Invoke(ctx, call) // the registry answers the arguments' fault; nothing runs
 	}
 	if args == nil {
 		args = map[string]json.RawMessage{}

@@ -83,3 +83,54 @@ func TestMCPConfirmStateIsKeyed(t *testing.T) {
 		t.Errorf("after the accepted delete %d rows left, want 130", n)
 	}
 }
+
+// TestMCPDuplicateKeysRefused: a message naming a key twice in one object, in its envelope,
+// its _meta or the tool's arguments, is refused before the go-sdk or the fast path reads it,
+// on every protocol version, with invalid_arguments naming the key; nothing runs.
+func TestMCPDuplicateKeysRefused(t *testing.T) {
+	t.Parallel()
+	f := newMCPFeatures(t)
+	srv := httptest.NewServer(httpapi.NewHandlerWith(f.reg, httpapi.HandlerOptions{Log: zerolog.Nop(),
+		Tokens: []auth.Token{{Secret: ddlToken, Name: "ddl", Scopes: []string{"read", "write", "ddl"}}}}))
+	t.Cleanup(srv.Close)
+	del := `{"table":"big","where":"id > 100","autocommit":true}`
+	for _, v := range mcpVersions() {
+		for name, c := range map[string]struct{ body, key string }{
+			"arguments": {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + withMeta(v, `{"name":"delete_data","arguments":{"table":"big","where":"id > 149","where":"true","autocommit":true}}`, `{}`, "") + `}`, "where"},
+			"method":    {`{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":` + withMeta(v, `{"name":"delete_data","arguments":`+del+`}`, `{}`, "") + `}`, "method"},
+			"name":      {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + withMeta(v, `{"name":"select_query","name":"delete_data","arguments":`+del+`}`, `{}`, "") + `}`, "name"},
+			"batch":     {`[{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":` + withMeta(v, `{"name":"delete_data","arguments":`+del+`}`, `{}`, "") + `}]`, "id"},
+		} {
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(c.body))
+			req.Header.Set("Authorization", "Bearer "+ddlToken)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if v != "" {
+				req.Header.Set("Mcp-Protocol-Version", v)
+				req.Header.Set("Mcp-Method", "tools/call")
+				req.Header.Set("Mcp-Name", "delete_data")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var out struct {
+				Error struct {
+					Data struct {
+						ErrorType string `json:"errorType"`
+						Error     string `json:"error"`
+					} `json:"data"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(b, &out)
+			if resp.StatusCode != http.StatusBadRequest || out.Error.Data.ErrorType != "invalid_arguments" || !strings.Contains(out.Error.Data.Error, `"`+c.key+`" appears more than once`) {
+				t.Errorf("version %q, duplicate %s: %d %s", v, name, resp.StatusCode, b)
+			}
+		}
+	}
+	if n := f.db.QueryInt(t, `SELECT count(*) FROM big`); n != 150 {
+		t.Errorf("big has %d rows, want 150: a refused message ran", n)
+	}
+}

@@ -39,6 +39,15 @@ func checkKeys(data []byte) *DuplicateKeyError {
 	return s.dup
 }
 
+// CheckKeys is checkKeys for a reader that does not decode data itself: nil (an untyped nil
+// error) when no key is named twice.
+func CheckKeys(data []byte) error {
+	if dup := checkKeys(data); dup != nil {
+		return dup
+	}
+	return nil
+}
+
 type dupScanner struct {
 	b   []byte
 	i   int
