@@ -173,6 +173,7 @@ func (rt *Runtime) handler(g *generation) http.Handler {
 		stateKey = rt.pageKey
 	}
 	return httpapi.NewHandlerWith(g.reg, httpapi.HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
+		AuthFailuresPerSecond: cfg.Limits.AuthFailuresPerSecond, ApproverCallsPerSecond: cfg.Limits.ApproverCallsPerSecond,
 		Limits: cfg.Limits.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
 		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCP.StructuredContent, AllowedOrigins: cfg.MCP.AllowedOrigins,
 			StateKey: mcpapi.StateKeyFrom(stateKey)},

@@ -18,9 +18,23 @@ import (
 
 // mountApprovals adds GET /v1/approvals, GET /v1/approvals/{id} and POST /v1/approvals/{id}.
 func (h *handler) mountApprovals(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/approvals", h.authed(h.listApprovals))
-	mux.HandleFunc("GET /v1/approvals/{id}", h.authed(h.getApproval))
-	mux.HandleFunc("POST /v1/approvals/{id}", h.authed(h.decideApproval))
+	mux.HandleFunc("GET /v1/approvals", h.authed(h.approverLimited(h.listApprovals)))
+	mux.HandleFunc("GET /v1/approvals/{id}", h.authed(h.approverLimited(h.getApproval)))
+	mux.HandleFunc("POST /v1/approvals/{id}", h.authed(h.approverLimited(h.decideApproval)))
+}
+
+// approverLimited bounds the approvals API calls of one principal (ApproverCallsPerSecond):
+// even a valid approver's credential cannot be used to walk the request ids at speed.
+func (h *handler) approverLimited(next principalHandler) principalHandler {
+	return func(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+		key := "approver " + p.Name
+		if wait, over := h.approverCalls.blocked(key); over {
+			writeRateLimited(w, r, rateLimitedError("approvals API calls", h.approverCalls.limit, wait), wait)
+			return
+		}
+		h.approverCalls.add(key)
+		next(w, r, p)
+	}
 }
 
 // approverOnly refuses a bearer without the approve scope, before the store is asked: such a
