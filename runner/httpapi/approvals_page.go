@@ -350,6 +350,14 @@ func (p *ApprovalsPage) formFromPage(w http.ResponseWriter, r *http.Request) boo
 		p.render(w, status, view{Error: true, Message: "The form could not be read; nothing was done. Reload /approvals and try again."})
 		return false
 	}
+	// A field named twice (decision=deny&decision=approve) reads as either value depending on
+	// the reader; the page's own forms never repeat one.
+	for k, v := range r.PostForm {
+		if len(v) > 1 {
+			p.render(w, http.StatusBadRequest, view{Error: true, Message: fmt.Sprintf("The form names the field %q more than once; nothing was done. Reload /approvals and use its forms.", k)})
+			return false
+		}
+	}
 	return true
 }
 

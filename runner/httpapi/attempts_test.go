@@ -104,3 +104,29 @@ func TestAPIAuthFailuresLimited(t *testing.T) {
 		t.Error("40 approvals API calls of one approver in about a second were all answered")
 	}
 }
+
+// TestApprovalsPageRefusesRepeatedFields: a form that names a field twice
+// (decision=deny&decision=approve) reads one way to a reader that keeps the first and another
+// to one that keeps the last; the page refuses it and decides nothing.
+func TestApprovalsPageRefusesRepeatedFields(t *testing.T) {
+	t.Parallel()
+	f := newApprovalsFixture(t)
+	id := f.request(t, pageCallerToken, "delete_data", deleteArgs(1, 150))
+	c := newPageClient(t, f.srv.URL, nil)
+	status, page := c.signIn(pageApproverToken)
+	if status != http.StatusOK {
+		t.Fatalf("sign-in: %d", status)
+	}
+	csrf := c.csrf(page)
+	for _, form := range []url.Values{
+		{"decision": {"deny", "approve"}, "csrf": {csrf}},
+		{"decision": {"approve"}, "csrf": {csrf, csrf}},
+	} {
+		if status, body, _ := c.post("/approvals/"+id, form); status != http.StatusBadRequest || !strings.Contains(body, "more than once") {
+			t.Errorf("form %v: %d %.300s", form, status, body)
+		}
+	}
+	if status, out, _ := apitest.Call(t, http.MethodGet, f.srv.URL+"/v1/approvals/"+id, pageApproverToken, ""); status != http.StatusOK || out["approval"].(map[string]any)["status"] != "pending" {
+		t.Errorf("after the refused forms: %d %v, want pending", status, out)
+	}
+}
