@@ -144,9 +144,14 @@ func refuseDuplicateKey(w http.ResponseWriter, r *http.Request, e *tools.Error) 
 	if info := httpx.RequestLogOf(r.Context()); info != nil {
 		info.ErrorType = e.Type
 	}
-	data, _ := e.MarshalJSON()
-	msg, _ := json.Marshal(e.Message)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":` + string(msg) + `,"data":` + string(data) + `}}`))
+	_, _ = w.Write(duplicateKeyAnswer(e))
+}
+
+// duplicateKeyAnswer is the JSON-RPC error answering a message with a duplicate key e.
+func duplicateKeyAnswer(e *tools.Error) []byte {
+	data, _ := e.MarshalJSON()
+	msg, _ := json.Marshal(e.Message)
+	return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":` + string(msg) + `,"data":` + string(data) + `}}`)
 }
