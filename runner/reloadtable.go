@@ -46,6 +46,8 @@ var reloadTable = map[string]onReload{
 	"limits":                                  appliesLive,
 	"limits.max_body_bytes":                   appliesLive, // the broker clients' args cap too
 	"limits.rate_per_second":                  appliesLive,
+	"limits.auth_failures_per_second":         appliesLive, // counts start afresh with the new handler
+	"limits.approver_calls_per_second":        appliesLive,
 	"limits.burst":                            appliesLive,
 	"limits.max_concurrent_per_token":         appliesLive,
 	"limits.max_concurrent_per_subject":       appliesLive,

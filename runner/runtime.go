@@ -193,9 +193,17 @@ func (rt *Runtime) newGeneration(ctx context.Context, cfg *config.Config, dbs []
 
 func (rt *Runtime) handler(g *generation) http.Handler {
 	cfg := g.cfg
+	// Questions asked through /mcp are keyed like page tokens: the configured key, shared by the
+	// replicas, or the one made at Build, so a reload keeps pending questions answerable.
+	stateKey := cfg.PageTokens.Key
+	if len(stateKey) == 0 {
+		stateKey = rt.pageKey
+	}
 	return httpapi.NewHandlerWith(g.reg, httpapi.HandlerOptions{Tokens: cfg.Tokens, Log: rt.log, MaxBodyBytes: cfg.Limits.MaxBodyBytes,
+		AuthFailuresPerSecond: cfg.Limits.AuthFailuresPerSecond, ApproverCallsPerSecond: cfg.Limits.ApproverCallsPerSecond,
 		Limits: cfg.Limits.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
-		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCP.StructuredContent, AllowedOrigins: cfg.MCP.AllowedOrigins},
+		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCP.StructuredContent, AllowedOrigins: cfg.MCP.AllowedOrigins,
+			StateKey: mcpapi.StateKeyFrom(stateKey)},
 		OpenAPIPublic: cfg.OpenAPIPublic, Internal: rt.internalHandler(), FleetSize: rt.fleetSize()})
 }
 

@@ -137,6 +137,9 @@ func (r *Registry) decodeCall(p Principal, t *toolEntry, rawArgs []byte) (dc dec
 	if len(strings.TrimSpace(string(rawArgs))) == 0 {
 		args = map[string]any{}
 	} else if e := wire.Unmarshal(rawArgs, &args); e != nil {
+		if dup := DuplicateKey(e); dup != nil {
+			return dc, dup
+		}
 		return dc, errorf(ErrInvalidArguments, "Send the arguments as one JSON object, e.g. {\"table\": \"orders\"}.",
 			"Invalid arguments: the body is not valid JSON")
 	}

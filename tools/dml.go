@@ -93,7 +93,11 @@ func writeResult(op, table string, out *writeOutcome, dryRun bool, maxBytes int)
 		if op == "delete" {
 			state = "as they are now, before the delete"
 		}
-		res.Hint = fmt.Sprintf("Dry run: %d rows would be affected (affectedRows); data shows %d of them (rowCount) %s. Nothing was changed. Call again without dry_run, with autocommit: true or a session_id, to apply it.", affected, n, state)
+		changed := "Nothing was changed."
+		if note := sequenceNote(out.sequences); note != "" {
+			changed = "No row was changed. " + note
+		}
+		res.Hint = fmt.Sprintf("Dry run: %d rows would be affected (affectedRows); data shows %d of them (rowCount) %s. %s Call again without dry_run, with autocommit: true or a session_id, to apply it.", affected, n, state, changed)
 	case out.rows.ByBytes:
 		res.Hint = fmt.Sprintf("The change is done; the returned rows were cut at the %d-byte response cap. Use returning with fewer columns to see more.", maxBytes)
 	case truncated:

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -89,6 +90,69 @@ type writeOutcome struct {
 	affected int64
 	after    effects // a free statement's effects reading after it, identity checked
 	ddl      bool    // a free statement changed the schema (judged allowed)
+	// sequences names the sequences the statement drew from, read before a rollback: the one
+	// thing of it the rollback does not undo (sequenceNote).
+	sequences []string
+}
+
+// sequencesSQL lists the sequences the open transaction used: nextval, setval and currval lock
+// a sequence in RowExclusiveLock until the transaction ends (nothing else does), so the locks
+// name exactly the sequences a rolled-back statement may have moved, however it reached them
+// (a serial or identity column, a default, a trigger, a function). A sequence the caller's role
+// holds no privilege on is named "" (an unnamed sequence).
+const sequencesSQL = `SELECT CASE WHEN has_sequence_privilege(c.oid, 'USAGE, SELECT, UPDATE') THEN c.oid::regclass::text ELSE '' END
+FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_class c ON c.oid = l.relation
+WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND c.relkind = 'S'
+ORDER BY 1 LIMIT 11`
+
+// sequencesUsed returns the sequences the open transaction on pc used (sequencesSQL), or nil
+// when it used none or they cannot be read (a failed transaction: then nothing ran to say so).
+func sequencesUsed(ctx context.Context, pc *pgconn.PgConn) []string {
+	if pc.TxStatus() != 'T' {
+		return nil
+	}
+	res := pc.ExecParams(ctx, sequencesSQL, nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(res.Rows))
+	for _, r := range res.Rows {
+		names = append(names, string(r[0]))
+	}
+	return names
+}
+
+// sequenceNote is what a rolled-back answer adds when the statement used sequences: a
+// rollback does not give back the values nextval handed out. "" for none.
+func sequenceNote(seqs []string) string {
+	if len(seqs) == 0 {
+		return ""
+	}
+	var named []string
+	hidden := 0
+	for _, s := range seqs {
+		if s == "" {
+			hidden++
+		} else {
+			named = append(named, s)
+		}
+	}
+	if hidden > 0 {
+		named = append(named, fmt.Sprintf("%d sequence(s) the caller cannot read", hidden))
+	}
+	what := strings.Join(named, ", ")
+	if len(seqs) > 10 {
+		what += " and more"
+	}
+	return "Sequences are not rolled back: the statement used " + what + ", which may have advanced (values nextval handed out are not given back)."
+}
+
+// noteSequences adds sequenceNote(seqs) to err's message when err is an answer (*Error).
+func noteSequences(err error, seqs []string) {
+	var e *Error
+	if note := sequenceNote(seqs); note != "" && errors.As(err, &e) {
+		e.Message = strings.TrimSuffix(e.Message, ".") + ". " + note
+	}
 }
 
 // isDestructive reports statements that need confirm_destructive.

@@ -3,11 +3,14 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/pgtools/pgtools/tools/internal/pgerr"
 	"github.com/pgtools/pgtools/tools/internal/wire"
 	"github.com/pgtools/pgtools/tools/plan"
+	"github.com/pgtools/pgtools/tools/words"
 )
 
 // Error is the one shape every failure takes, from every transport (pgerr.Error).
@@ -57,6 +60,31 @@ func AllErrorTypes() []ErrorType { return pgerr.AllErrorTypes() }
 // errorf builds an Error of type t with a formatted message and a suggestion.
 func errorf(t ErrorType, suggestion, format string, args ...any) *Error {
 	return pgerr.Errorf(t, suggestion, format, args...)
+}
+
+// DecodeJSON decodes a caller's JSON into v as every caller-facing decoder must (wire.Unmarshal:
+// one value, numbers exact, a key named twice in one object refused at any depth). The runner's
+// transports read what callers send through it: the approvals API, MCP messages, n8n tasks.
+func DecodeJSON(data []byte, v any) error { return wire.Unmarshal(data, v) }
+
+// CheckDuplicateKeys is DuplicateKey of data without decoding it: for a transport that hands
+// the bytes on (MCP's go-sdk decodes its own envelope). nil for data without a duplicate key,
+// and for data that is not valid JSON (the decoder that reads it says why).
+func CheckDuplicateKeys(data []byte) *Error { return DuplicateKey(wire.CheckKeys(data)) }
+
+// DuplicateKey is the answer to JSON that names a key twice in one object (err from
+// DecodeJSON), naming the key and where it is; nil when err is anything else.
+func DuplicateKey(err error) *Error {
+	var dup *wire.DuplicateKeyError
+	if !errors.As(err, &dup) {
+		return nil
+	}
+	at := ""
+	if len(dup.Path) > 0 {
+		at = " in " + words.Quote(strings.Join(dup.Path, "/"))
+	}
+	return errorf(ErrInvalidArguments, "Send each key once per object; readers disagree on which of two values counts.",
+		"Invalid arguments: the key %s appears more than once%s", words.Quote(dup.Key), at)
 }
 
 // callContext says what kind of statement failed (pgerr.Context).

@@ -90,6 +90,11 @@ func (db *Database) runWrite(ctx context.Context, st writeStmt) (*writeOutcome, 
 		keep = err == nil
 	}
 	if err != nil || !keep {
+		if out != nil {
+			// What the rollback will not undo, read while the transaction still holds it.
+			out.sequences = sequencesUsed(ctx, pc)
+			noteSequences(err, out.sequences)
+		}
 		// Rolled back and reset in one round trip, so whatever session state the statement set
 		// (advisory locks and sequence state survive a rollback) never reaches the next call.
 		if rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc); rbErr == nil && ctx.Err() == nil && wire.SafeTags[tagOf(out)] {

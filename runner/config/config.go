@@ -27,6 +27,10 @@ const (
 	DefaultListen = "127.0.0.1:8080"
 	// DefaultMaxBodyBytes is Limits.MaxBodyBytes when unset: 1 MiB.
 	DefaultMaxBodyBytes = 1 << 20
+	// DefaultAuthFailuresPerSecond is Limits.AuthFailuresPerSecond when unset.
+	DefaultAuthFailuresPerSecond = 30
+	// DefaultApproverCallsPerSecond is Limits.ApproverCallsPerSecond when unset.
+	DefaultApproverCallsPerSecond = 30
 	// DefaultMaxSessions is Sessions.MaxSessions when unset.
 	DefaultMaxSessions = session.DefaultMaxSessions
 	// DefaultMaxTransactions is Sessions.MaxTransactions when unset.
@@ -133,6 +137,13 @@ type Limits struct {
 	invoke.Limits
 	// MaxBodyBytes caps a request body, in bytes (default 1 MiB).
 	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// AuthFailuresPerSecond bounds the refused authentications (bearer tokens, /approvals
+	// sign-ins) of one client address and of one credential tried, per second; more get 429
+	// (default DefaultAuthFailuresPerSecond, 30).
+	AuthFailuresPerSecond int `json:"auth_failures_per_second"`
+	// ApproverCallsPerSecond bounds the approvals API calls of one approver per second (default
+	// DefaultApproverCallsPerSecond, 30).
+	ApproverCallsPerSecond int `json:"approver_calls_per_second"`
 }
 
 // Sessions are the config file's "sessions": caps on pg_tx sessions and pg_transaction calls.
@@ -309,6 +320,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Limits.MaxBodyBytes <= 0 {
 		c.Limits.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Limits.AuthFailuresPerSecond <= 0 {
+		c.Limits.AuthFailuresPerSecond = DefaultAuthFailuresPerSecond
+	}
+	if c.Limits.ApproverCallsPerSecond <= 0 {
+		c.Limits.ApproverCallsPerSecond = DefaultApproverCallsPerSecond
 	}
 	if c.Shutdown.GraceSeconds == nil {
 		g := DefaultShutdownGrace.Seconds()

@@ -18,9 +18,23 @@ import (
 
 // mountApprovals adds GET /v1/approvals, GET /v1/approvals/{id} and POST /v1/approvals/{id}.
 func (h *handler) mountApprovals(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/approvals", h.authed(h.listApprovals))
-	mux.HandleFunc("GET /v1/approvals/{id}", h.authed(h.getApproval))
-	mux.HandleFunc("POST /v1/approvals/{id}", h.authed(h.decideApproval))
+	mux.HandleFunc("GET /v1/approvals", h.authed(h.approverLimited(h.listApprovals)))
+	mux.HandleFunc("GET /v1/approvals/{id}", h.authed(h.approverLimited(h.getApproval)))
+	mux.HandleFunc("POST /v1/approvals/{id}", h.authed(h.approverLimited(h.decideApproval)))
+}
+
+// approverLimited bounds the approvals API calls of one principal (ApproverCallsPerSecond):
+// even a valid approver's credential cannot be used to walk the request ids at speed.
+func (h *handler) approverLimited(next principalHandler) principalHandler {
+	return func(w http.ResponseWriter, r *http.Request, p tools.Principal) {
+		key := "approver " + p.Name
+		if wait, over := h.approverCalls.blocked(key); over {
+			writeRateLimited(w, r, rateLimitedError("approvals API calls", h.approverCalls.limit, wait), wait)
+			return
+		}
+		h.approverCalls.add(key)
+		next(w, r, p)
+	}
 }
 
 // approverOnly refuses a bearer without the approve scope, before the store is asked: such a
@@ -74,11 +88,6 @@ type approvalAnswer struct {
 	Approval approval.Request `json:"approval"`
 }
 
-// decisionBody is POST /v1/approvals/{id}'s body.
-type decisionBody struct {
-	Decision string `json:"decision"`
-}
-
 func (h *handler) decideApproval(w http.ResponseWriter, r *http.Request, p tools.Principal) {
 	if !approverOnly(w, r, p) {
 		return
@@ -91,16 +100,23 @@ func (h *handler) decideApproval(w http.ResponseWriter, r *http.Request, p tools
 		}
 		return
 	}
-	var body decisionBody
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil || dec.More() || (body.Decision != "approve" && body.Decision != "deny") {
+	// Read as a map through the callers' one decoder: a key named twice is refused (which of
+	// two decisions counts would depend on the parser), and no other spelling of "decision" is
+	// read as one (encoding/json matches struct fields without regard to case).
+	var fields map[string]any
+	err = tools.DecodeJSON(raw, &fields)
+	if dup := tools.DuplicateKey(err); dup != nil {
+		writeAPIError(w, r, dup)
+		return
+	}
+	decision, _ := fields["decision"].(string)
+	if err != nil || len(fields) != 1 || (decision != "approve" && decision != "deny") {
 		writeAPIError(w, r, &tools.Error{Type: tools.ErrInvalidArguments,
 			Message:    `The body must be {"decision": "approve"} or {"decision": "deny"}`,
 			Suggestion: `Send {"decision": "approve"} to let the call commit once, or {"decision": "deny"} to refuse it.`})
 		return
 	}
-	ap, e := h.reg.Approvals().Decide(p.Party(), r.PathValue("id"), body.Decision == "approve")
+	ap, e := h.reg.Approvals().Decide(p.Party(), r.PathValue("id"), decision == "approve")
 	if e != nil {
 		writeAPIError(w, r, e)
 		return

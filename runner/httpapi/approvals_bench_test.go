@@ -15,7 +15,8 @@ import (
 // BenchmarkApprovalsHTTP measures, through the HTTP API of a runtime built from a config file:
 // an update_data by primary key without approval rules ("no_rules") and under a rule it does
 // not match ("rule_not_matched": the price of measuring every write's effect), and an
-// approver's GET /v1/approvals with 20 requests pending ("list_pending").
+// approver's GET /v1/approvals with 20 requests pending ("list_pending"; the approver's calls
+// per second are not limited here).
 func BenchmarkApprovalsHTTP(b *testing.B) {
 	db := pgtest.New(b)
 	db.Exec(b, `CREATE TABLE items (id int PRIMARY KEY, n int); INSERT INTO items SELECT i, 0 FROM generate_series(1, 200) i`)
@@ -24,6 +25,7 @@ func BenchmarkApprovalsHTTP(b *testing.B) {
 	serve := func(rules string) string {
 		doc := `{"tokens": [{"name": "agent", "token": "` + aprCallerToken + `", "scopes": ["read", "write"]},
 		  {"name": "boss", "token": "` + aprApproverToken + `", "scopes": ["approve"]}],
+		  "limits": {"approver_calls_per_second": 1000000},
 		  "databases": {"default": {"url": "` + dsn + `", "max_conns": 2, "policy": {"require_approval": ` + rules + `}}}}`
 		return runnertest.NewServerFixture(b, runnertest.ConfigDoc(b, doc)).HTTP.URL
 	}

@@ -67,6 +67,10 @@ type ApprovalsPageOptions struct {
 	SignInTTL time.Duration
 	// Now is the clock of sign-ins (default time.Now); requests age by the approval store's.
 	Now func() time.Time
+
+	// failures counts refused sign-ins per client and per token tried, shared with the API's
+	// bearer checks (NewHandlerWith); nil: a count of the page's own, DefaultAuthFailuresPerSecond.
+	failures *attemptLimiter
 }
 
 // ApprovalsPage is the approver's page at /approvals: sign in with a token holding the approve
@@ -103,6 +107,9 @@ func NewApprovalsPage(reg *tools.Registry, a *auth.Authenticator, o ApprovalsPag
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.failures == nil {
+		o.failures = newAttemptLimiter(DefaultAuthFailuresPerSecond, nil)
 	}
 	p := &ApprovalsPage{reg: reg, auth: a, o: o, mux: http.NewServeMux(), signIns: map[[32]byte]*signIn{}}
 	p.mux.HandleFunc("GET /approvals", p.index)
@@ -215,10 +222,20 @@ func (p *ApprovalsPage) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	// The API's own check of a bearer token, on a request that carries nothing else of the
 	// form's: no act-as header, so the approver signs in as the token itself.
+	// A client, or a token, refused too often in the last second is not checked at all.
+	keys := authKeys(r, token)
+	if wait, over := p.o.failures.blocked(keys...); over {
+		w.Header().Set("Retry-After", invoke.RetryAfterSeconds(wait))
+		p.o.Log.Info().Str("page", "approvals").Msg("approver sign-in refused: too many failed sign-ins")
+		e := rateLimitedError("failed sign-ins", p.o.failures.limit, wait)
+		p.signInForm(w, r, http.StatusTooManyRequests, e.Message+". "+e.Suggestion, true)
+		return
+	}
 	ar, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, "/approvals", nil)
 	ar.Header.Set("Authorization", "Bearer "+token)
 	pr, terr := p.auth.Authenticate(ar)
 	if terr != nil {
+		p.o.failures.add(keys...)
 		p.o.Metrics.AuthFailed(false)
 		p.o.Log.Info().Str("page", "approvals").Msg("approver sign-in refused: token not accepted")
 		p.signInForm(w, r, http.StatusUnauthorized, "This runner does not accept that token. Paste an approver token configured on the runner.", true)
@@ -336,6 +353,14 @@ func (p *ApprovalsPage) formFromPage(w http.ResponseWriter, r *http.Request) boo
 		}
 		p.render(w, status, view{Error: true, Message: "The form could not be read; nothing was done. Reload /approvals and try again."})
 		return false
+	}
+	// A field named twice (decision=deny&decision=approve) reads as either value depending on
+	// the reader; the page's own forms never repeat one.
+	for k, v := range r.PostForm {
+		if len(v) > 1 {
+			p.render(w, http.StatusBadRequest, view{Error: true, Message: fmt.Sprintf("The form names the field %q more than once; nothing was done. Reload /approvals and use its forms.", k)})
+			return false
+		}
 	}
 	return true
 }

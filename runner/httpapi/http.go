@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -29,6 +30,9 @@ type handler struct {
 	inv      *invoke.Invoker // runs the tool calls of /v1/tools/{name} and /mcp, with the per-token limits
 	// openapiPublic serves the built-in catalog on /openapi.json without a token (openapi_public).
 	openapiPublic bool
+	// failures counts failed authentications per client and per credential tried (attempts.go),
+	// shared with the /approvals sign-in; approverCalls counts approvals API calls per approver.
+	failures, approverCalls *attemptLimiter
 }
 
 // HandlerOptions configures NewHandlerWith. Zero fields take their defaults.
@@ -72,6 +76,14 @@ type HandlerOptions struct {
 	// FleetSize, when set, is the number of live replicas: each token's rate limit is split by
 	// it so that it holds for the fleet as a whole (invoke.Limiter.SetFleet).
 	FleetSize *atomic.Int64
+	// AuthFailuresPerSecond bounds the failed authentications (bearer tokens and /approvals
+	// sign-ins the runner does not accept) of one client address and of one credential tried,
+	// per second; the next is answered 429 rate_limited with Retry-After (default
+	// DefaultAuthFailuresPerSecond, 30; negative: no limit).
+	AuthFailuresPerSecond int
+	// ApproverCallsPerSecond bounds the approvals API calls of one approver per second (default
+	// DefaultApproverCallsPerSecond, 30; negative: no limit).
+	ApproverCallsPerSecond int
 }
 
 // NewHandler returns the HTTP API with default options: see NewHandlerWith.
@@ -87,6 +99,8 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	h := &handler{reg: reg, auth: auth.NewAuthenticator(opts.Tokens), log: opts.Log, maxBody: opts.MaxBodyBytes,
 		health: opts.Health, metrics: opts.Metrics, openapiPublic: opts.OpenAPIPublic}
 	h.auth.WithIdentity(opts.JWT, opts.MCPOAuth, opts.Log)
+	h.failures = newAttemptLimiter(cmp.Or(opts.AuthFailuresPerSecond, DefaultAuthFailuresPerSecond), nil)
+	h.approverCalls = newAttemptLimiter(cmp.Or(opts.ApproverCallsPerSecond, DefaultApproverCallsPerSecond), nil)
 	if h.maxBody <= 0 {
 		h.maxBody = config.DefaultMaxBodyBytes
 	}
@@ -116,7 +130,7 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	h.auth.RegisterOAuth(mux)
 	mux.HandleFunc("/mcp", h.authed(mcpapi.NewHTTP(reg, h.inv, opts.Log, h.maxBody, h.bodyWait, opts.MCP).Serve))
 	// The approvers' HTML page, signed in with the same tokens (approvals_page.go).
-	approvalsPage := NewApprovalsPage(reg, h.auth, ApprovalsPageOptions{Log: opts.Log, Metrics: opts.Metrics})
+	approvalsPage := NewApprovalsPage(reg, h.auth, ApprovalsPageOptions{Log: opts.Log, Metrics: opts.Metrics, failures: h.failures})
 	mux.Handle("/approvals", approvalsPage)
 	mux.Handle("/approvals/", approvalsPage)
 	if opts.Internal != nil {
@@ -212,6 +226,14 @@ type principalHandler func(w http.ResponseWriter, r *http.Request, p tools.Princ
 
 func (h *handler) authed(next principalHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// A client or a credential that failed too often in the last second is not even
+		// checked: guessing tokens costs a second per 30 guesses, from each address.
+		bearer := bearerOf(r)
+		keys := authKeys(r, bearer)
+		if wait, over := h.failures.blocked(keys...); over {
+			writeRateLimited(w, r, rateLimitedError("failed authentications", h.failures.limit, wait), wait)
+			return
+		}
 		p, terr := h.auth.Authenticate(r)
 		info := httpx.RequestLogOf(r.Context())
 		if terr != nil {
@@ -219,6 +241,9 @@ func (h *handler) authed(next principalHandler) http.HandlerFunc {
 				info.ErrorType = terr.Type
 			}
 			if terr.Type == tools.ErrAuthentication {
+				if bearer != "" { // a request without a token (a client discovering OAuth) guesses nothing
+					h.failures.add(keys...)
+				}
 				w.Header().Set("WWW-Authenticate", h.auth.Challenge(r))
 				h.metrics.AuthFailed(r.Header.Get("Authorization") == "")
 				httpx.WriteErrorStatus(w, http.StatusUnauthorized, terr)

@@ -2,6 +2,8 @@ package mcpapi
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -56,6 +58,12 @@ type MCPOptions struct {
 	// besides the host /mcp is reached at (config mcp.allowed_origins; default none). A request
 	// with another Origin is answered 403, like a foreign Host; one without Origin passes.
 	AllowedOrigins []string
+	// StateKey keys the requestState that a client echoes with its user's answer to a question
+	// (mcp_elicit.go), so that no client can make up a state for a call it was not asked about.
+	// Replicas that answer each other's clients share it: the runtime derives it from the page
+	// token key (StateKeyFrom). Empty (the default): a random key made when the handler or
+	// server is built, valid for that handler only.
+	StateKey []byte
 
 	// SDKOnly sends every message through the go-sdk, skipping the fast path (mcp_fast.go) that
 	// answers plain tools/call requests itself: for comparing the two, message by message.
@@ -69,7 +77,19 @@ func (o MCPOptions) withDefaults() MCPOptions {
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = DefaultMCPProgressEvery
 	}
+	if len(o.StateKey) == 0 {
+		o.StateKey = make([]byte, 32)
+		_, _ = rand.Read(o.StateKey) // crypto/rand.Read never fails (it crashes the program instead)
+	}
 	return o
+}
+
+// StateKeyFrom derives MCPOptions.StateKey from secret (the page token key, which replicas
+// share already), so that one secret serves both without either use revealing the other.
+func StateKeyFrom(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("pgtools mcp request state v2"))
+	return m.Sum(nil)
 }
 
 // NewMCPServer returns an MCP server that offers every tool of reg and runs each call as p. The

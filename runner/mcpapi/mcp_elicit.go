@@ -2,6 +2,7 @@ package mcpapi
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -35,10 +36,10 @@ const confirmKey = "pgtools_confirm"
 // tool and arguments it was given for; an answer for anything else is ignored.
 func confirmed(ctx context.Context, req *mcp.CallToolRequest, inv *invoke.Invoker, call invoke.Call, opts MCPOptions) (invoke.Answer, *mcp.CallToolResult) {
 	resp, answered := req.Params.InputResponses[confirmKey].(*mcp.ElicitResult)
-	if id, ok := approvalAsked(req.Params.RequestState, call); answered && ok {
+	if id, ok := approvalAsked(opts.StateKey, req.Params.RequestState, call); answered && ok {
 		return decidedByClient(ctx, inv, call, id, resp.Action == "accept"), nil
 	}
-	if answered && req.Params.RequestState == confirmState(call) {
+	if answered && hmac.Equal([]byte(req.Params.RequestState), []byte(confirmState(opts.StateKey, call, ""))) {
 		if resp.Action != "accept" {
 			return declined(call), nil
 		}
@@ -61,7 +62,7 @@ func canElicit(caps *mcp.ClientCapabilities) bool {
 func askOrRun(ctx context.Context, canAsk bool, inv *invoke.Invoker, call invoke.Call, opts MCPOptions) (invoke.Answer, *mcp.CallToolResult) {
 	ans, ask := askOrRunConfirm(ctx, canAsk, inv, call, opts)
 	if ask == nil && canAsk {
-		ask = askApproval(inv, call, ans)
+		ask = askApproval(opts.StateKey, inv, call, ans)
 	}
 	return ans, ask
 }
@@ -69,7 +70,7 @@ func askOrRun(ctx context.Context, canAsk bool, inv *invoke.Invoker, call invoke
 // askOrRunConfirm is askOrRun before approvals: the confirmations of DROP, TRUNCATE and large
 // counted writes.
 func askOrRunConfirm(ctx context.Context, canAsk bool, inv *invoke.Invoker, call invoke.Call, opts MCPOptions) (invoke.Answer, *mcp.CallToolResult) {
-	state := confirmState(call)
+	state := confirmState(opts.StateKey, call, "")
 	if !canAsk {
 		return inv.Invoke(ctx, call), nil
 	}
@@ -115,13 +116,19 @@ func declined(call invoke.Call) invoke.Answer {
 	return invoke.Answer{Body: body, Err: e}
 }
 
-// confirmState binds a human's answer to the tool and arguments it was asked about.
-func confirmState(call invoke.Call) string {
-	h := sha256.New()
-	h.Write([]byte(call.Tool))
-	h.Write([]byte{0})
+// confirmState binds a human's answer to the principal, tool and arguments it was asked about
+// (and the approval request, for a question about approving one):
+// an HMAC under key (MCPOptions.StateKey), so that only this runner (or a replica sharing the
+// key) can issue one. The server re-checks everything an answer leads to, and the state is
+// what keeps a client from presenting an answer to a question it was never asked.
+func confirmState(key []byte, call invoke.Call, approvalID string) string {
+	h := hmac.New(sha256.New, key)
+	for _, part := range []string{approvalID, call.Principal.Name, call.Tool} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
 	h.Write(call.Args)
-	return "pgtools-confirm-v1:" + hex.EncodeToString(h.Sum(nil))
+	return "pgtools-confirm-v2:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // httpRequestCtxKey carries the context of the HTTP request that brought an MCP message.
@@ -147,13 +154,13 @@ const approvalStatePrefix = "pgtools-approve-v1:"
 
 // askApproval turns an approval_required answer into a question for the client's user, where
 // the request's database lets clients approve; nil otherwise (the answer stands).
-func askApproval(inv *invoke.Invoker, call invoke.Call, ans invoke.Answer) *mcp.CallToolResult {
+func askApproval(key []byte, inv *invoke.Invoker, call invoke.Call, ans invoke.Answer) *mcp.CallToolResult {
 	id, ok := clientApprovable(inv, call, ans)
 	if !ok {
 		return nil
 	}
 	msg := ans.Err.Message + " Approve this change? (Accept runs it once, as measured; decline denies it.)"
-	return askConfirm(msg, approvalStatePrefix+id+":"+confirmState(call))
+	return askConfirm(msg, approvalStatePrefix+id+":"+confirmState(key, call, id))
 }
 
 // clientApprovable is the id of the request an approval_required answer of call carries, when
@@ -167,14 +174,14 @@ func clientApprovable(inv *invoke.Invoker, call invoke.Call, ans invoke.Answer) 
 }
 
 // approvalAsked reads the approval request id from state, when state asked about approving
-// exactly call.
-func approvalAsked(state string, call invoke.Call) (string, bool) {
+// exactly call (under key).
+func approvalAsked(key []byte, state string, call invoke.Call) (string, bool) {
 	rest, ok := strings.CutPrefix(state, approvalStatePrefix)
 	if !ok {
 		return "", false
 	}
 	id, binding, ok := strings.Cut(rest, ":")
-	return id, ok && binding == confirmState(call)
+	return id, ok && hmac.Equal([]byte(binding), []byte(confirmState(key, call, id)))
 }
 
 // decidedByClient records the client's user's decision on approval request id and, when it
@@ -192,8 +199,8 @@ func decidedByClient(ctx context.Context, inv *invoke.Invoker, call invoke.Call,
 		return invoke.Answer{Body: body, Err: e}
 	}
 	var args map[string]json.RawMessage
-	if len(call.Args) > 0 && json.Unmarshal(call.Args, &args) != nil {
-		args = nil
+	if len(call.Args) > 0 && tools.DecodeJSON(call.Args, &args) != nil {
+		return inv.Invoke(ctx, call) // the registry answers the arguments' fault; nothing runs
 	}
 	if args == nil {
 		args = map[string]json.RawMessage{}

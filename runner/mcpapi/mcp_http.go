@@ -64,7 +64,8 @@ func NewHTTP(reg *tools.Registry, inv *invoke.Invoker, log zerolog.Logger, maxBo
 	if m.origins, err = newOriginPolicy(mcpOpts.AllowedOrigins); err != nil {
 		log.Error().Err(err).Msg("mcp: allowed origins")
 	}
-	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return NewMCPServerWith(reg, p, log, inv, mcpOpts) })
+	// m.opts, not mcpOpts: every server keys its questions' states with the one key withDefaults made.
+	m.servers = newMCPServers(mcpServerCacheSize, func(p tools.Principal) *mcp.Server { return NewMCPServerWith(reg, p, log, inv, m.opts) })
 	opts := mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
@@ -102,6 +103,10 @@ func (m *HTTP) Serve(w http.ResponseWriter, r *http.Request, p tools.Principal) 
 			}
 			return
 		}
+		if dup := tools.CheckDuplicateKeys(body); dup != nil {
+			refuseDuplicateKey(w, r, dup)
+			return
+		}
 		if m.serveFast(w, r, p, body) {
 			return
 		}
@@ -127,4 +132,26 @@ func (m *HTTP) server(r *http.Request) *mcp.Server {
 		return nil // not reached through authed: the SDK answers 400
 	}
 	return m.servers.get(p)
+}
+
+// refuseDuplicateKey answers a message that names a key twice in one object, anywhere: its
+// envelope, _meta or the tool's arguments. The go-sdk decodes the envelope with a parser of its
+// own and pgtools the arguments with wire's; refusing the message before either reads it means
+// no reader's choice between two values matters. Which id the message has is among what cannot
+// be known, so the JSON-RPC error has id null (as for a message that cannot be parsed); its data
+// is the pgtools error object (invalid_arguments, naming the key).
+func refuseDuplicateKey(w http.ResponseWriter, r *http.Request, e *tools.Error) {
+	if info := httpx.RequestLogOf(r.Context()); info != nil {
+		info.ErrorType = e.Type
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(duplicateKeyAnswer(e))
+}
+
+// duplicateKeyAnswer is the JSON-RPC error answering a message with a duplicate key e.
+func duplicateKeyAnswer(e *tools.Error) []byte {
+	data, _ := e.MarshalJSON()
+	msg, _ := json.Marshal(e.Message)
+	return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":` + string(msg) + `,"data":` + string(data) + `}}`)
 }

@@ -14,7 +14,8 @@ import (
 // request without Origin is not a browser's cross-site request: it passes.
 
 // originPolicy decides which Origin headers /mcp accepts: the request's own host, and the
-// origins of the allow-list (config mcp.allowed_origins).
+// origins of the allow-list (config mcp.allowed_origins). The own host counts only in the
+// listener's own scheme.
 type originPolicy struct {
 	allowed map[string]bool // canonical origins: scheme://host[:port], default ports dropped
 }
@@ -55,9 +56,17 @@ func (p originPolicy) check(r *http.Request) string {
 	if p.allowed[origin] {
 		return ""
 	}
+	// The page's own origin is this listener's scheme with the Host the request named: the
+	// same host and port spoken in the other scheme is another origin (a page served over
+	// https to a plain-HTTP listener's host, or the other way round), refused like any other.
+	// Behind a proxy that terminates TLS, list the public https origin in mcp.allowed_origins.
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
 	u, _ := url.Parse(origin)
-	if strings.EqualFold(u.Host, hostWithoutDefaultPort(r.Host, u.Scheme)) {
-		return "" // the page was served by this same host
+	if u.Scheme == scheme && strings.EqualFold(u.Host, hostWithoutDefaultPort(r.Host, scheme)) {
+		return "" // the page was served by this same listener
 	}
 	return fmt.Sprintf("invalid Origin header %q", vals[0])
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"sync"
+
+	"github.com/pgtools/pgtools/tools"
 )
 
 // stdioPending sits between "pgtools mcp"'s stdin/stdout and the SDK's transport, counting the
@@ -23,6 +25,8 @@ type stdioPending struct {
 	ctx context.Context
 	in  io.ReadCloser
 	out io.Writer
+
+	wmu sync.Mutex // one line at a time on out: the SDK's answers and admit's refusals
 
 	mu      sync.Mutex
 	changed chan struct{}       // closed and replaced whenever open shrinks
@@ -92,6 +96,15 @@ func (r stdioReader) Read(p []byte) (int, error) {
 // and the ones it cancels. s.mu is held.
 func (s *stdioPending) admit(line []byte) {
 	msg := bytes.TrimSpace(line)
+	if dup := tools.CheckDuplicateKeys(msg); dup != nil {
+		// Answered here, never handed to the SDK, whose parser would pick one of the two
+		// values (refuseDuplicateKey says why and how); written under wmu, between the SDK's
+		// own lines.
+		s.wmu.Lock()
+		_, _ = s.out.Write(append(duplicateKeyAnswer(dup), '\n'))
+		s.wmu.Unlock()
+		return
+	}
 	if swapped, swap := swapIDs(msg); swap != nil {
 		msg = swapped
 		for i, standIn := range swap.standIn {
@@ -180,7 +193,10 @@ func (w stdioWriter) Write(p []byte) (int, error) {
 		}
 	}
 	s.mu.Unlock()
-	if _, err := s.out.Write(out); err != nil {
+	s.wmu.Lock()
+	_, err := s.out.Write(out)
+	s.wmu.Unlock()
+	if err != nil {
 		return 0, err
 	}
 	s.mu.Lock()

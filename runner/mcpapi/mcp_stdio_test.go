@@ -60,3 +60,52 @@ func TestMCPStdioPiped(t *testing.T) {
 		t.Errorf("a call was cancelled:\n%s", logs.String())
 	}
 }
+
+// TestMCPStdioDuplicateKeysRefused: on stdio too, a line that names a key twice in one object
+// (here the method, which the go-sdk would read as its last value) is answered with an
+// invalid_arguments error naming the key and never reaches the SDK; the lines around it are
+// served as usual.
+func TestMCPStdioDuplicateKeysRefused(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	db.Exec(t, mcptest.Fixture)
+	reg := toolstest.Registry(t, db.RoleDSN(t, "mcp"), tools.Policy{}, 4)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"file","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping","method":"tools/call","params":{"name":"select_query","arguments":{"table":"orders"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	var out, logs pgtest.SyncBuffer
+	p := tools.Principal{Name: "mcp-stdio", Scopes: []string{"read"}}
+	if err := mcpapi.ServeMCPStdio(t.Context(), reg, p, io.NopCloser(strings.NewReader(in)), &out, zerolog.New(&logs), mcpapi.MCPOptions{}); err != nil {
+		t.Fatalf("ServeMCPStdio: %v", err)
+	}
+	var refused, results int
+	for _, line := range bytes.Split(bytes.TrimSpace([]byte(out.String())), []byte("\n")) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  struct {
+				Data struct {
+					ErrorType string `json:"errorType"`
+					Error     string `json:"error"`
+				} `json:"data"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("not JSON: %s", line)
+		}
+		switch {
+		case m.Result != nil:
+			results++
+		case m.Error.Data.ErrorType == "invalid_arguments" && strings.Contains(m.Error.Data.Error, `"method" appears more than once`):
+			refused++
+		default:
+			t.Errorf("unexpected line: %s", line)
+		}
+	}
+	if refused != 1 || results != 2 {
+		t.Errorf("%d refused, %d results, want 1 and 2; output:\n%s", refused, results, out.String())
+	}
+}

@@ -1,6 +1,7 @@
 package mcpapi_test
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -64,11 +65,16 @@ func msg(id, method, params string) func(v string) string {
 	}
 }
 
-// confirmStateOf is the requestState pgtools gives a question about tool with args
-// (mcpapi confirmState), for answering it.
-func confirmStateOf(tool, args string) string {
-	h := sha256.Sum256([]byte(tool + "\x00" + args))
-	return "pgtools-confirm-v1:" + hex.EncodeToString(h[:])
+// versionsStateKey keys the request states of both servers of the differential test, so that
+// their questions are the same bytes and the test can answer one (confirmStateOf).
+var versionsStateKey = []byte("state key of the versions test, 32+ bytes")
+
+// confirmStateOf is the requestState pgtools gives principal's question about tool with args
+// (mcpapi confirmState) under versionsStateKey, for answering it.
+func confirmStateOf(principal, tool, args string) string {
+	h := hmac.New(sha256.New, versionsStateKey)
+	h.Write([]byte("\x00" + principal + "\x00" + tool + "\x00" + args))
+	return "pgtools-confirm-v2:" + hex.EncodeToString(h.Sum(nil))
 }
 
 func versionCases() []versionCase {
@@ -106,7 +112,7 @@ func versionCases() []versionCase {
 		}, fast: "new"},
 		{name: "declined answer", token: ddlToken, only: "new", body: func(v string) string {
 			return `{"jsonrpc":"2.0","id":15,"method":"tools/call","params":` + withMeta(v, `{"name":"delete_data","arguments":`+deleteBig+
-				`,"inputResponses":{"pgtools_confirm":{"action":"decline"}},"requestState":"`+confirmStateOf("delete_data", deleteBig)+`"}`, elicit, "") + `}`
+				`,"inputResponses":{"pgtools_confirm":{"action":"decline"}},"requestState":"`+confirmStateOf("ddl", "delete_data", deleteBig)+`"}`, elicit, "") + `}`
 		}},
 
 		// Everything else is the SDK's, and answered as it answers.
@@ -190,7 +196,7 @@ func TestMCPFastPathAnswersAsTheSDKOnEveryVersion(t *testing.T) {
 	for _, structured := range []bool{false, true} {
 		serve := func(sdkOnly bool) *httptest.Server {
 			srv := httptest.NewServer(httpapi.NewHandlerWith(f.reg, httpapi.HandlerOptions{Log: zerolog.Nop(), Tokens: tokens,
-				MCP: mcpapi.MCPOptions{StructuredContent: structured, SDKOnly: sdkOnly, ConfirmRowsOver: 10}}))
+				MCP: mcpapi.MCPOptions{StructuredContent: structured, SDKOnly: sdkOnly, ConfirmRowsOver: 10, StateKey: versionsStateKey}}))
 			t.Cleanup(srv.Close)
 			return srv
 		}

@@ -137,3 +137,21 @@ func TestNewDerivesEndpoints(t *testing.T) {
 		t.Errorf("no auth token: got %v", err)
 	}
 }
+
+// TestParseSettingsRefusesDuplicateKeys: a key named twice in the task's settings or in its
+// args (an object or a string holding one), at any depth, is invalid_arguments naming the key,
+// before withDatabase would re-encode args through a map and keep only one of the two.
+func TestParseSettingsRefusesDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	for _, settings := range []string{
+		`{"tool":"select_query","tool":"delete_data"}`,
+		`{"tool":"delete_data","args":{"table":"t","where":"id = 1","where":"true","autocommit":true}}`,
+		`{"tool":"delete_data","args":"{\"table\":\"t\",\"where\":\"id = 1\",\"where\":\"true\",\"autocommit\":true}"}`,
+		`{"tool":"insert_data","args":{"table":"t","rows":[{"id":1,"id":2}]}}`,
+	} {
+		_, terr := parseSettings(json.RawMessage(settings), 1000)
+		if terr == nil || terr.Type != tools.ErrInvalidArguments || !strings.Contains(terr.Message, "appears more than once") {
+			t.Errorf("%s: %v", settings, terr)
+		}
+	}
+}

@@ -85,6 +85,11 @@ func parseSettings(raw json.RawMessage, maxArgs int64) (tc taskCall, terr *tools
 	if raw[0] != '{' {
 		return taskCall{}, settingsError("The task settings must be a JSON object")
 	}
+	// A key named twice, in the settings or in args at any depth, is refused before anything
+	// reads them: withDatabase re-encodes args through a map, which would keep one of the two.
+	if dup := tools.CheckDuplicateKeys(raw); dup != nil {
+		return taskCall{}, dup
+	}
 	var s Settings
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -112,6 +117,9 @@ func parseSettings(raw json.RawMessage, maxArgs int64) (tc taskCall, terr *tools
 			return taskCall{}, settingsError(`"args" is not a valid JSON string`)
 		}
 		args = bytes.TrimSpace([]byte(inner))
+		if dup := tools.CheckDuplicateKeys(args); dup != nil {
+			return taskCall{}, dup
+		}
 	}
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = []byte("{}")

@@ -270,9 +270,14 @@ func Marshal(v any) ([]byte, error) {
 }
 
 // Unmarshal decodes one JSON value with numbers as json.Number, so that every number keeps its
-// exact text and is bound as written (never through float64); data after the value is an error.
-// It is how every JSON a caller sends is read: a call's arguments and a page token's.
+// exact text and is bound as written (never through float64); data after the value is an error,
+// and so is a key named twice in one object, at any depth (*DuplicateKeyError). It is how every
+// JSON a caller sends is read: a call's arguments, a page token's, an approval decision, an MCP
+// message (TestCallerJSONIsReadByWire lists the exceptions).
 func Unmarshal(data []byte, v any) error {
+	if dup := checkKeys(data); dup != nil {
+		return dup
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
