@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgtools/pgtools/runner/config"
+	"github.com/pgtools/pgtools/runner/httpapi"
 	"github.com/pgtools/pgtools/runner/state"
+	"github.com/pgtools/pgtools/tools"
 	"github.com/pgtools/pgtools/tools/session"
 )
 
@@ -109,4 +112,46 @@ func AdvertiseURL(cfg *config.Config) string {
 		}
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// stateSignIns keeps the /approvals page's sign-ins in the state database, the principal as
+// JSON (names, scopes, claims: never a token's secret).
+type stateSignIns struct{ st *state.State }
+
+func (s stateSignIns) Put(ctx context.Context, key [32]byte, in httpapi.SignIn) error {
+	p, err := json.Marshal(signInRecord{Principal: in.Principal, Auth: in.Auth})
+	if err != nil {
+		return err
+	}
+	return s.st.PutSignIn(ctx, key, state.SignIn{Principal: p, CSRF: in.CSRF, Expires: in.Expires})
+}
+
+func (s stateSignIns) Get(ctx context.Context, key [32]byte, _ time.Time) (httpapi.SignIn, bool, error) {
+	in, ok, err := s.st.GetSignIn(ctx, key) // ended by the database's clock
+	if err != nil || !ok {
+		return httpapi.SignIn{}, false, err
+	}
+	var rec signInRecord
+	if err := json.Unmarshal(in.Principal, &rec); err != nil {
+		return httpapi.SignIn{}, false, fmt.Errorf("a stored sign-in: %w", err)
+	}
+	return httpapi.SignIn{Principal: rec.Principal, CSRF: in.CSRF, Expires: in.Expires, Auth: rec.Auth}, true, nil
+}
+
+func (s stateSignIns) Delete(ctx context.Context, key [32]byte) error {
+	return s.st.DeleteSignIn(ctx, key)
+}
+
+func (s stateSignIns) SetFlash(ctx context.Context, key [32]byte, msg string, isErr bool) error {
+	return s.st.SetFlash(ctx, key, msg, isErr)
+}
+
+func (s stateSignIns) TakeFlash(ctx context.Context, key [32]byte) (string, bool, error) {
+	return s.st.TakeFlash(ctx, key)
+}
+
+// signInRecord is what the state keeps of a sign-in's principal.
+type signInRecord struct {
+	Principal tools.Principal `json:"principal"`
+	Auth      string          `json:"auth"`
 }

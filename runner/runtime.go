@@ -51,13 +51,16 @@ type BuildOptions struct {
 // that Reload replaces atomically. It is the one place every command (serve, mcp, demo, the
 // benchmark) builds pgtools from. It is safe for concurrent use.
 type Runtime struct {
-	log        zerolog.Logger
-	opts       BuildOptions
-	sessions   *session.Manager // nil with NoSessions
-	txLimit    *tools.TxLimiter
-	approvals  *approval.Store // one store for every generation: requests survive a reload
-	state      *state.State    // the fleet state (config state); nil without
-	closeState func()          // deregisters the replica, stops its heartbeat, closes the state pool
+	log       zerolog.Logger
+	opts      BuildOptions
+	sessions  *session.Manager // nil with NoSessions
+	txLimit   *tools.TxLimiter
+	approvals *approval.Store // one store for every generation: requests survive a reload
+	state     *state.State    // the fleet state (config state); nil without
+	// signIns are the /approvals page's sign-ins, kept across generations: in the state
+	// database when there is one (every replica's page shares them), else in memory.
+	signIns    httpapi.SignIns
+	closeState func() // deregisters the replica, stops its heartbeat, closes the state pool
 	auditor    tools.Auditor
 	metrics    *invoke.Metrics
 	health     *httpapi.Health
@@ -147,6 +150,10 @@ func Build(ctx context.Context, cfg *config.Config, log zerolog.Logger, opts Bui
 		return rt, err
 	}
 	rt.approvals = approval.NewStore(ao)
+	rt.signIns = httpapi.NewMemorySignIns()
+	if rt.state != nil {
+		rt.signIns = stateSignIns{rt.state}
+	}
 	rt.metrics = invoke.NewMetricsFor(dbs, stats)
 	rt.metrics.WatchApprovals(rt.approvals)
 	g, err := rt.newGeneration(ctx, cfg, dbs, 1)
@@ -204,7 +211,7 @@ func (rt *Runtime) handler(g *generation) http.Handler {
 		Limits: cfg.Limits.Limits, Metrics: rt.metrics, MetricsElsewhere: rt.opened.MetricsListen != "", Health: rt.health, JWT: cfg.JWT,
 		MCPOAuth: cfg.MCPOAuth, Tracer: rt.opened.Tracer, MCP: mcpapi.MCPOptions{StructuredContent: cfg.MCP.StructuredContent, AllowedOrigins: cfg.MCP.AllowedOrigins,
 			StateKey: mcpapi.StateKeyFrom(stateKey)},
-		OpenAPIPublic: cfg.OpenAPIPublic, Internal: rt.internalHandler(), FleetSize: rt.fleetSize()})
+		OpenAPIPublic: cfg.OpenAPIPublic, Internal: rt.internalHandler(), FleetSize: rt.fleetSize(), SignIns: rt.signIns})
 }
 
 func (rt *Runtime) publish(g *generation) {

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -142,6 +144,9 @@ type Authenticator struct {
 	open   bool         // no tokens and no JWT issuer: every caller is the local principal
 	jwt    *jwtVerifier // nil: no JWTs accepted
 	oauth  *oauthResource
+
+	fingerprintOnce sync.Once
+	fingerprint     string
 }
 
 type hashedToken struct {
@@ -248,3 +253,26 @@ func (a *Authenticator) Open() bool { return a.open }
 
 // RegisterOAuth serves the OAuth protected-resource metadata on mux when mcp_oauth is set.
 func (a *Authenticator) RegisterOAuth(mux *http.ServeMux) { a.oauth.register(mux) }
+
+// Fingerprint identifies the credentials a accepts: the same tokens (their secrets' digests,
+// principals and act-as grants) and the same JWT acceptance give the same fingerprint. A sign-in
+// kept beyond one configuration (the approvals page's, shared by a fleet) holds only while its
+// fingerprint is the current one, so a reload that changes the tokens signs everyone out.
+// It is computed once, at its first use (after WithIdentity).
+func (a *Authenticator) Fingerprint() string {
+	a.fingerprintOnce.Do(func() { a.fingerprint = a.computeFingerprint() })
+	return a.fingerprint
+}
+
+func (a *Authenticator) computeFingerprint() string {
+	h := sha256.New()
+	for _, t := range a.tokens {
+		h.Write(t.sum[:])
+		p, _ := json.Marshal(t.principal)
+		h.Write(p)
+		act, _ := json.Marshal(t.actAs)
+		h.Write(act)
+	}
+	fmt.Fprintf(h, "open=%t jwt=%t", a.open, a.jwt != nil)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}

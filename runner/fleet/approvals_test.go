@@ -6,9 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -393,4 +396,100 @@ func TestFleetRegistryForwards(t *testing.T) {
 		t.Fatal("no call landed on a replica other than its session's: the proxy did not spread")
 	}
 	t.Logf("FLEET registry: 3 sessions through a round-robin proxy, %d of 9 calls forwarded via the state's registry", forwarded)
+}
+
+// browser is a browser on the approvals page as far as the page can tell: it keeps cookies,
+// follows the 303 after a form and says its forms come from the page (Sec-Fetch-Site), and it
+// notes which replica answered each request.
+type browser struct {
+	t      *testing.T
+	sf     *stateFleet
+	c      *http.Client
+	served map[*replica]bool
+}
+
+func newBrowser(t *testing.T, sf *stateFleet) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, sf: sf, c: &http.Client{Jar: jar, Timeout: 15 * time.Second}, served: map[*replica]bool{}}
+}
+
+func (b *browser) do(method, path string, form url.Values) (int, string) {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, "http://"+b.sf.proxy+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if r := b.sf.byAddr[lastUpstream(resp.Header.Get("X-Upstream"))]; r != nil {
+		b.served[r] = true
+	}
+	return resp.StatusCode, string(raw)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (b *browser) csrf(page string) string {
+	b.t.Helper()
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		b.t.Fatalf("no CSRF field in the page:\n%s", page)
+	}
+	return m[1]
+}
+
+// TestFleetApprovalsPage: an approver signs in to /approvals through a proxy that spreads every
+// request round-robin, sees a request another replica measured, approves it on the page and sees
+// the outcome on the next page, whichever replicas answer: the sign-ins live in the state
+// database. After a rolling restart the approver is still signed in; signing out ends the
+// sign-in on every replica.
+func TestFleetApprovalsPage(t *testing.T) {
+	sf := startStateFleet(t)
+	id, _ := sf.ask(t, sf.replicas[0].addr, 30, 34)
+	b := newBrowser(t, sf)
+	_, form := b.do("GET", "/approvals", nil)
+	if status, page := b.do("POST", "/approvals/signin", url.Values{"token": {approverToken}, "csrf": {b.csrf(form)}}); status != 200 || !strings.Contains(page, id) {
+		t.Fatalf("after signing in through the proxy: %d, request %s not listed:\n%s", status, id, page)
+	}
+	for range 3 { // each list is another replica's: still signed in, still listed
+		if status, page := b.do("GET", "/approvals", nil); status != 200 || !strings.Contains(page, id) {
+			t.Fatalf("the list through the proxy: %d, request %s not listed (signed out on another replica?):\n%s", status, id, page)
+		}
+	}
+	_, list := b.do("GET", "/approvals", nil)
+	status, page := b.do("POST", "/approvals/"+id, url.Values{"decision": {"approve"}, "csrf": {b.csrf(list)}})
+	if status != 200 || !strings.Contains(page, "Approved "+id) {
+		t.Fatalf("approving on the page: %d, no outcome shown:\n%s", status, page)
+	}
+	if got := sf.status(t, sf.proxy, id); got != "approved" {
+		t.Fatalf("after approving on the page the request is %s", got)
+	}
+	if len(b.served) < 3 {
+		t.Fatalf("the page was served by %d replicas; the proxy should have spread it over 3", len(b.served))
+	}
+	for _, r := range sf.replicas { // a rolling restart keeps the sign-in
+		stopReplica(t, r)
+		sf.start(t, r)
+		waitHTTP(t, "http://"+r.addr+"/readyz", 15*time.Second)
+	}
+	_, list = b.do("GET", "/approvals", nil)
+	if !strings.Contains(list, `action="/approvals/signout"`) {
+		t.Fatalf("after a rolling restart the approver is signed out:\n%s", list)
+	}
+	b.do("POST", "/approvals/signout", url.Values{"csrf": {b.csrf(list)}})
+	for range 3 {
+		if _, page := b.do("GET", "/approvals", nil); strings.Contains(page, `action="/approvals/signout"`) {
+			t.Fatalf("signed out, yet a replica still shows the approver signed in:\n%s", page)
+		}
+	}
+	t.Logf("FLEET approvals page: signed in, listed, approved and signed out through a round-robin proxy, served by %d replicas; the sign-in outlived a rolling restart", len(b.served))
 }

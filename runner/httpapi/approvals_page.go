@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -45,8 +44,6 @@ const (
 	signInCookie = "pgtools_approvals"
 	// preSignInCookie holds the CSRF token of the sign-in form, before there is a sign-in.
 	preSignInCookie = "pgtools_approvals_pre"
-	// maxSignIns bounds the sign-ins held in memory; past it the one closest to expiry goes.
-	maxSignIns = 1000
 	// maxFormBytes bounds a form: a sign-in carries one token, a JWT of a few KiB at most.
 	maxFormBytes = 64 << 10
 	// maxArgumentsShown bounds the arguments the page prints per request.
@@ -67,6 +64,9 @@ type ApprovalsPageOptions struct {
 	SignInTTL time.Duration
 	// Now is the clock of sign-ins (default time.Now); requests age by the approval store's.
 	Now func() time.Time
+	// SignIns keeps the sign-ins (default: a MemorySignIns of the page's own). A fleet shares
+	// one in its state database, so a sign-in holds on every replica and survives restarts.
+	SignIns SignIns
 
 	// failures counts refused sign-ins per client and per token tried, shared with the API's
 	// bearer checks (NewHandlerWith); nil: a count of the page's own, DefaultAuthFailuresPerSecond.
@@ -77,26 +77,23 @@ type ApprovalsPageOptions struct {
 // scope, see the pending requests the store lets that token decide, approve or deny each. It is
 // server-rendered HTML without script, under a strict Content-Security-Policy; every POST
 // must come from the page itself (Origin or Sec-Fetch-Site) and carry the sign-in's CSRF token.
-// Sign-ins live in memory, so a restart or a configuration reload (which builds a new page)
-// signs everyone out. It is safe for concurrent use.
+// Sign-ins live in its SignIns: by default this process's memory, so a restart signs everyone
+// out; with a fleet's state database, every replica's page shares them. It is safe for
+// concurrent use.
 type ApprovalsPage struct {
 	reg  *tools.Registry
 	auth *auth.Authenticator
 	o    ApprovalsPageOptions
 	mux  *http.ServeMux
 
-	mu      sync.Mutex
-	signIns map[[32]byte]*signIn // by the sha256 of the cookie's id
+	signIns SignIns // by the sha256 of the cookie's id
 }
 
-// signIn is one approver signed in to the page.
+// signIn is the approver a request of the page comes from.
 type signIn struct {
-	p       tools.Principal
-	csrf    string
-	expires time.Time
-	// flash is the outcome of the last decision, shown once on the next page.
-	flash      string
-	flashError bool
+	p    tools.Principal
+	csrf string
+	key  [32]byte // the sha256 of the cookie's id: the sign-in's key in SignIns
 }
 
 // NewApprovalsPage serves /approvals over reg's approval store, authenticating sign-ins with a
@@ -111,7 +108,10 @@ func NewApprovalsPage(reg *tools.Registry, a *auth.Authenticator, o ApprovalsPag
 	if o.failures == nil {
 		o.failures = newAttemptLimiter(DefaultAuthFailuresPerSecond, nil)
 	}
-	p := &ApprovalsPage{reg: reg, auth: a, o: o, mux: http.NewServeMux(), signIns: map[[32]byte]*signIn{}}
+	if o.SignIns == nil {
+		o.SignIns = NewMemorySignIns()
+	}
+	p := &ApprovalsPage{reg: reg, auth: a, o: o, mux: http.NewServeMux(), signIns: o.SignIns}
 	p.mux.HandleFunc("GET /approvals", p.index)
 	p.mux.HandleFunc("GET /approvals/{$}", p.index)
 	p.mux.HandleFunc("GET /approvals/style.css", p.stylesheet)
@@ -168,13 +168,19 @@ func (p *ApprovalsPage) stylesheet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *ApprovalsPage) index(w http.ResponseWriter, r *http.Request) {
-	s, v := p.current(r)
+	s, v, ok := p.current(w, r)
+	if !ok {
+		return
+	}
 	if s == nil {
 		p.signInForm(w, r, http.StatusOK, "", false)
 		return
 	}
 	p.logPrincipal(r, v.Principal)
-	msg, isErr := s.takeFlash(&p.mu)
+	msg, isErr, err := p.signIns.TakeFlash(r.Context(), s.key)
+	if err != nil {
+		p.o.Log.Warn().Str("page", "approvals").Err(err).Msg("sign-ins: reading the last decision's outcome failed")
+	}
 	p.list(w, s, http.StatusOK, msg, isErr)
 }
 
@@ -260,13 +266,11 @@ func (p *ApprovalsPage) signIn(w http.ResponseWriter, r *http.Request) {
 		expires = exp
 	}
 	id := randomID()
-	p.mu.Lock()
-	p.sweep(now)
-	if len(p.signIns) >= maxSignIns {
-		p.evictOldest()
+	if err := p.signIns.Put(r.Context(), sha256.Sum256([]byte(id)), SignIn{Principal: pr, CSRF: randomID(), Expires: expires, Auth: p.auth.Fingerprint()}); err != nil {
+		p.o.Log.Warn().Str("page", "approvals").Err(err).Msg("sign-ins: storing a sign-in failed")
+		p.signInForm(w, r, http.StatusServiceUnavailable, signInsDown, true)
+		return
 	}
-	p.signIns[sha256.Sum256([]byte(id))] = &signIn{p: pr, csrf: randomID(), expires: expires}
-	p.mu.Unlock()
 	p.logPrincipal(r, pr.Name)
 	p.o.Log.Info().Str("page", "approvals").Str("principal", pr.Name).Time("until", expires).Msg("approver signed in")
 	http.SetCookie(w, p.cookie(r, signInCookie, id, expires))
@@ -278,15 +282,18 @@ func (p *ApprovalsPage) signOut(w http.ResponseWriter, r *http.Request) {
 	if !p.formFromPage(w, r) {
 		return
 	}
-	s, _ := p.current(r)
+	s, _, ok := p.current(w, r)
+	if !ok {
+		return
+	}
 	if s == nil || !sameSecret(s.csrf, r.PostForm.Get("csrf")) {
 		p.signInForm(w, r, http.StatusForbidden, "That sign-out was not sent from this page, or the sign-in had already ended.", true)
 		return
 	}
-	if c, err := r.Cookie(signInCookie); err == nil {
-		p.mu.Lock()
-		delete(p.signIns, sha256.Sum256([]byte(c.Value)))
-		p.mu.Unlock()
+	if err := p.signIns.Delete(r.Context(), s.key); err != nil {
+		p.o.Log.Warn().Str("page", "approvals").Err(err).Msg("sign-ins: ending a sign-in failed")
+		p.signInForm(w, r, http.StatusServiceUnavailable, signInsDown, true)
+		return
 	}
 	p.o.Log.Info().Str("page", "approvals").Str("principal", s.p.Name).Msg("approver signed out")
 	http.SetCookie(w, p.cookie(r, signInCookie, "", time.Unix(1, 0)))
@@ -297,7 +304,10 @@ func (p *ApprovalsPage) decide(w http.ResponseWriter, r *http.Request) {
 	if !p.formFromPage(w, r) {
 		return
 	}
-	s, _ := p.current(r)
+	s, _, ok := p.current(w, r)
+	if !ok {
+		return
+	}
 	if s == nil {
 		p.signInForm(w, r, http.StatusUnauthorized, "Your sign-in ended (after its time, a sign-out or a restart of the runner): nothing was decided. Sign in again.", true)
 		return
@@ -331,9 +341,9 @@ func (p *ApprovalsPage) decide(w http.ResponseWriter, r *http.Request) {
 	if terr == nil {
 		p.o.Log.Info().Str("page", "approvals").Str("principal", s.p.Name).Str("approval_id", ap.ID).Str("status", string(ap.Status)).Msg("approval decided")
 	}
-	p.mu.Lock()
-	s.flash, s.flashError = msg, terr != nil
-	p.mu.Unlock()
+	if err := p.signIns.SetFlash(r.Context(), s.key, msg, terr != nil); err != nil {
+		p.o.Log.Warn().Str("page", "approvals").Err(err).Msg("sign-ins: keeping the decision's outcome failed")
+	}
 	http.Redirect(w, r, "/approvals", http.StatusSeeOther)
 }
 
@@ -379,54 +389,33 @@ func fromSameOrigin(r *http.Request) bool {
 	return err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, r.Host)
 }
 
-// current returns r's sign-in, if it has a live one, and the view of a signed-in page.
-func (p *ApprovalsPage) current(r *http.Request) (*signIn, view) {
+// signInsDown answers a page whose sign-ins cannot be read now (the fleet's state database).
+const signInsDown = "The runner cannot reach the store of sign-ins (the fleet's state database) right now: nothing was done. Try again in a moment."
+
+// current returns r's sign-in, if it has a live one, and the view of a signed-in page. ok false
+// means the sign-ins could not be read: current has answered r.
+func (p *ApprovalsPage) current(w http.ResponseWriter, r *http.Request) (s *signIn, v view, ok bool) {
 	c, err := r.Cookie(signInCookie)
 	if err != nil || c.Value == "" {
-		return nil, view{}
+		return nil, view{}, true
 	}
 	key := sha256.Sum256([]byte(c.Value))
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s, ok := p.signIns[key]
-	if !ok {
-		return nil, view{}
+	in, found, err := p.signIns.Get(r.Context(), key, p.o.Now())
+	if err != nil {
+		p.o.Log.Warn().Str("page", "approvals").Err(err).Msg("sign-ins: reading a sign-in failed")
+		p.render(w, http.StatusServiceUnavailable, view{Message: signInsDown, Error: true})
+		return nil, view{}, false
 	}
-	if !p.o.Now().Before(s.expires) {
-		delete(p.signIns, key)
-		return nil, view{}
+	if !found {
+		return nil, view{}, true
 	}
-	return s, view{Principal: s.p.Name, CSRF: s.csrf}
-}
-
-// takeFlash returns and clears the outcome of the last decision.
-func (s *signIn) takeFlash(mu *sync.Mutex) (string, bool) {
-	mu.Lock()
-	defer mu.Unlock()
-	msg, isErr := s.flash, s.flashError
-	s.flash, s.flashError = "", false
-	return msg, isErr
-}
-
-// sweep drops ended sign-ins. Called with mu held.
-func (p *ApprovalsPage) sweep(now time.Time) {
-	for k, s := range p.signIns {
-		if !now.Before(s.expires) {
-			delete(p.signIns, k)
-		}
+	if in.Auth != p.auth.Fingerprint() {
+		// Signed in under other credentials (a reload changed the tokens since): signed out.
+		_ = p.signIns.Delete(r.Context(), key)
+		return nil, view{}, true
 	}
-}
-
-// evictOldest drops the sign-in that would end first. Called with mu held.
-func (p *ApprovalsPage) evictOldest() {
-	var oldest [32]byte
-	var at time.Time
-	for k, s := range p.signIns {
-		if at.IsZero() || s.expires.Before(at) {
-			oldest, at = k, s.expires
-		}
-	}
-	delete(p.signIns, oldest)
+	s = &signIn{p: in.Principal, csrf: in.CSRF, key: key}
+	return s, view{Principal: s.p.Name, CSRF: s.csrf}, true
 }
 
 // cookie is one of the page's cookies: HttpOnly, SameSite=Strict, for /approvals only, Secure

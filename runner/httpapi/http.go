@@ -70,6 +70,8 @@ type HandlerOptions struct {
 	// OpenAPIPublic serves /openapi.json without a token, listing the built-in tools only
 	// (Config.OpenAPIPublic; default false: a token is required, as on /v1/tools).
 	OpenAPIPublic bool
+	// SignIns keeps the /approvals page's sign-ins (nil: the page's own, in memory).
+	SignIns SignIns
 	// Internal, when set, serves /internal/v1/: the endpoints the other replicas of a fleet
 	// call (runner/forward), which check their own signatures instead of API tokens.
 	Internal http.Handler
@@ -130,7 +132,7 @@ func NewHandlerWith(reg *tools.Registry, opts HandlerOptions) http.Handler {
 	h.auth.RegisterOAuth(mux)
 	mux.HandleFunc("/mcp", h.authed(mcpapi.NewHTTP(reg, h.inv, opts.Log, h.maxBody, h.bodyWait, opts.MCP).Serve))
 	// The approvers' HTML page, signed in with the same tokens (approvals_page.go).
-	approvalsPage := NewApprovalsPage(reg, h.auth, ApprovalsPageOptions{Log: opts.Log, Metrics: opts.Metrics, failures: h.failures})
+	approvalsPage := NewApprovalsPage(reg, h.auth, ApprovalsPageOptions{Log: opts.Log, Metrics: opts.Metrics, failures: h.failures, SignIns: opts.SignIns})
 	mux.Handle("/approvals", approvalsPage)
 	mux.Handle("/approvals/", approvalsPage)
 	if opts.Internal != nil {

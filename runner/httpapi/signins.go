@@ -30,6 +30,9 @@ type SignIn struct {
 	Principal tools.Principal
 	CSRF      string
 	Expires   time.Time
+	// Auth is the fingerprint of the credentials the runner accepted at sign-in
+	// (auth.Authenticator.Fingerprint): the sign-in holds only while it is the current one.
+	Auth string
 }
 
 // memorySignInsMax bounds the sign-ins a MemorySignIns holds; past it the one closest to its

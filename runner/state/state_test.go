@@ -454,3 +454,49 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("after deregistering: %v", err)
 	}
 }
+
+// TestSignIns: a sign-in stored by one replica is read by another; the outcome of a decision is
+// taken once, whoever takes it; an ended or deleted sign-in is gone, and storing one drops the
+// sign-ins that have ended.
+func TestSignIns(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	a := open(t, pool(t, db.DSN), "")
+	b := open(t, pool(t, db.DSN), "")
+	key, ended := [32]byte{1}, [32]byte{2}
+	if err := a.PutSignIn(ctx, key, SignIn{Principal: []byte(`{"name":"alice"}`), CSRF: "c1", Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutSignIn(ctx, ended, SignIn{Principal: []byte(`{"name":"bob"}`), CSRF: "c2", Expires: time.Now().Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	in, ok, err := b.GetSignIn(ctx, key)
+	if err != nil || !ok || in.CSRF != "c1" || !strings.Contains(string(in.Principal), "alice") {
+		t.Fatalf("another replica reads the sign-in: %v %v %+v", err, ok, in)
+	}
+	if _, ok, err := b.GetSignIn(ctx, ended); err != nil || ok {
+		t.Fatalf("an ended sign-in is read: %v %v", err, ok)
+	}
+	if err := a.SetFlash(ctx, key, "Approved apr_1", false); err != nil {
+		t.Fatal(err)
+	}
+	if msg, isErr, err := b.TakeFlash(ctx, key); err != nil || msg != "Approved apr_1" || isErr {
+		t.Fatalf("the outcome on another replica: %q %v %v", msg, isErr, err)
+	}
+	if msg, _, err := a.TakeFlash(ctx, key); err != nil || msg != "" {
+		t.Fatalf("the outcome shown twice: %q %v", msg, err)
+	}
+	if err := a.PutSignIn(ctx, [32]byte{3}, SignIn{Principal: []byte(`{}`), CSRF: "c3", Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.QueryInt(t, `SELECT count(*) FROM pgtools.signins WHERE expires <= now()`); n != 0 {
+		t.Fatalf("%d ended sign-ins kept after a new one was stored", n)
+	}
+	if err := b.DeleteSignIn(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := a.GetSignIn(ctx, key); err != nil || ok {
+		t.Fatalf("a deleted sign-in is read: %v %v", err, ok)
+	}
+}
