@@ -170,6 +170,8 @@ func startReplicasWith(t *testing.T, extra func(r *replica, all []*replica) []st
 		INSERT INTO items SELECT i, 'item ' || i FROM generate_series(1, 50) i`)
 	dsn := db.RoleDSN(t, "fleet")
 	db.Exec(t, `GRANT INSERT, UPDATE, DELETE ON items TO "`+db.RoleName("fleet")+`"`)
+	// A replica given --state default creates its state schema at start (Kubernetes test).
+	db.Exec(t, `GRANT CREATE ON DATABASE "`+db.Name+`" TO "`+db.RoleName("fleet")+`"`)
 
 	dir, err := os.MkdirTemp("", "pgtools-fleet-")
 	if err != nil {

@@ -104,7 +104,15 @@ func TestFleetKubernetesRouter(t *testing.T) {
 	for i := range sts.Spec.Replicas {
 		ids = append(ids, fmt.Sprintf("%s-%d", sts.Metadata.Name, i))
 	}
-	f, dir := startReplicas(t, ids...)
+	// The configmap's fleet settings: state in the default database, a fleet secret, no peer
+	// list (the state's registry finds the replicas).
+	secret := filepath.Join(t.TempDir(), "fleet-secret")
+	if err := os.WriteFile(secret, []byte("fleet-secret-0123456789abcdef0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, dir := startReplicasWith(t, func(*replica, []*replica) []string {
+		return []string{"--state", "default", "--fleet-secret-file", secret}
+	}, ids...)
 	pc := sts.Spec.Template.Spec.Containers[0]
 	for _, r := range f.replicas {
 		for _, path := range []string{pc.LivenessProbe.HTTPGet.Path, pc.ReadinessProbe.HTTPGet.Path} {
@@ -200,6 +208,29 @@ func TestFleetKubernetesRouter(t *testing.T) {
 		}
 	}
 
+	// Without the header (an MCP client, say) the router spreads a session's calls over the
+	// pgtools Service; the replicas forward them to the one holding the session.
+	forwarded := 0
+	for i := range 3 {
+		b := f.call(t, c, "pg_tx", `{"action":"begin"}`, "")
+		id, _ := b.body["session_id"].(string)
+		if b.status != 200 || id == "" {
+			t.Fatalf("begin: %d %v", b.status, b.body)
+		}
+		for _, call := range [][2]string{
+			{"update_data", fmt.Sprintf(`{"table":"items","set":{"name":"k8s-fwd"},"where":"id = %d","session_id":%q}`, 20+i, id)},
+			{"pg_tx", fmt.Sprintf(`{"action":"commit","session_id":%q}`, id)},
+		} {
+			a := f.call(t, c, call[0], call[1], "")
+			if a.status != 200 {
+				t.Fatalf("%s in session %s without the header: %d %v via %v", call[0], id, a.status, a.body, a.replica)
+			}
+			if a.replica != b.replica {
+				forwarded++
+			}
+		}
+	}
+
 	victim := f.replicas[0]
 	stopReplica(t, victim)
 	lost, kept := 0, 0
@@ -218,8 +249,8 @@ func TestFleetKubernetesRouter(t *testing.T) {
 		}
 		lost++
 	}
-	t.Logf("K8S router: 60 stateless calls per replica %v; %d of %d session calls reached their replica; after %s stopped, %d of its sessions answered session_not_found from another replica, %d others untouched",
-		per, routed, 2*len(open), victim.id, lost, kept)
+	t.Logf("K8S router: 60 stateless calls per replica %v; %d of %d session calls reached their replica; %d of 6 header-less session calls forwarded through the state's registry; after %s stopped, %d of its sessions answered session_not_found from another replica, %d others untouched",
+		per, routed, 2*len(open), forwarded, victim.id, lost, kept)
 	if lost == 0 || kept == 0 {
 		t.Errorf("want sessions on both sides of the stop (lost %d, kept %d)", lost, kept)
 	}
