@@ -199,38 +199,6 @@ func explained(sql string) (string, bool) {
 	}
 }
 
-// skipBlank is the position of the first byte at or after i that is neither white space nor in
-// a comment.
-func skipBlank(sql string, i int) int {
-	for i < len(sql) {
-		switch {
-		case sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r' || sql[i] == '\f':
-			i++
-		case strings.HasPrefix(sql[i:], "--"):
-			for i < len(sql) && sql[i] != '\n' {
-				i++
-			}
-		case strings.HasPrefix(sql[i:], "/*"):
-			depth := 0
-			for i < len(sql) {
-				if strings.HasPrefix(sql[i:], "/*") {
-					depth, i = depth+1, i+2
-				} else if strings.HasPrefix(sql[i:], "*/") {
-					depth, i = depth-1, i+2
-					if depth == 0 {
-						break
-					}
-				} else {
-					i++
-				}
-			}
-		default:
-			return i
-		}
-	}
-	return i
-}
-
 // hasWordAt reports whether the keyword kw (upper case) is at sql[i:], case-insensitively and
 // whole.
 func hasWordAt(sql string, i int, kw string) bool {

@@ -8,11 +8,26 @@ import "strings"
 // left to PostgreSQL.
 func leadingWords(sql string, n int) []string {
 	var words []string
-	i := 0
-	for i < len(sql) && len(words) < n {
-		c := sql[i]
+	for i := skipBlank(sql, 0); i < len(sql) && len(words) < n; i = skipBlank(sql, i) {
+		if c := sql[i]; !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return words
+		}
+		j := i
+		for j < len(sql) && (sql[j] == '_' || sql[j] >= 'a' && sql[j] <= 'z' || sql[j] >= 'A' && sql[j] <= 'Z' || sql[j] >= '0' && sql[j] <= '9') {
+			j++
+		}
+		words = append(words, strings.ToUpper(sql[i:j]))
+		i = j
+	}
+	return words
+}
+
+// skipBlank is the position of the first byte at or after i that is neither white space nor in
+// a comment.
+func skipBlank(sql string, i int) int {
+	for i < len(sql) {
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+		case sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r' || sql[i] == '\f':
 			i++
 		case strings.HasPrefix(sql[i:], "--"):
 			for i < len(sql) && sql[i] != '\n' {
@@ -22,11 +37,9 @@ func leadingWords(sql string, n int) []string {
 			depth := 0
 			for i < len(sql) {
 				if strings.HasPrefix(sql[i:], "/*") {
-					depth++
-					i += 2
+					depth, i = depth+1, i+2
 				} else if strings.HasPrefix(sql[i:], "*/") {
-					depth--
-					i += 2
+					depth, i = depth-1, i+2
 					if depth == 0 {
 						break
 					}
@@ -34,18 +47,11 @@ func leadingWords(sql string, n int) []string {
 					i++
 				}
 			}
-		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			j := i
-			for j < len(sql) && (sql[j] == '_' || sql[j] >= 'a' && sql[j] <= 'z' || sql[j] >= 'A' && sql[j] <= 'Z' || sql[j] >= '0' && sql[j] <= '9') {
-				j++
-			}
-			words = append(words, strings.ToUpper(sql[i:j]))
-			i = j
 		default:
-			return words
+			return i
 		}
 	}
-	return words
+	return i
 }
 
 // transactionControl reports whether sql steers the transaction (BEGIN, COMMIT, ROLLBACK,
