@@ -104,6 +104,9 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			err = errors.New("operation refused")
 		}
 		if err != nil {
+			// What the rollback will not undo, read while the transaction still holds it (an
+			// aborted transaction cannot be asked, and says nothing).
+			seqs := sequencesUsed(ctx, pc)
 			// Rolled back and reset before the connection goes back: advisory locks and sequence
 			// state survive a rollback, and a transaction pooler hands the server connection on
 			// at the ROLLBACK.
@@ -111,10 +114,12 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 			// A cancelled call or a timeout may leave a cancel request in flight that would hit
 			// the connection's next statement: such a connection is not reused.
 			reusable = rbErr == nil && ctx.Err() == nil && !cancelledByTimeout(err)
-			if e := bound.exceeded(ctx, err, req.db); e != nil {
-				return nil, failedAt(i, e)
+			e := bound.exceeded(ctx, err, req.db)
+			if e == nil {
+				e = req.statementError(ctx, err, stmtInfo{sql: st.sql})
 			}
-			return nil, failedAt(i, req.statementError(ctx, err, stmtInfo{sql: st.sql}))
+			noteSequences(e, seqs)
+			return nil, failedAt(i, e)
 		}
 		r := opResult{Command: out.tag, RowCount: out.affected}
 		if out.rows.RowCount > 0 {
@@ -127,6 +132,7 @@ func pgTransaction(ctx context.Context, req *request, batch *batchArgs) (Result,
 	if req.approval != nil {
 		// The whole batch's effect decides, measured before its COMMIT.
 		if err := settleApproval(ctx, pc, req.approval, tw, tablesBefore, outs...); err != nil {
+			noteSequences(err, sequencesUsed(ctx, pc)) // measured and rolled back: what that cannot undo
 			rbErr := wire.RollbackClean(context.WithoutCancel(ctx), pc)
 			reusable = rbErr == nil && ctx.Err() == nil
 			var te *Error

@@ -54,6 +54,20 @@ func TestRolledBackAnswersNameSequences(t *testing.T) {
 		t.Errorf("the measuring run's answer does not say the sequence moved: %s", e.Message)
 	}
 
+	// A pg_transaction measured for approval and rolled back says so too.
+	start = next("tickets_id_seq")
+	batch := `{"operations":[{"sql":"INSERT INTO tickets (title) VALUES ('x'), ('y'), ('z')"}]}`
+	_, e = f.b.call(t, "pg_transaction", batch)
+	if e == nil || e.Type != ErrApprovalRequired {
+		t.Fatalf("the 3-row batch: %v, want approval_required", e)
+	}
+	if moved := next("tickets_id_seq"); moved != start+4 {
+		t.Fatalf("nextval after the batch's measuring run: %d, want %d", moved, start+4)
+	}
+	if !strings.Contains(e.Message, "tickets_id_seq") || !strings.Contains(e.Message, "not rolled back") {
+		t.Errorf("the batch's measuring run does not say the sequence moved: %s", e.Message)
+	}
+
 	out, e = f.b.call(t, "update_data", `{"table":"plain","set":{"v":"y"},"where":"true","dry_run":true}`)
 	if e != nil {
 		t.Fatal(e)
