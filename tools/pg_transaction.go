@@ -205,7 +205,7 @@ func execBatched(ctx context.Context, pc *pgconn.PgConn, pol *Policy, st writeSt
 		if err != nil {
 			return nil, false, err
 		}
-		oids = mergeOIDs(sd.ParamOIDs, st.colOIDs)
+		oids = wire.MergeOIDs(sd.ParamOIDs, st.colOIDs)
 	}
 	values, err := wire.EncodeParams(st.params, oids)
 	if err != nil {

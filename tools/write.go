@@ -250,7 +250,7 @@ func execStmt(ctx context.Context, pc *pgconn.PgConn, st writeStmt) (*writeOutco
 		if err != nil {
 			return nil, err
 		}
-		oids = mergeOIDs(sd.ParamOIDs, st.colOIDs)
+		oids = wire.MergeOIDs(sd.ParamOIDs, st.colOIDs)
 	}
 	values, err := wire.EncodeParams(st.params, oids)
 	if err != nil {
@@ -293,16 +293,6 @@ func closeWithError(mrr *pgconn.MultiResultReader, err error) error {
 		return cerr
 	}
 	return err
-}
-
-func mergeOIDs(described, known []uint32) []uint32 {
-	out := append([]uint32(nil), described...)
-	for i := range out {
-		if i < len(known) && known[i] != 0 {
-			out[i] = known[i]
-		}
-	}
-	return out
 }
 
 // simpleExec runs pgtools' own fixed SQL (never an agent's) and returns the first error.

@@ -270,7 +270,7 @@ func In(ctx context.Context, pc *pgconn.PgConn, sql string, params []any, known 
 		if err != nil {
 			return nil, ShiftPosition(err)
 		}
-		oids = mergeOIDs(sd.ParamOIDs, known)
+		oids = wire.MergeOIDs(sd.ParamOIDs, known)
 	}
 	values, err := wire.EncodeParams(params, oids)
 	if err != nil {
@@ -293,16 +293,4 @@ func In(ctx context.Context, pc *pgconn.PgConn, sql string, params []any, known 
 		return nil, fmt.Errorf("reading the plan: unexpected EXPLAIN output")
 	}
 	return Parse(res.Rows[0][0])
-}
-
-// mergeOIDs is the parameter types a statement is bound with: those PostgreSQL described,
-// except where the caller knows better (tools binds its writes by the same rule).
-func mergeOIDs(described, known []uint32) []uint32 {
-	out := append([]uint32(nil), described...)
-	for i := range out {
-		if i < len(known) && known[i] != 0 {
-			out[i] = known[i]
-		}
-	}
-	return out
 }

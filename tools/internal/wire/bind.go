@@ -124,3 +124,16 @@ func appendArrayLiteral(dst []byte, arr []any) ([]byte, error) {
 	}
 	return append(dst, '}'), nil
 }
+
+// MergeOIDs is the parameter types a statement is bound with: those PostgreSQL described
+// (described), except where the caller knows better (known, 0: no opinion), e.g. a column's
+// own type for a value written to it.
+func MergeOIDs(described, known []uint32) []uint32 {
+	out := append([]uint32(nil), described...)
+	for i := range out {
+		if i < len(known) && known[i] != 0 {
+			out[i] = known[i]
+		}
+	}
+	return out
+}
