@@ -118,7 +118,7 @@ func AdvertiseURL(cfg *config.Config) string {
 // JSON (names, scopes, claims: never a token's secret).
 type stateSignIns struct{ st *state.State }
 
-func (s stateSignIns) Put(ctx context.Context, key [32]byte, in httpapi.SignIn) error {
+func (s stateSignIns) Put(ctx context.Context, key [32]byte, in httpapi.SignIn, _ time.Time) error { // ended by the database's clock
 	p, err := json.Marshal(signInRecord{Principal: in.Principal, Auth: in.Auth})
 	if err != nil {
 		return err

@@ -266,7 +266,7 @@ func (p *ApprovalsPage) signIn(w http.ResponseWriter, r *http.Request) {
 		expires = exp
 	}
 	id := randomID()
-	if err := p.signIns.Put(r.Context(), sha256.Sum256([]byte(id)), SignIn{Principal: pr, CSRF: randomID(), Expires: expires, Auth: p.auth.Fingerprint()}); err != nil {
+	if err := p.signIns.Put(r.Context(), sha256.Sum256([]byte(id)), SignIn{Principal: pr, CSRF: randomID(), Expires: expires, Auth: p.auth.Fingerprint()}, now); err != nil {
 		p.o.Log.Warn().Str("page", "approvals").Err(err).Msg("sign-ins: storing a sign-in failed")
 		p.signInForm(w, r, http.StatusServiceUnavailable, signInsDown, true)
 		return

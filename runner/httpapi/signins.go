@@ -13,8 +13,8 @@ import (
 // them there (runner), so a browser whose requests a proxy spreads over the replicas stays
 // signed in on every one. Implementations are safe for concurrent use.
 type SignIns interface {
-	// Put stores a sign-in under key.
-	Put(ctx context.Context, key [32]byte, s SignIn) error
+	// Put stores a sign-in under key, at now (the page's clock, as Get's).
+	Put(ctx context.Context, key [32]byte, s SignIn, now time.Time) error
 	// Get is the sign-in under key, if it has not ended by now.
 	Get(ctx context.Context, key [32]byte, now time.Time) (SignIn, bool, error)
 	// Delete ends the sign-in under key.
@@ -56,10 +56,9 @@ func NewMemorySignIns() *MemorySignIns { return &MemorySignIns{m: map[[32]byte]*
 
 // Put implements SignIns, dropping ended sign-ins and, past memorySignInsMax, the one that
 // would end first.
-func (m *MemorySignIns) Put(_ context.Context, key [32]byte, s SignIn) error {
+func (m *MemorySignIns) Put(_ context.Context, key [32]byte, s SignIn, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now()
 	for k, v := range m.m {
 		if !now.Before(v.Expires) {
 			delete(m.m, k)
