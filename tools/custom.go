@@ -167,9 +167,9 @@ func runCustomRead(ctx context.Context, req *request, t CustomTool, a *customRea
 	params := customParams(t, &a.customArgs)
 	limit := req.db.Policy.DefaultLimit
 	st := wire.Stmt{SQL: t.SQL, Params: params, MaxRows: limit + 1, MaxBytes: req.maxBytes, Format: req.format(a.Format)}
-	paged := len(t.order) > 0 && req.pages != nil && req.pages.signer != nil
+	paged := len(t.order) > 0 && req.paged()
 	if paged {
-		sql, kp, perr := customPageSQL(t, len(params), req.pages.state, limit)
+		sql, kp, perr := customPageSQL(t, len(params), req.pageState(), limit)
 		if perr != nil {
 			return nil, perr
 		}

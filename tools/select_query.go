@@ -95,7 +95,7 @@ func selectQuery(ctx context.Context, req *request, a *selectArgs) (Result, *Err
 	}
 	offset := a.Offset.or(0)
 	var keyParams []any
-	if pg := req.pages.state; pg != nil {
+	if pg := req.pageState(); pg != nil {
 		offset = pg.Offset
 		if pg.After != nil {
 			if !keyed || len(pg.After) != len(total) {
@@ -146,7 +146,7 @@ func selectQuery(ctx context.Context, req *request, a *selectArgs) (Result, *Err
 		// would be cut the same way.
 		res.Hint = fmt.Sprintf("The first row alone is larger than the %d-byte response cap; select fewer columns.", req.maxBytes)
 	}
-	if rs.Truncated && rs.RowCount > 0 && req.pages.signer != nil {
+	if rs.Truncated && rs.RowCount > 0 && req.paged() {
 		res.NextPage = req.nextPage("select_query", a.pageArgs(), rs, keyed, offset)
 		res.Hint = pageHint(rs, limit, req.maxBytes, keyed, table)
 	}
